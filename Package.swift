@@ -1,0 +1,41 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "SharePipe",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "SharePipe", targets: ["SharePipe"]),
+        .executable(name: "sharepipe", targets: ["sharepipe"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+    ],
+    targets: [
+        // The only C in the project: setjmp-guarded calls into libjpeg, libpng, giflib and libexif.
+        .target(
+            name: "CSharePipe",
+            linkerSettings: [
+                .linkedLibrary("jpeg"),
+                .linkedLibrary("png16"),
+                .linkedLibrary("gif"),
+                .linkedLibrary("exif"),
+            ]
+        ),
+        .target(
+            name: "SharePipe",
+            dependencies: ["CSharePipe"]
+        ),
+        .executableTarget(
+            name: "sharepipe",
+            dependencies: [
+                "SharePipe",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "SharePipeTests",
+            dependencies: ["SharePipe", "CSharePipe"]
+        ),
+    ]
+)

@@ -1,0 +1,5 @@
+#ifndef CSHAREPIPE_H
+#define CSHAREPIPE_H
+#include "sp_common.h"
+#include "sp_jpeg.h"
+#endif

@@ -1,0 +1,24 @@
+#ifndef SP_COMMON_H
+#define SP_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/// Every shim function returns one of these. Anything but SP_OK comes with a message.
+typedef enum {
+    SP_OK = 0,
+    SP_ERR_LIBRARY = 1,   // the C library reported an error (message holds its text)
+    SP_ERR_IO = 2,        // opening or reading the file failed
+    SP_ERR_MEMORY = 3,    // an allocation failed
+    SP_ERR_ARGUMENT = 4,  // the caller passed something the shim cannot use
+    SP_ERR_END = 5        // no more data (end of image / stream)
+} sp_status;
+
+/// Size of every caller-owned message buffer.
+#define SP_MESSAGE_LENGTH 256
+
+/// Frees memory the shim handed out (encoded bytes).
+void sp_free(void *pointer);
+
+#endif

@@ -1,0 +1,70 @@
+#ifndef SP_JPEG_H
+#define SP_JPEG_H
+
+#include "sp_common.h"
+
+/// A libjpeg decompressor with its error manager; opaque to Swift.
+typedef struct sp_jpeg_reader sp_jpeg_reader;
+
+/// What the header says, before any pixel is decoded.
+typedef struct {
+    int width;
+    int height;
+    int components;         // 1, 3 or 4
+    int jpeg_color_space;   // libjpeg J_COLOR_SPACE of the stored data
+    int progressive;        // 1 when the file is progressive (multi-scan)
+    int saw_adobe_marker;   // APP14 Adobe seen (CMYK stored inverted)
+    int adobe_transform;
+} sp_jpeg_header;
+
+/// One saved marker segment (APPn or COM), its payload without the 2-byte length.
+typedef struct {
+    int marker;             // 0xE0...0xEF for APPn, 0xFE for COM
+    const uint8_t *data;    // owned by the reader; valid until sp_jpeg_reader_free
+    unsigned int length;
+} sp_jpeg_marker;
+
+/// Output colour of the decoder.
+typedef enum { SP_JPEG_OUT_GRAY = 1, SP_JPEG_OUT_RGB = 3, SP_JPEG_OUT_CMYK = 4 } sp_jpeg_out_space;
+
+/// Opens a reader on a file, read through libjpeg's small stdio buffer (the file is never loaded whole).
+sp_status sp_jpeg_reader_open_file(const char *path, long max_memory, sp_jpeg_reader **out, char *message);
+/// Opens a reader on caller-owned bytes that must outlive the reader.
+sp_status sp_jpeg_reader_open_memory(const uint8_t *data, size_t length, long max_memory, sp_jpeg_reader **out, char *message);
+/// Reads markers and the frame header. With save_markers, APPn/COM payloads are kept for sp_jpeg_reader_marker.
+sp_status sp_jpeg_reader_read_header(sp_jpeg_reader *reader, int save_markers, sp_jpeg_header *header, char *message);
+/// Number of saved markers.
+int sp_jpeg_reader_marker_count(const sp_jpeg_reader *reader);
+/// The saved marker at index (in file order).
+sp_jpeg_marker sp_jpeg_reader_marker(const sp_jpeg_reader *reader, int index);
+/// Starts decompression with DCT scaling scale_num/8; reports the output size and component count.
+sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_out_space space,
+                               int *out_width, int *out_height, int *out_components, char *message);
+/// Reads up to max_rows scanlines into buffer (rows of out_width*out_components bytes, stride row_bytes).
+sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size_t row_bytes, int max_rows,
+                                   int *rows_read, char *message);
+/// Finishes decompression (reads to EOI); errors here mean trailing corruption.
+sp_status sp_jpeg_reader_finish(sp_jpeg_reader *reader, char *message);
+/// Number of warnings libjpeg emitted (corrupt data it recovered from), and the last one's text.
+int sp_jpeg_reader_warning_count(const sp_jpeg_reader *reader, char *last_warning);
+/// Destroys the decompressor and closes the file, if any.
+void sp_jpeg_reader_free(sp_jpeg_reader *reader);
+
+/// Encoder settings.
+typedef struct {
+    int quality;            // 1...100
+    int progressive;        // 0 or 1
+    int subsample_420;      // 1: 4:2:0 chroma, 0: 4:4:4
+    int optimize_coding;    // 1: optimized Huffman tables
+    int write_jfif;         // 1: write a JFIF APP0
+} sp_jpeg_encode_settings;
+
+/// Encodes a whole bitmap (components 1 or 3, 8-bit, tightly packed rows) to JPEG in memory,
+/// writing the given markers (payloads, in order) right after the JFIF header.
+/// On success *out is malloc'ed and freed with sp_free.
+sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int components,
+                         sp_jpeg_encode_settings settings,
+                         const sp_jpeg_marker *markers, int marker_count,
+                         uint8_t **out, size_t *out_length, char *message);
+
+#endif

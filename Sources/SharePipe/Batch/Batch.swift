@@ -1,0 +1,149 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+
+/// One input file and where its output goes.
+public struct BatchItem: Sendable, Equatable {
+    public var input: String
+    /// Output path without extension (the extension follows the output format).
+    public var outputStem: String
+}
+
+/// The result for one file of a batch.
+public struct BatchReport: Sendable {
+    public var input: String
+    public var output: String?
+    public var inputBytes: Int?
+    public var result: PreparedImage?
+    public var error: SharePipeError?
+    /// Skipped because the output already existed (`--skip-existing`).
+    public var skipped: Bool = false
+}
+
+/// Runs the pipeline over files and directories, mirroring the input tree under an output directory.
+public struct Batch: Sendable {
+    public var outputDirectory: String
+    public var options: PrepareOptions
+    public var recursive: Bool
+    public var jobs: Int
+    public var skipExisting: Bool
+
+    public init(outputDirectory: String, options: PrepareOptions, recursive: Bool = false, jobs: Int = 1,
+                skipExisting: Bool = false) {
+        self.outputDirectory = outputDirectory
+        self.options = options
+        self.recursive = recursive
+        self.jobs = max(1, jobs)
+        self.skipExisting = skipExisting
+    }
+
+    /// Expands inputs into items: a file maps to `out/<name>`, a directory's files to `out/<dir>/<relative path>`.
+    public func plan(_ inputs: [String]) -> (items: [BatchItem], missing: [String]) {
+        var items: [BatchItem] = []
+        var missing: [String] = []
+        for input in inputs {
+            let trimmed = input.count > 1 && input.hasSuffix("/") ? String(input.dropLast()) : input
+            if FileIO.isDirectory(trimmed) {
+                let base = Batch.lastComponent(trimmed)
+                for file in FileIO.listFiles(in: trimmed, recursive: recursive) {
+                    let relative = String(file.dropFirst(trimmed.count + 1))
+                    items.append(BatchItem(input: file, outputStem: Batch.stem(outputDirectory + "/" + base + "/" + relative)))
+                }
+            } else if FileIO.exists(trimmed) {
+                items.append(BatchItem(input: trimmed, outputStem: Batch.stem(outputDirectory + "/" + Batch.lastComponent(trimmed))))
+            } else {
+                missing.append(input)
+            }
+        }
+        return (items, missing)
+    }
+
+    /// Prepares and writes every item, `jobs` at a time; reports come back in input order. A failure on
+    /// one file never stops the others. `progress` is called (serially) after each file.
+    public func run(_ items: [BatchItem], progress: @Sendable (Int, BatchReport) -> Void = { _, _ in }) -> [BatchReport] {
+        let results = ResultSlots(count: items.count)
+        let next = Counter()
+        let progressLock = Mutex()
+        let workers = min(jobs, max(1, items.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while true {
+                let index = next.increment()
+                if index >= items.count { break }
+                let report = process(items[index])
+                results.set(index, report)
+                progressLock.locked { progress(index, report) }
+            }
+        }
+        return results.values()
+    }
+
+    /// Prepares one item and writes its output atomically.
+    public func process(_ item: BatchItem) -> BatchReport {
+        var report = BatchReport(input: item.input)
+        report.inputBytes = try? FileIO.size(of: item.input)
+        if skipExisting, let existing = ImageFormat.allCases.map({ item.outputStem + "." + $0.fileExtension }).first(where: FileIO.exists) {
+            report.output = existing
+            report.skipped = true
+            return report
+        }
+        do {
+            let result = try Pipeline.prepare(.file(path: item.input), options: options)
+            let output = item.outputStem + "." + result.format.fileExtension
+            if Batch.samePath(output, item.input) {
+                throw SharePipeError.unwritable(file: output, reason: "output would overwrite the input")
+            }
+            try FileIO.makeDirectories(FileIO.parentDirectory(of: output))
+            try FileIO.writeAtomically(result.bytes, to: output)
+            report.output = output
+            report.result = result
+        } catch let error as SharePipeError {
+            report.error = error
+        } catch {
+            report.error = .corrupt(file: item.input, reason: "\(error)")
+        }
+        return report
+    }
+
+    static func lastComponent(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    static func stem(_ path: String) -> String {
+        let name = lastComponent(path)
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return path }
+        return String(path.dropLast(name.distance(from: dot, to: name.endIndex)))
+    }
+
+    static func samePath(_ a: String, _ b: String) -> Bool {
+        guard let ra = realpath(b, nil) else { return false }
+        defer { free(ra) }
+        guard FileIO.exists(a), let rb = realpath(a, nil) else { return false }
+        defer { free(rb) }
+        return strcmp(ra, rb) == 0
+    }
+}
+
+final class Mutex: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    init() { pthread_mutex_init(&mutex, nil) }
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = Mutex()
+    private var value = 0
+    func increment() -> Int { lock.locked { defer { value += 1 }; return value } }
+}
+
+final class ResultSlots: @unchecked Sendable {
+    private let lock = Mutex()
+    private var slots: [BatchReport?]
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+    func set(_ index: Int, _ report: BatchReport) { lock.locked { slots[index] = report } }
+    func values() -> [BatchReport] { lock.locked { slots.compactMap { $0 } } }
+}

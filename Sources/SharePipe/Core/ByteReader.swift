@@ -1,0 +1,69 @@
+/// Reads a source front to back through a 64 KiB buffer (files are never loaded whole).
+final class ByteReader {
+    private let file: InputFile?
+    private let memory: [UInt8]
+    private var buffer: [UInt8]
+    private var position = 0
+    private var limit = 0
+    /// Bytes consumed so far.
+    private(set) var offset = 0
+    let name: String
+
+    init(_ source: ImageSource, bufferSize: Int = 65536) throws {
+        name = source.displayName
+        switch source {
+        case .file(let path):
+            file = try InputFile(path: path)
+            memory = []
+            buffer = [UInt8](repeating: 0, count: bufferSize)
+        case .bytes(let bytes):
+            file = nil
+            memory = bytes
+            buffer = []
+            limit = bytes.count
+        }
+    }
+
+    deinit { file?.close() }
+
+    /// The next byte, or nil at the end.
+    @inline(__always)
+    func next() throws -> UInt8? {
+        if position == limit {
+            guard try refill() else { return nil }
+        }
+        let byte = file == nil ? memory[position] : buffer[position]
+        position += 1
+        offset += 1
+        return byte
+    }
+
+    /// The next byte; the end of data is an error (truncated file).
+    func byte() throws -> UInt8 {
+        guard let value = try next() else {
+            throw SharePipeError.corrupt(file: name, reason: "data ends at byte \(offset) (file is truncated)")
+        }
+        return value
+    }
+
+    /// The next `count` bytes; fewer is an error.
+    func bytes(_ count: Int) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(count)
+        for _ in 0..<count { out.append(try byte()) }
+        return out
+    }
+
+    /// Skips `count` bytes.
+    func skip(_ count: Int) throws {
+        for _ in 0..<count { _ = try byte() }
+    }
+
+    private func refill() throws -> Bool {
+        guard let file else { return false }
+        let got = try buffer.withUnsafeMutableBytes { try file.read(into: $0) }
+        position = 0
+        limit = got
+        return got > 0
+    }
+}

@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file opened read-only and read through a small buffer. Inputs are never opened for writing.
+final class InputFile {
+    private var handle: UnsafeMutablePointer<FILE>?
+    let path: String
+
+    init(path: String) throws {
+        self.path = path
+        guard let handle = fopen(path, "rb") else {
+            throw SharePipeError.unreadable(file: path, reason: FileIO.errnoText())
+        }
+        self.handle = handle
+    }
+
+    /// Reads up to `count` bytes; fewer only at end of file.
+    func read(upTo count: Int) throws -> [UInt8] {
+        guard let handle else { return [] }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = bytes.withUnsafeMutableBytes { fread($0.baseAddress, 1, count, handle) }
+        if got < count && ferror(handle) != 0 {
+            throw SharePipeError.unreadable(file: path, reason: FileIO.errnoText())
+        }
+        bytes.removeLast(count - got)
+        return bytes
+    }
+
+    /// Reads into a caller's buffer; returns the number of bytes read (0 at end).
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard let handle, let base = buffer.baseAddress else { return 0 }
+        let got = fread(base, 1, buffer.count, handle)
+        if got < buffer.count && ferror(handle) != 0 {
+            throw SharePipeError.unreadable(file: path, reason: FileIO.errnoText())
+        }
+        return got
+    }
+
+    func close() {
+        if let handle { fclose(handle) }
+        handle = nil
+    }
+
+    deinit { close() }
+}
+
+/// Small file-system helpers on top of the C library (FoundationEssentials keeps the baseline RSS low).
+enum FileIO {
+    static func errnoText() -> String { String(cString: strerror(errno)) }
+
+    static func size(of path: String) throws -> Int {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw SharePipeError.unreadable(file: path, reason: errnoText()) }
+        return Int(info.st_size)
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    /// Writes `bytes` to a temporary name in the destination's directory, flushes it, and renames it into
+    /// place, so a reader never sees a half-written output and an interrupted run leaves no partial file.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        let temporary = "\(path).sharepipe-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+        TemporaryFiles.shared.register(temporary)
+        defer { TemporaryFiles.shared.unregister(temporary) }
+        guard let handle = fopen(temporary, "wbx") else {
+            throw SharePipeError.unwritable(file: path, reason: errnoText())
+        }
+        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, handle) }
+        let flushed = fflush(handle) == 0
+        let closed = fclose(handle) == 0
+        guard written == bytes.count, flushed, closed else {
+            let reason = errnoText()
+            unlink(temporary)
+            throw SharePipeError.unwritable(file: path, reason: reason)
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = errnoText()
+            unlink(temporary)
+            throw SharePipeError.unwritable(file: path, reason: reason)
+        }
+    }
+
+    /// Creates a directory and its parents (mode 0755).
+    static func makeDirectories(_ path: String) throws {
+        if path.isEmpty || isDirectory(path) { return }
+        let parent = parentDirectory(of: path)
+        if parent != path { try makeDirectories(parent) }
+        if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw SharePipeError.unwritable(file: path, reason: errnoText())
+        }
+    }
+
+    static func parentDirectory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// Files below `path` (sorted, hidden entries skipped); with `recursive` false only its direct children.
+    static func listFiles(in path: String, recursive: Bool) -> [String] {
+        guard let directory = opendir(path) else { return [] }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name.hasPrefix(".") { continue }
+            names.append(name)
+        }
+        closedir(directory)
+        var files: [String] = []
+        for name in names.sorted() {
+            let child = path.hasSuffix("/") ? path + name : path + "/" + name
+            if isDirectory(child) {
+                if recursive { files += listFiles(in: child, recursive: true) }
+            } else {
+                files.append(child)
+            }
+        }
+        return files
+    }
+}
+
+/// Temporary output names in flight, so a SIGINT/SIGTERM handler can remove them before exiting.
+public final class TemporaryFiles: @unchecked Sendable {
+    public static let shared = TemporaryFiles()
+    private var lock = pthread_mutex_t()
+    private var paths = Set<String>()
+
+    private init() { pthread_mutex_init(&lock, nil) }
+
+    func register(_ path: String) {
+        pthread_mutex_lock(&lock); paths.insert(path); pthread_mutex_unlock(&lock)
+    }
+
+    func unregister(_ path: String) {
+        pthread_mutex_lock(&lock); paths.remove(path); pthread_mutex_unlock(&lock)
+    }
+
+    /// Removes every temporary file still in flight (called from a signal handler path before exit).
+    public func removeAll() {
+        pthread_mutex_lock(&lock)
+        for path in paths { unlink(path) }
+        paths.removeAll()
+        pthread_mutex_unlock(&lock)
+    }
+}

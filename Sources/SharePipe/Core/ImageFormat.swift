@@ -1,0 +1,39 @@
+/// The formats SharePipe reads and writes.
+public enum ImageFormat: String, Sendable, Codable, CaseIterable {
+    case jpeg
+    case png
+    case gif
+
+    /// The usual file extension.
+    public var fileExtension: String {
+        switch self {
+        case .jpeg: return "jpg"
+        case .png: return "png"
+        case .gif: return "gif"
+        }
+    }
+
+    /// Detects the format from the first bytes (never from the file name).
+    public static func sniff(_ prefix: [UInt8]) -> ImageFormat? {
+        if prefix.count >= 3, prefix[0] == 0xFF, prefix[1] == 0xD8, prefix[2] == 0xFF { return .jpeg }
+        if prefix.count >= 8, prefix[0..<8].elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
+        if prefix.count >= 6, prefix[0..<3].elementsEqual([0x47, 0x49, 0x46]),
+           prefix[3..<6].elementsEqual([0x38, 0x39, 0x61]) || prefix[3..<6].elementsEqual([0x38, 0x37, 0x61]) {
+            return .gif
+        }
+        return nil
+    }
+
+    /// Detects the format of a source by its magic bytes.
+    static func detect(_ source: ImageSource) throws -> ImageFormat {
+        let prefix = try source.prefix(16)
+        if prefix.isEmpty {
+            throw SharePipeError.unsupportedFormat(file: source.displayName, reason: "file is empty")
+        }
+        guard let format = sniff(prefix) else {
+            throw SharePipeError.unsupportedFormat(file: source.displayName,
+                                                   reason: "not a JPEG, PNG or GIF (unrecognised signature)")
+        }
+        return format
+    }
+}

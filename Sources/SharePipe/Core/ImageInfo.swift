@@ -1,0 +1,64 @@
+/// A width and a height in pixels.
+public struct PixelSize: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    public var shortEdge: Int { min(width, height) }
+    public var longEdge: Int { max(width, height) }
+    public var area: Int { width * height }
+    /// The size with width and height swapped (a quarter turn).
+    public var transposed: PixelSize { PixelSize(width: height, height: width) }
+    public var description: String { "\(width)×\(height)" }
+}
+
+/// The colour model of the stored image.
+public enum ColorModel: String, Sendable, Codable {
+    case gray, grayAlpha, rgb, rgba, palette, cmyk, ycck
+}
+
+/// What the header read found: size, colour, orientation, metadata. No pixels were decoded.
+public struct ImageInfo: Sendable {
+    public var format: ImageFormat
+    /// Stored size (before orientation is applied).
+    public var size: PixelSize
+    public var colorModel: ColorModel
+    /// Bits per sample as stored (8 for JPEG, 1...16 for PNG).
+    public var bitDepth: Int
+    /// Progressive JPEG or interlaced PNG/GIF.
+    public var progressive: Bool
+    /// The Exif orientation (1 when absent or invalid).
+    public var orientation: Orientation
+    /// The raw orientation value as stored, if a tag was present (0 and >8 are invalid and mean 1).
+    public var storedOrientationValue: Int?
+    /// Number of frames (1 for stills).
+    public var frameCount: Int
+    /// Whether the image has an alpha channel or transparency.
+    public var hasAlpha: Bool
+    /// Metadata blocks found, in file order.
+    public var metadata: [MetadataBlock]
+    /// Input size in bytes.
+    public var byteCount: Int
+    /// Codec-specific facts that later steps need (JPEG: Adobe inversion).
+    var jpegAdobeInverted: Bool = false
+
+    /// Size as displayed, after the orientation is applied.
+    public var orientedSize: PixelSize { orientation.swapsAxes ? size.transposed : size }
+
+    /// What kinds of metadata the file carries.
+    public var metadataKinds: Set<MetadataKind> {
+        var kinds = Set<MetadataKind>()
+        for block in metadata {
+            kinds.insert(block.kind)
+            if case .exif(let tiff) = block, let exif = try? ExifEditor(tiff: tiff) {
+                if exif.hasGPS { kinds.insert(.gps) }
+                if exif.hasThumbnail { kinds.insert(.exifThumbnail) }
+            }
+        }
+        return kinds
+    }
+}

@@ -1,0 +1,122 @@
+/// Which metadata to remove. The ICC colour profile is always kept; the Exif orientation is always
+/// applied to the pixels first and then written as 1 (or dropped with the Exif).
+public enum StripMode: String, Sendable, Codable, CaseIterable {
+    /// Remove Exif (with its thumbnail), XMP, IPTC, comments and text; keep only the colour profile.
+    case all
+    /// Keep Exif without its GPS block and thumbnail; drop XMP and IPTC, which can carry location too.
+    case gps
+    /// Keep all metadata; only the orientation is reset to 1.
+    case none
+}
+
+/// Limits checked against the header before any pixel memory is allocated (decompression bombs).
+public struct ImageLimits: Sendable, Equatable, Codable {
+    /// Largest width or height accepted (default 65 500, just under JPEG's 65 535 maximum).
+    public var maxDimension: Int
+    /// Largest width × height accepted. The default, 120 MP, admits a 100 MP photo.
+    public var maxPixels: Int
+    /// Largest number of GIF frames accepted.
+    public var maxFrames: Int
+    /// Largest sum of frame areas over an animation (frames × width × height).
+    public var maxTotalFramePixels: Int
+    /// Largest input file accepted, in bytes (default 256 MiB).
+    public var maxInputBytes: Int
+    /// Largest memory libjpeg/libpng may use for their own arrays (progressive coefficients), in bytes.
+    public var maxDecoderMemory: Int
+
+    public init(maxDimension: Int = 65_500, maxPixels: Int = 120_000_000, maxFrames: Int = 5_000,
+                maxTotalFramePixels: Int = 2_000_000_000, maxInputBytes: Int = 256 << 20,
+                maxDecoderMemory: Int = 1 << 30) {
+        self.maxDimension = maxDimension
+        self.maxPixels = maxPixels
+        self.maxFrames = maxFrames
+        self.maxTotalFramePixels = maxTotalFramePixels
+        self.maxInputBytes = maxInputBytes
+        self.maxDecoderMemory = maxDecoderMemory
+    }
+
+    /// Throws `tooLarge` when a header's size is over a limit.
+    func check(width: Int, height: Int, file: String) throws {
+        if width <= 0 || height <= 0 {
+            throw SharePipeError.corrupt(file: file, reason: "header gives an empty image (\(width)×\(height))")
+        }
+        if width > maxDimension || height > maxDimension {
+            throw SharePipeError.tooLarge(file: file, width: width, height: height,
+                                          limit: "the dimension limit of \(maxDimension) px")
+        }
+        if width.multipliedReportingOverflow(by: height).partialValue > maxPixels {
+            throw SharePipeError.tooLarge(file: file, width: width, height: height,
+                                          limit: "the pixel limit of \(maxPixels) px")
+        }
+    }
+}
+
+/// How the fitting search trades memory for CPU.
+public enum FitStrategy: String, Sendable, Codable, CaseIterable {
+    /// Each dimension attempt re-opens and re-decodes the source; only the small output bitmap is kept
+    /// between quality attempts. The default.
+    case memoryFirst
+    /// Keeps the decoded, resized bitmap across attempts (faster, more memory).
+    case cpuFirst
+}
+
+/// What to do with one image. Validated once, before any decoding.
+public struct PrepareOptions: Sendable, Equatable {
+    /// The short edge is reduced to at most this many pixels; never enlarged.
+    public var maxShortEdge: Int
+    /// Optional cap on the long edge.
+    public var maxLongEdge: Int?
+    /// Optional cap on width × height of the output.
+    public var maxPixels: Int?
+    /// Output byte limit; nil means no limit.
+    public var maxBytes: Int?
+    /// Metadata removal mode.
+    public var strip: StripMode
+    /// Highest (first tried) JPEG quality.
+    public var quality: Int
+    /// Lowest JPEG quality the byte search may go to before reducing dimensions.
+    public var minQuality: Int
+    /// Write progressive JPEGs.
+    public var progressive: Bool
+    /// Header limits (decompression bombs).
+    public var limits: ImageLimits
+    /// Whether a PNG without meaningful alpha may become a JPEG to meet the byte limit.
+    public var allowFormatChange: Bool
+    /// Memory versus CPU trade-off of the fitting search.
+    public var strategy: FitStrategy
+    /// The smallest short edge the dimension search may go to.
+    public var minShortEdge: Int
+
+    public init(maxShortEdge: Int = 1080, maxLongEdge: Int? = nil, maxPixels: Int? = nil, maxBytes: Int? = nil,
+                strip: StripMode = .all, quality: Int = 85, minQuality: Int = 40, progressive: Bool = false,
+                limits: ImageLimits = ImageLimits(), allowFormatChange: Bool = false,
+                strategy: FitStrategy = .memoryFirst, minShortEdge: Int = 64) {
+        self.maxShortEdge = maxShortEdge
+        self.maxLongEdge = maxLongEdge
+        self.maxPixels = maxPixels
+        self.maxBytes = maxBytes
+        self.strip = strip
+        self.quality = quality
+        self.minQuality = minQuality
+        self.progressive = progressive
+        self.limits = limits
+        self.allowFormatChange = allowFormatChange
+        self.strategy = strategy
+        self.minShortEdge = minShortEdge
+    }
+
+    /// Checks the options make sense together; called before any work.
+    public func validate() throws {
+        func fail(_ name: String, _ expected: String, _ got: Any) throws -> Never {
+            throw SharePipeError.invalidOptions("expected \(expected) for `\(name)`, got \(got)")
+        }
+        if maxShortEdge < 1 { try fail("maxShortEdge", "a positive number of pixels", maxShortEdge) }
+        if let maxLongEdge, maxLongEdge < maxShortEdge { try fail("maxLongEdge", "at least maxShortEdge", maxLongEdge) }
+        if let maxPixels, maxPixels < 1 { try fail("maxPixels", "a positive pixel count", maxPixels) }
+        if let maxBytes, maxBytes < 1024 { try fail("maxBytes", "at least 1024 bytes", maxBytes) }
+        if !(1...100).contains(quality) { try fail("quality", "1...100", quality) }
+        if !(1...quality).contains(minQuality) { try fail("minQuality", "1...quality (\(quality))", minQuality) }
+        if minShortEdge < 1 { try fail("minShortEdge", "a positive number of pixels", minShortEdge) }
+        if limits.maxPixels < 1 || limits.maxDimension < 1 { try fail("limits", "positive limits", limits) }
+    }
+}

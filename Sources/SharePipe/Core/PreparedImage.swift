@@ -1,0 +1,57 @@
+/// One encode the byte-limit search tried.
+public struct FitAttempt: Sendable, Equatable, Codable {
+    /// Output size encoded (displayed orientation).
+    public var size: PixelSize
+    /// Output format of this attempt.
+    public var format: ImageFormat
+    /// JPEG quality, or nil for lossless encodes.
+    public var quality: Int?
+    /// What else was varied ("zlib 9", "64 colours", "every 2nd frame").
+    public var note: String?
+    /// Bytes the encode produced.
+    public var bytes: Int
+    /// Whether it was under the limit.
+    public var fits: Bool
+}
+
+/// How the output was made.
+public enum PreparationMethod: String, Sendable, Codable {
+    /// Decoded, resized and/or rotated, and encoded again.
+    case reencoded
+    /// Image data copied unchanged; only metadata was removed or rewritten (no generational loss).
+    case metadataRewrite
+}
+
+/// A prepared image: the bytes to upload and a report of what was done.
+public struct PreparedImage: Sendable {
+    /// The encoded output.
+    public var bytes: [UInt8]
+    public var format: ImageFormat
+    /// Output size as displayed.
+    public var size: PixelSize
+    public var inputFormat: ImageFormat
+    /// Input size as stored (before orientation).
+    public var inputSize: PixelSize
+    public var inputByteCount: Int
+    /// The orientation that was applied to the pixels.
+    public var appliedOrientation: Orientation
+    public var method: PreparationMethod
+    /// JPEG quality of the output, if lossy.
+    public var quality: Int?
+    /// Every encode tried, in order.
+    public var attempts: [FitAttempt]
+    /// Metadata kinds removed.
+    public var removedMetadata: Set<MetadataKind>
+    /// Metadata kinds kept.
+    public var keptMetadata: Set<MetadataKind>
+    /// Number of frames written.
+    public var frameCount: Int
+    /// The most pixel memory the pipeline held at once (its own accounting: rows, windows, bitmaps).
+    public var peakPixelBytes: Int
+    /// Recoverable problems the decoders reported.
+    public var warnings: [String]
+    /// Other adjustments made to meet limits ("frames decimated 2:1", "PNG → JPEG").
+    public var adjustments: [String]
+
+    public var byteCount: Int { bytes.count }
+}

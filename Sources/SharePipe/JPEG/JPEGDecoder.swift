@@ -1,0 +1,106 @@
+import CSharePipe
+
+/// Reads JPEGs with libjpeg-turbo: header and markers without pixels, then DCT-scaled scanlines streamed
+/// into the resampler. The full-resolution image is never in memory (progressive files excepted: libjpeg
+/// keeps their coefficients, which `ImageLimits.maxDecoderMemory` caps).
+struct JPEGDecoder: ImageDecoder {
+    var format: ImageFormat { .jpeg }
+
+    func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
+        let byteCount = try source.byteCount()
+        return try JPEGReader.with(source, maxMemory: limits.maxDecoderMemory) { reader in
+            let header = try reader.readHeader(saveMarkers: true)
+            try limits.check(width: Int(header.width), height: Int(header.height), file: reader.file)
+            let metadata = JPEGMarkers.metadata(from: reader.markers())
+            var storedOrientation: Int?
+            for case .exif(let tiff) in metadata {
+                storedOrientation = (try? ExifEditor(tiff: tiff))?.orientation
+                break
+            }
+            let colorModel: ColorModel
+            switch header.jpeg_color_space {
+            case 1: colorModel = .gray     // JCS_GRAYSCALE
+            case 4: colorModel = .cmyk     // JCS_CMYK
+            case 5: colorModel = .ycck     // JCS_YCCK
+            default: colorModel = .rgb
+            }
+            var info = ImageInfo(format: .jpeg, size: PixelSize(width: Int(header.width), height: Int(header.height)),
+                                 colorModel: colorModel, bitDepth: 8, progressive: header.progressive != 0,
+                                 orientation: Orientation(exifValue: storedOrientation),
+                                 storedOrientationValue: storedOrientation, frameCount: 1, hasAlpha: false,
+                                 metadata: metadata, byteCount: byteCount)
+            info.jpegAdobeInverted = header.saw_adobe_marker != 0
+            return info
+        }
+    }
+
+    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+                meter: PixelMemoryMeter) throws -> RenderedImage {
+        try JPEGReader.with(source, maxMemory: limits.maxDecoderMemory) { reader in
+            let header = try reader.readHeader(saveMarkers: false)
+            let stored = PixelSize(width: Int(header.width), height: Int(header.height))
+            let numerator = ScalePlan.jpegScaleNumerator(stored: stored, target: target)
+            let isCMYK = info.colorModel == .cmyk || info.colorModel == .ycck
+            let space: sp_jpeg_out_space = info.colorModel == .gray ? SP_JPEG_OUT_GRAY : isCMYK ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB
+            let (decoded, components) = try reader.start(scaleNumerator: numerator, space: space)
+            let layout: PixelLayout = components == 1 ? .gray : .rgb
+            let outputTarget = PixelSize(width: min(target.width, decoded.width), height: min(target.height, decoded.height))
+            var resampler = LanczosResampler(from: decoded, to: outputTarget, layout: layout, meter: meter)
+
+            let batch = 16
+            let rowBytes = decoded.width * components
+            var rows = [UInt8](repeating: 0, count: rowBytes * batch)
+            var rgbRow = [UInt8](repeating: 0, count: isCMYK ? decoded.width * 3 : 0)
+            let bufferBytes = rows.count + rgbRow.count
+            meter.allocate(bufferBytes)
+            defer { meter.release(bufferBytes) }
+            let inverted = info.jpegAdobeInverted
+            while true {
+                let got = try rows.withUnsafeMutableBufferPointer {
+                    try reader.readRows(into: $0.baseAddress!, rowBytes: rowBytes, maxRows: batch)
+                }
+                if got == 0 { break }
+                for r in 0..<got {
+                    rows.withUnsafeBufferPointer { all in
+                        let row = UnsafeBufferPointer(rebasing: all[r * rowBytes..<(r + 1) * rowBytes])
+                        if isCMYK {
+                            rgbRow.withUnsafeMutableBufferPointer { rgb in
+                                CMYKConversion.toRGB(row, into: rgb, pixels: decoded.width, inverted: inverted)
+                            }
+                            rgbRow.withUnsafeBufferPointer { resampler.push(row: $0) }
+                        } else {
+                            resampler.push(row: row)
+                        }
+                    }
+                }
+            }
+            try reader.finish()
+            let bitmap: Bitmap
+            do {
+                bitmap = try resampler.finish()
+            } catch {
+                throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
+            }
+            let warnings = reader.warnings()
+            return RenderedImage(bitmap: bitmap, decodedSize: decoded,
+                                 warnings: warnings.count > 0 ? ["\(warnings.count) libjpeg warning(s), last: \(warnings.last)"] : [])
+        }
+    }
+}
+
+/// CMYK to RGB without a colour-management engine: the naive complement product, which is what browsers
+/// do for untagged CMYK. Adobe's APP14 marker means the values are stored inverted (Photoshop writes
+/// 255 − ink), which libjpeg passes through untouched.
+enum CMYKConversion {
+    static func toRGB(_ cmyk: UnsafeBufferPointer<UInt8>, into rgb: UnsafeMutableBufferPointer<UInt8>,
+                      pixels: Int, inverted: Bool) {
+        for p in 0..<pixels {
+            var c = Int(cmyk[p * 4]), m = Int(cmyk[p * 4 + 1]), y = Int(cmyk[p * 4 + 2]), k = Int(cmyk[p * 4 + 3])
+            if !inverted { c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k }
+            // now c, m, y, k are "amount of paper showing" (255 = no ink)
+            rgb[p * 3] = UInt8((c * k + 127) / 255)
+            rgb[p * 3 + 1] = UInt8((m * k + 127) / 255)
+            rgb[p * 3 + 2] = UInt8((y * k + 127) / 255)
+        }
+    }
+}

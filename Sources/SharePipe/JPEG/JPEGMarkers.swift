@@ -1,0 +1,82 @@
+/// JPEG marker payloads ↔ format-neutral metadata blocks.
+enum JPEGMarkers {
+    static let app0 = 0xE0, app1 = 0xE1, app2 = 0xE2, app13 = 0xED, app14 = 0xEE, com = 0xFE
+    static let exifPrefix: [UInt8] = Array("Exif\0\0".utf8)
+    static let xmpPrefix: [UInt8] = Array("http://ns.adobe.com/xap/1.0/\0".utf8)
+    static let extendedXMPPrefix: [UInt8] = Array("http://ns.adobe.com/xmp/extension/\0".utf8)
+    static let iccPrefix: [UInt8] = Array("ICC_PROFILE\0".utf8)
+    /// Largest payload of one marker segment (the 16-bit length counts itself).
+    static let maxPayload = 65533
+    /// ICC bytes per APP2 chunk: the payload less the 14-byte "ICC_PROFILE\0" + sequence + count header.
+    static let iccChunkSize = maxPayload - 14
+
+    /// Reads metadata blocks from saved markers. ICC chunks are joined in sequence order.
+    static func metadata(from markers: [(code: Int, payload: [UInt8])]) -> [MetadataBlock] {
+        var blocks: [MetadataBlock] = []
+        var iccChunks: [(sequence: Int, bytes: ArraySlice<UInt8>)] = []
+        var iccPosition: Int?
+        for (code, payload) in markers {
+            switch code {
+            case app1 where payload.starts(with: exifPrefix):
+                blocks.append(.exif(Array(payload.dropFirst(exifPrefix.count))))
+            case app1 where payload.starts(with: xmpPrefix):
+                blocks.append(.xmp(Array(payload.dropFirst(xmpPrefix.count))))
+            case app1 where payload.starts(with: extendedXMPPrefix):
+                blocks.append(.extendedXMP(payload))
+            case app2 where payload.starts(with: iccPrefix) && payload.count > 14:
+                iccChunks.append((Int(payload[12]), payload[14...]))
+                if iccPosition == nil { iccPosition = blocks.count }
+            case app13:
+                blocks.append(.iptc(payload))
+            case com:
+                blocks.append(.comment(payload))
+            case app0 where payload.starts(with: Array("JFIF\0".utf8)) || payload.starts(with: Array("JFXX\0".utf8)):
+                continue  // structure, not metadata (JFXX thumbnails are dropped with it)
+            case app14 where payload.starts(with: Array("Adobe".utf8)):
+                continue  // colour transform flag, read by libjpeg
+            default:
+                blocks.append(.other(tag: "APP\(code - app0)", data: payload))
+            }
+        }
+        if let position = iccPosition {
+            let joined = iccChunks.sorted { $0.sequence < $1.sequence }.flatMap { $0.bytes }
+            blocks.insert(.icc(joined), at: position)
+        }
+        return blocks
+    }
+
+    /// Marker segments (code, payload) that write `blocks` into a JPEG, in order. Blocks a JPEG cannot
+    /// hold (PNG text, oversize Exif) are skipped.
+    static func segments(for blocks: [MetadataBlock]) -> [(code: Int, payload: [UInt8])] {
+        var segments: [(Int, [UInt8])] = []
+        for block in blocks {
+            switch block {
+            case .exif(let tiff):
+                if exifPrefix.count + tiff.count <= maxPayload { segments.append((app1, exifPrefix + tiff)) }
+            case .xmp(let packet):
+                if xmpPrefix.count + packet.count <= maxPayload { segments.append((app1, xmpPrefix + packet)) }
+            case .extendedXMP(let payload):
+                if payload.count <= maxPayload { segments.append((app1, payload)) }
+            case .iptc(let payload):
+                if payload.count <= maxPayload { segments.append((app13, payload)) }
+            case .icc(let profile):
+                let chunkCount = max(1, (profile.count + iccChunkSize - 1) / iccChunkSize)
+                guard chunkCount <= 255 else { continue }
+                for index in 0..<chunkCount {
+                    let start = index * iccChunkSize
+                    let chunk = profile[start..<min(profile.count, start + iccChunkSize)]
+                    segments.append((app2, iccPrefix + [UInt8(index + 1), UInt8(chunkCount)] + chunk))
+                }
+            case .comment(let text):
+                if text.count <= maxPayload { segments.append((com, text)) }
+            case .other(let tag, let data):
+                if tag.hasPrefix("APP"), let n = Int(tag.dropFirst(3)), (0...15).contains(n), data.count <= maxPayload {
+                    segments.append((app0 + n, data))
+                }
+            case .pngText:
+                continue
+            }
+        }
+        return segments
+    }
+}

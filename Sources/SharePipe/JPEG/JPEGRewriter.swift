@@ -1,0 +1,82 @@
+/// Strips or replaces a JPEG's metadata without touching its image data: no decode, no generational
+/// loss, and the output is never larger than the input plus the kept metadata. Used when the image needs
+/// no resize and no rotation.
+///
+/// Segments before and between scans are sorted into structure (kept: DQT, DHT, SOFn, DRI, SOS, JFIF
+/// APP0, Adobe APP14) and metadata (dropped: APP1–APP13, APP15, COM, JFXX thumbnails); the kept metadata
+/// blocks are written once, after SOI or the JFIF APP0. Everything after EOI (multi-picture trailers,
+/// vendor data) is dropped.
+enum JPEGRewriter {
+    static func rewrite(_ source: ImageSource, keeping blocks: [MetadataBlock]) throws -> [UInt8] {
+        let reader = try ByteReader(source)
+        var out: [UInt8] = []
+        if case .bytes(let bytes) = source { out.reserveCapacity(bytes.count) }
+        guard try reader.byte() == 0xFF, try reader.byte() == 0xD8 else {
+            throw SharePipeError.corrupt(file: reader.name, reason: "missing JPEG start-of-image marker")
+        }
+        out += [0xFF, 0xD8]
+        var metadataWritten = false
+        func writeMetadata() {
+            guard !metadataWritten else { return }
+            metadataWritten = true
+            for (code, payload) in JPEGMarkers.segments(for: blocks) {
+                out += [0xFF, UInt8(code), UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)]
+                out += payload
+            }
+        }
+        var pending: UInt8? = nil  // a marker code found while copying entropy-coded data
+        while true {
+            var code: UInt8
+            if let found = pending {
+                code = found
+                pending = nil
+            } else {
+                guard try reader.byte() == 0xFF else {
+                    throw SharePipeError.corrupt(file: reader.name, reason: "expected a marker at byte \(reader.offset - 1)")
+                }
+                code = try reader.byte()
+                while code == 0xFF { code = try reader.byte() }  // fill bytes
+            }
+            if code == 0xD9 {  // EOI
+                writeMetadata()
+                out += [0xFF, 0xD9]
+                return out
+            }
+            if (0xD0...0xD7).contains(code) || code == 0x01 {
+                out += [0xFF, code]  // parameterless
+                continue
+            }
+            let high = Int(try reader.byte()), low = Int(try reader.byte())
+            let length = high << 8 | low
+            guard length >= 2 else {
+                throw SharePipeError.corrupt(file: reader.name, reason: "marker segment length \(length) at byte \(reader.offset - 2)")
+            }
+            let payload = try reader.bytes(length - 2)
+            let isJFIF = code == 0xE0 && payload.starts(with: Array("JFIF\0".utf8))
+            let isAdobe = code == 0xEE && payload.starts(with: Array("Adobe".utf8))
+            let isMetadata = (0xE0...0xEF).contains(code) && !isJFIF && !isAdobe || code == 0xFE
+            if isJFIF {
+                out += [0xFF, code, UInt8(high), UInt8(low)] + payload
+                writeMetadata()
+                continue
+            }
+            writeMetadata()
+            if isMetadata { continue }
+            out += [0xFF, code, UInt8(high), UInt8(low)] + payload
+            if code == 0xDA {  // SOS: copy entropy-coded data up to the next real marker
+                while true {
+                    let byte = try reader.byte()
+                    if byte != 0xFF { out.append(byte); continue }
+                    var next = try reader.byte()
+                    while next == 0xFF { next = try reader.byte() }
+                    if next == 0x00 || (0xD0...0xD7).contains(next) {
+                        out += [0xFF, next]
+                        continue
+                    }
+                    pending = next
+                    break
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+/// Prepares one image for posting: strips metadata, applies the orientation, downscales and encodes it
+/// under the byte limit. Opens `source` afresh for every step and keeps no decoded image between steps.
+///
+/// ```swift
+/// let result = try SharePipe.prepare(.file(path: "IMG_0001.jpg"), options: PrepareOptions(maxBytes: 5_000_000))
+/// ```
+public func prepare(_ source: ImageSource, options: PrepareOptions = PrepareOptions()) throws -> PreparedImage {
+    try Pipeline.prepare(source, options: options)
+}
+
+/// The async form: runs off the caller's executor and honours Task cancellation between steps and
+/// between fitting attempts (a cancelled job throws `SharePipeError.cancelled` and produces nothing).
+public func prepare(_ source: ImageSource, options: PrepareOptions = PrepareOptions()) async throws -> PreparedImage {
+    try Task.checkCancellation()
+    return try Pipeline.prepare(source, options: options) {
+        if Task.isCancelled { throw SharePipeError.cancelled(file: source.displayName) }
+    }
+}
+
+/// Reads only the header of an image: format, size, orientation, metadata present.
+public func inspect(_ source: ImageSource, limits: ImageLimits = ImageLimits()) throws -> ImageInfo {
+    let format = try Pipeline.withFile(source.displayName) { try ImageFormat.detect(source) }
+    let decoder = try Pipeline.withFile(source.displayName) { try Codecs.decoder(for: format) }
+    return try decoder.probe(source, limits: limits)
+}

@@ -1,0 +1,69 @@
+/// The order of work, in one place. The CLI and the library both come here.
+///
+///   detect → probe (header only) → limits → plan size → metadata → [rewrite metadata only]
+///          → decode with shrink-on-load → resample row by row → orient → encode within the byte limit
+///
+/// Each step that reads pixels opens the source afresh and closes it before the next step.
+enum Pipeline {
+    /// A hook called between steps and between fitting attempts; throws to cancel.
+    typealias Checkpoint = () throws -> Void
+
+    static func prepare(_ source: ImageSource, options: PrepareOptions,
+                        checkpoint: Checkpoint = {}) throws -> PreparedImage {
+        try options.validate()
+        let file = source.displayName
+        let meter = PixelMemoryMeter()
+
+        // 1. Detect the format by magic bytes and read the header: no pixels yet.
+        let inputBytes = try source.byteCount()
+        if inputBytes > options.limits.maxInputBytes {
+            throw SharePipeError.tooLarge(file: file, width: 0, height: 0,
+                                          limit: "the input limit of \(options.limits.maxInputBytes) bytes (file has \(inputBytes))")
+        }
+        let format = try withFile(file) { try ImageFormat.detect(source) }
+        let decoder = try withFile(file) { try Codecs.decoder(for: format) }
+        let info = try decoder.probe(source, limits: options.limits)
+        try checkpoint()
+
+        // 2. Plan the output size. The caps are orientation-independent (short/long edge, area).
+        let target = ScalePlan.targetSize(for: info.size, maxShortEdge: options.maxShortEdge,
+                                          maxLongEdge: options.maxLongEdge, maxPixels: options.maxPixels)
+
+        // 3. Decide which metadata survives.
+        let metadata = StandardMetadataPolicy().outcome(for: info, mode: options.strip)
+
+        // 4. Nothing to do to the pixels: copy the image data, rewrite only the metadata.
+        if target == info.size, info.orientation == .up, info.colorModel != .cmyk, info.colorModel != .ycck,
+           let rewrite = Codecs.metadataRewriter(for: format) {
+            // A throwaway 1/8-scale decode proves the image data is whole before it is passed on.
+            _ = try decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
+                                   limits: options.limits, meter: meter)
+            let bytes = try rewrite(source, metadata.kept)
+            if options.maxBytes.map({ bytes.count <= $0 }) ?? true {
+                return PreparedImage(bytes: bytes, format: format, size: info.size, inputFormat: format,
+                                     inputSize: info.size, inputByteCount: inputBytes, appliedOrientation: .up,
+                                     method: .metadataRewrite, quality: nil,
+                                     attempts: [FitAttempt(size: info.size, format: format, quality: nil,
+                                                           note: "metadata rewrite", bytes: bytes.count,
+                                                           fits: true)],
+                                     removedMetadata: metadata.removed, keptMetadata: MetadataOutcome.kinds(of: metadata.kept),
+                                     frameCount: 1, peakPixelBytes: meter.peakBytes, warnings: [], adjustments: [])
+            }
+        }
+        try checkpoint()
+
+        // 5–8. Decode with shrink-on-load, resample row by row, orient, encode within the byte limit.
+        let fitter = StillFitter(source: source, info: info, options: options, decoder: decoder,
+                                 metadata: metadata, meter: meter)
+        return try fitter.fit(startingAt: target, checkpoint: checkpoint)
+    }
+
+    /// Fills in the file name for errors thrown by helpers that do not know it.
+    static func withFile<T>(_ file: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch SharePipeError.unsupportedFormat(let name, let reason) where name.isEmpty {
+            throw SharePipeError.unsupportedFormat(file: file, reason: reason)
+        }
+    }
+}

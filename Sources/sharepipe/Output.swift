@@ -1,0 +1,202 @@
+import SharePipe
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+
+func printError(_ text: String) {
+    writeStandardError(text + "\n")
+}
+
+/// Writes straight to file descriptor 2 (unbuffered, and safe to call from any thread).
+func writeStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+}
+
+extension String {
+    func padding(_ width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}
+
+enum JSONText {
+    static func encode<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// The `--json` shape of one prepared file (stable: fields are only ever added).
+struct FileJSON: Encodable {
+    var input: String
+    var output: String?
+    var status: String          // "ok", "failed", "skipped"
+    var format: String?
+    var inputWidth: Int?
+    var inputHeight: Int?
+    var width: Int?
+    var height: Int?
+    var inputBytes: Int?
+    var bytes: Int?
+    var quality: Int?
+    var method: String?
+    var attempts: [FitAttempt]?
+    var removedMetadata: [String]?
+    var orientationApplied: Int?
+    var peakPixelBytes: Int?
+    var warnings: [String]?
+    var adjustments: [String]?
+    var error: String?
+    var errorKind: String?
+
+    init(_ report: BatchReport) {
+        input = report.input
+        output = report.output
+        inputBytes = report.inputBytes
+        status = report.skipped ? "skipped" : report.error == nil ? "ok" : "failed"
+        if let result = report.result {
+            format = result.format.rawValue
+            inputWidth = result.inputSize.width
+            inputHeight = result.inputSize.height
+            width = result.size.width
+            height = result.size.height
+            bytes = result.byteCount
+            quality = result.quality
+            method = result.method.rawValue
+            attempts = result.attempts
+            removedMetadata = result.removedMetadata.sorted().map(\.rawValue)
+            orientationApplied = result.appliedOrientation.rawValue
+            peakPixelBytes = result.peakPixelBytes
+            warnings = result.warnings
+            adjustments = result.adjustments
+        }
+        if let error = report.error {
+            self.error = error.description
+            errorKind = error.kind
+        }
+    }
+}
+
+struct InspectJSON: Encodable {
+    var file: String
+    var format: String
+    var width: Int
+    var height: Int
+    var colorModel: String
+    var bitDepth: Int
+    var progressive: Bool
+    var orientation: Int
+    var storedOrientation: Int?
+    var frames: Int
+    var hasAlpha: Bool
+    var metadata: [String]
+    var bytes: Int
+
+    init(file: String, info: ImageInfo) {
+        self.file = file
+        format = info.format.rawValue
+        width = info.size.width
+        height = info.size.height
+        colorModel = info.colorModel.rawValue
+        bitDepth = info.bitDepth
+        progressive = info.progressive
+        orientation = info.orientation.rawValue
+        storedOrientation = info.storedOrientationValue
+        frames = info.frameCount
+        hasAlpha = info.hasAlpha
+        metadata = info.metadataKinds.sorted().map(\.rawValue)
+        bytes = info.byteCount
+    }
+}
+
+enum InspectText {
+    static func describe(file: String, info: ImageInfo) -> String {
+        let kinds = info.metadataKinds.sorted().map(\.rawValue)
+        return """
+        \(file): \(info.format.rawValue.uppercased()) \(info.size) \(info.colorModel.rawValue) \(info.bitDepth)-bit\
+        \(info.progressive ? (info.format == .jpeg ? " progressive" : " interlaced") : "")\
+        \(info.frameCount > 1 ? ", \(info.frameCount) frames" : ""), orientation \(info.storedOrientationValue.map(String.init) ?? "none")\
+         (\(info.orientation.rawValue)), metadata: \(kinds.isEmpty ? "none" : kinds.joined(separator: ", ")), \(info.byteCount) bytes
+        """
+    }
+}
+
+/// Prints per-file lines (text or JSON), a progress line on a terminal, and the summary.
+final class Reporter: @unchecked Sendable {
+    let json: Bool
+    let total: Int
+    let interactive = isatty(STDERR_FILENO) != 0
+    private var done = 0
+
+    init(json: Bool, total: Int) {
+        self.json = json
+        self.total = total
+    }
+
+    func missing(_ path: String) {
+        printError("\(path): cannot read: no such file or directory")
+    }
+
+    func fileDone(_ report: BatchReport) {
+        done += 1
+        if interactive { writeStandardError("\r\u{1B}[K") }
+        if json {
+            print(JSONText.encode(FileJSON(report)))
+        } else if let error = report.error {
+            printError("FAILED \(error)")
+        } else if report.skipped {
+            print("skipped \(report.input) (output exists: \(report.output ?? ""))")
+        } else if let result = report.result {
+            let removed = result.removedMetadata.sorted().map(\.rawValue).joined(separator: ",")
+            let quality = result.quality.map { "q\($0)" } ?? result.method.rawValue
+            print("\(report.input) → \(report.output ?? ""): \(result.inputSize) → \(result.size), "
+                  + "\(report.inputBytes ?? 0) → \(result.byteCount) bytes, \(quality), "
+                  + "\(result.attempts.count) attempt(s), removed: \(removed.isEmpty ? "nothing" : removed)"
+                  + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : ""))
+        }
+        fflush(nil)
+        if interactive { writeStandardError("[\(done)/\(total)]") }
+    }
+
+    func summary(_ reports: [BatchReport], missing: Int) {
+        if interactive { writeStandardError("\r\u{1B}[K") }
+        let failed = reports.filter { $0.error != nil }.count + missing
+        let skipped = reports.filter(\.skipped).count
+        let processed = reports.count - failed + missing - skipped
+        let bytesIn = reports.filter { $0.result != nil }.compactMap(\.inputBytes).reduce(0, +)
+        let bytesOut = reports.compactMap { $0.result?.byteCount }.reduce(0, +)
+        let line = "processed \(processed), failed \(failed), skipped \(skipped), bytes \(bytesIn) → \(bytesOut)"
+        if json {
+            printError(line)
+        } else {
+            print(line)
+        }
+    }
+}
+
+/// Removes in-flight temporary outputs on SIGINT/SIGTERM, then exits with 128 + signal.
+enum SignalCleanup {
+    nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+
+    static func install() {
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                TemporaryFiles.shared.removeAll()
+                writeStandardError("\ninterrupted: temporary files removed; re-run with --skip-existing to finish\n")
+                exit(128 + signalNumber)
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}
