@@ -46,6 +46,8 @@ if [[ ! -f "$ROOT/Package.swift" ]]; then
   exit 2
 fi
 OUT_ROOT="$ROOT/TestImages"
+# Deliberately broken inputs (truncated, bad headers) for error tests: the demo expects these to fail.
+ROOT_BROKEN="$OUT_ROOT/broken"
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -425,7 +427,8 @@ make_jpeg() {
 
   # --- 10. truncated.jpg: first 60% of gps-thumb.jpg.
   local sz; sz=$(stat -c %s "$out/gps-thumb.jpg")
-  head -c $((sz * 60 / 100)) "$out/gps-thumb.jpg" >"$out/truncated.jpg"
+  mkdir -p "$ROOT_BROKEN"
+  head -c $((sz * 60 / 100)) "$out/gps-thumb.jpg" >"$ROOT_BROKEN/truncated.jpg"
 
   # --- 11. tiny-16x16.jpg
   "$CONVERT" \( -size 16x16 gradient:'rgb(255,0,0)'-'rgb(0,0,255)' -rotate 90 \) \
@@ -509,7 +512,7 @@ verify_jpeg() {
       && ! grep -q . "$TMP/lcms.err" && expect "$f.jpg profile usable by lcms" yes yes \
       || expect "$f.jpg profile usable by lcms" "no: $(head -1 "$TMP/lcms.err")" yes
   done
-  expect "truncated.jpg EOI" "$(jinfo "$out/truncated.jpg" eoi)" False
+  expect "truncated.jpg EOI" "$(jinfo "$ROOT_BROKEN/truncated.jpg" eoi)" False
   expect "landscape-orient0.jpg raw Orientation" "$(jinfo "$out/landscape-orient0.jpg" orientation)" 0
   local sz
   sz=$(stat -c %s "$out/noisy-2000x1500.jpg"); expect "noisy-2000x1500.jpg 1MB..2.5MB" "$((sz >= 1000000 && sz <= 2500000))" 1

@@ -46,7 +46,7 @@ public struct Batch: Sendable {
             let trimmed = input.count > 1 && input.hasSuffix("/") ? String(input.dropLast()) : input
             if FileIO.isDirectory(trimmed) {
                 let base = Batch.lastComponent(trimmed)
-                for file in FileIO.listFiles(in: trimmed, recursive: recursive) {
+                for file in FileIO.listFiles(in: trimmed, recursive: recursive) where !Batch.isSidecar(file) {
                     let relative = String(file.dropFirst(trimmed.count + 1))
                     items.append(BatchItem(input: file, outputStem: Batch.stem(outputDirectory + "/" + base + "/" + relative)))
                 }
@@ -103,6 +103,17 @@ public struct Batch: Sendable {
             report.error = .corrupt(file: item.input, reason: "\(error)")
         }
         return report
+    }
+
+    /// Files found while walking a directory that are never images (sidecars, notes) and are passed
+    /// over silently. Files named explicitly are always tried, and images are recognised by their
+    /// bytes, not their names: a JPEG called photo.png is still read as a JPEG.
+    static let sidecarExtensions: Set<String> = ["md", "txt", "xmp", "json", "aae", "tsv", "csv", "html", "xml", "pdf", "mov", "mp4"]
+
+    static func isSidecar(_ path: String) -> Bool {
+        let name = lastComponent(path)
+        guard let dot = name.lastIndex(of: ".") else { return false }
+        return sidecarExtensions.contains(name[name.index(after: dot)...].lowercased())
     }
 
     static func lastComponent(_ path: String) -> String {
