@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
     ],
     targets: [
         // The only C in the project: setjmp-guarded calls into libjpeg, libpng, giflib and libexif.
@@ -24,7 +25,10 @@ let package = Package(
         ),
         .target(
             name: "SharePipe",
-            dependencies: ["CSharePipe"]
+            dependencies: [
+                "CSharePipe",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "sharepipe",
