@@ -37,6 +37,7 @@ enum JSONText {
 /// The `--json` shape of one prepared file (stable: fields are only ever added).
 struct FileJSON: Encodable {
     var input: String
+    var service: String?
     var output: String?
     var status: String          // "ok", "failed", "skipped"
     var format: String?
@@ -59,6 +60,7 @@ struct FileJSON: Encodable {
 
     init(_ report: BatchReport) {
         input = report.input
+        service = report.service
         output = report.output
         inputBytes = report.inputBytes
         status = report.skipped ? "skipped" : report.error == nil ? "ok" : "failed"
@@ -157,7 +159,7 @@ final class Reporter: @unchecked Sendable {
         } else if let result = report.result {
             let removed = result.removedMetadata.sorted().map(\.rawValue).joined(separator: ",")
             let quality = result.quality.map { "q\($0)" } ?? result.method.rawValue
-            print("\(report.input) → \(report.output ?? ""): \(result.inputSize) → \(result.size), "
+            print("\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
                   + "\(report.inputBytes ?? 0) → \(result.byteCount) bytes, \(quality), "
                   + "\(result.attempts.count) attempt(s), removed: \(removed.isEmpty ? "nothing" : removed)"
                   + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : ""))
@@ -198,5 +200,42 @@ enum SignalCleanup {
             source.resume()
             sources.append(source)
         }
+    }
+}
+
+/// `sharepipe services` as a text table.
+enum ServicesTable {
+    static func render(_ profiles: [ServiceProfile]) -> String {
+        let header = ["name", "still bytes", "animated", "caps", "formats", "strip", "quality", "source (confidence)"]
+        let rows = profiles.map { p -> [String] in
+            var caps = ["short ≤ \(p.caps.shortEdge)"]
+            if let v = p.caps.longEdge { caps.append("long ≤ \(v)") }
+            if let v = p.caps.width { caps.append("w ≤ \(v)") }
+            if let v = p.caps.height { caps.append("h ≤ \(v)") }
+            if let v = p.caps.pixels { caps.append("px ≤ \(v)") }
+            if let v = p.caps.edgeSum { caps.append("w+h ≤ \(v)") }
+            var animated = p.animation.allowed ? (p.animation.maxBytes ?? p.maxStillBytes).description : "still only"
+            if p.animation.allowed {
+                if let w = p.animation.maxWidth, let h = p.animation.maxHeight { animated += " \(w)×\(h)" }
+                if let px = p.animation.maxPixels { animated += " px ≤ \(px)" }
+                if let f = p.animation.maxFrames { animated += " ≤ \(f) frames" }
+            }
+            return [p.name, String(p.maxStillBytes), animated, caps.joined(separator: ", "),
+                    p.formats.map(\.rawValue).joined(separator: ","), p.strip.rawValue,
+                    "\(p.minQuality)–\(p.maxQuality)", "\(p.source) (\(p.confidence))"]
+        }
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        let lines = ([header] + rows).map { row in
+            row.enumerated().map { $1.padding(widths[$0]) }.joined(separator: "  ").trimmingTrailingSpaces()
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    func trimmingTrailingSpaces() -> String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
     }
 }

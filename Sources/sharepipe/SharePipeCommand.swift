@@ -21,8 +21,11 @@ extension FitStrategy: ExpressibleByArgument {}
 
 /// Options that shape how each image is prepared.
 struct PipelineOptions: ParsableArguments {
-    @Option(help: "Service profile whose limits to meet (x, weibo). Explicit options below override it.")
-    var service: String?
+    @Option(help: "Service profile whose limits to meet; repeat for several services (outputs go to --out/<service>/). `sharepipe services` lists them. Explicit options below override the profile.")
+    var service: [String] = []
+
+    @Option(help: "JSON file adding or overriding service profiles (default: $SHAREPIPE_PROFILES, else ~/.config/sharepipe/profiles.json if it exists).")
+    var profiles: String?
 
     @Option(help: "Largest short edge of the output in pixels (never enlarged).")
     var maxShortEdge: Int?
@@ -30,14 +33,14 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Largest output size in bytes.")
     var maxBytes: Int?
 
-    @Option(help: "Metadata to remove: all (keep only the colour profile), gps (keep Exif without location), none.")
-    var strip: StripMode = .all
+    @Option(help: "Metadata to remove: all (keep only the colour profile; the default), gps (keep Exif without location), none.")
+    var strip: StripMode?
 
-    @Option(help: "Highest JPEG quality; the byte-limit search starts here.")
-    var quality: Int = 85
+    @Option(help: "Highest JPEG quality; the byte-limit search starts here (default 85).")
+    var quality: Int?
 
-    @Option(help: "Lowest JPEG quality the byte-limit search may use before shrinking dimensions.")
-    var minQuality: Int = 40
+    @Option(help: "Lowest JPEG quality the byte-limit search may use before shrinking dimensions (default 40).")
+    var minQuality: Int?
 
     @Flag(help: "Write progressive JPEGs.")
     var progressive = false
@@ -52,22 +55,46 @@ struct PipelineOptions: ParsableArguments {
     var maxDimension: Int = ImageLimits().maxDimension
 
     func validate() throws {
-        if let service, ServiceProfile.named(service) == nil {
-            let names = ServiceProfile.builtIn.map(\.name).joined(separator: ", ")
-            throw ValidationError("unknown service '\(service)' (known: \(names))")
+        let catalog = try loadCatalog()
+        for name in service where catalog.named(name) == nil {
+            let names = catalog.profiles.map(\.name).joined(separator: ", ")
+            throw ValidationError("unknown service '\(name)' (known: \(names))")
         }
-        do { try makeOptions().validate() } catch let error as SharePipeError { throw ValidationError(error.description) }
+        do {
+            for (_, options) in try makeTargets() { try options.validate() }
+        } catch let error as SharePipeError {
+            throw ValidationError(error.description)
+        }
     }
 
-    func makeOptions() -> PrepareOptions {
-        var base = PrepareOptions(strip: strip, quality: quality, minQuality: minQuality, progressive: progressive,
-                                  strategy: strategy)
+    func loadCatalog() throws -> ProfileCatalog {
+        do {
+            return try ProfileCatalog.load(userFile: profiles)
+        } catch let error as ProfileFileError {
+            throw ValidationError(error.description)
+        } catch let error as SharePipeError {
+            throw ValidationError(error.description)
+        }
+    }
+
+    /// One (service name, options) per --service, or a single unnamed target without one.
+    func makeTargets() throws -> [(name: String?, options: PrepareOptions)] {
+        var base = PrepareOptions(progressive: progressive, strategy: strategy)
         base.limits.maxPixels = maxPixels
         base.limits.maxDimension = maxDimension
-        if let service, let profile = ServiceProfile.named(service) { base = profile.options(basedOn: base) }
-        if let maxShortEdge { base.maxShortEdge = maxShortEdge }
-        if let maxBytes { base.maxBytes = maxBytes }
-        return base
+        let catalog = try loadCatalog()
+        let profiles = service.compactMap { catalog.named($0) }
+        let targets: [(String?, PrepareOptions)] = profiles.isEmpty
+            ? [(nil, base)] : profiles.map { ($0.name, $0.options(basedOn: base)) }
+        return targets.map { name, profileOptions in
+            var options = profileOptions
+            if let strip { options.strip = strip }
+            if let quality { options.quality = quality }
+            if let minQuality { options.minQuality = minQuality }
+            if let maxShortEdge { options.maxShortEdge = maxShortEdge }
+            if let maxBytes { options.maxBytes = maxBytes }
+            return (name, options)
+        }
     }
 }
 
@@ -102,8 +129,8 @@ struct PrepareCommand: ParsableCommand {
 
     func run() throws {
         SignalCleanup.install()
-        let batch = Batch(outputDirectory: out, options: pipeline.makeOptions(), recursive: recursive, jobs: jobs,
-                          skipExisting: skipExisting)
+        let batch = Batch(outputDirectory: out, targets: try pipeline.makeTargets().map { BatchTarget(service: $0.name, options: $0.options) },
+                          recursive: recursive, jobs: jobs, skipExisting: skipExisting)
         let (items, missing) = batch.plan(inputs)
         let reporter = Reporter(json: json, total: items.count)
         for path in missing { reporter.missing(path) }
@@ -145,18 +172,23 @@ struct InspectCommand: ParsableCommand {
 struct ServicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "services", abstract: "List the service profiles.")
 
+    @Option(help: "JSON file adding or overriding service profiles.")
+    var profiles: String?
+
     @Flag(help: "Print JSON.")
     var json = false
 
     func run() throws {
-        if json {
-            print(JSONText.encode(ServiceProfile.builtIn))
-            return
+        let catalog: ProfileCatalog
+        do {
+            catalog = try ProfileCatalog.load(userFile: profiles)
+        } catch let error as ProfileFileError {
+            throw ValidationError(error.description)
         }
-        print("name     still limit   animated limit  short edge  source")
-        for profile in ServiceProfile.builtIn {
-            let animated = profile.maxAnimatedBytes.map(String.init) ?? "-"
-            print("\(profile.name.padding(8)) \(String(profile.maxStillBytes).padding(13)) \(animated.padding(15)) \(String(profile.maxShortEdge).padding(11)) \(profile.source)")
+        if json {
+            print(JSONText.encode(catalog.profiles))
+        } else {
+            print(ServicesTable.render(catalog.profiles))
         }
     }
 }

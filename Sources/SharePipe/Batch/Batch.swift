@@ -10,9 +10,23 @@ public struct BatchItem: Sendable, Equatable {
     public var outputStem: String
 }
 
-/// The result for one file of a batch.
+/// One set of options a batch prepares every file for, optionally named after a service.
+public struct BatchTarget: Sendable {
+    /// The service's name; outputs go to `out/<service>/` when a batch has several targets.
+    public var service: String?
+    public var options: PrepareOptions
+
+    public init(service: String? = nil, options: PrepareOptions) {
+        self.service = service
+        self.options = options
+    }
+}
+
+/// The result for one file (and one service) of a batch.
 public struct BatchReport: Sendable {
     public var input: String
+    /// The service this output is for, when the batch named services.
+    public var service: String?
     public var output: String?
     public var inputBytes: Int?
     public var result: PreparedImage?
@@ -24,15 +38,23 @@ public struct BatchReport: Sendable {
 /// Runs the pipeline over files and directories, mirroring the input tree under an output directory.
 public struct Batch: Sendable {
     public var outputDirectory: String
-    public var options: PrepareOptions
+    public var targets: [BatchTarget]
     public var recursive: Bool
     public var jobs: Int
     public var skipExisting: Bool
 
     public init(outputDirectory: String, options: PrepareOptions, recursive: Bool = false, jobs: Int = 1,
                 skipExisting: Bool = false) {
+        self.init(outputDirectory: outputDirectory, targets: [BatchTarget(options: options)], recursive: recursive,
+                  jobs: jobs, skipExisting: skipExisting)
+    }
+
+    /// A batch preparing every file once per target (service).
+    public init(outputDirectory: String, targets: [BatchTarget], recursive: Bool = false, jobs: Int = 1,
+                skipExisting: Bool = false) {
+        precondition(!targets.isEmpty, "a batch needs at least one target")
         self.outputDirectory = outputDirectory
-        self.options = options
+        self.targets = targets
         self.recursive = recursive
         self.jobs = max(1, jobs)
         self.skipExisting = skipExisting
@@ -59,8 +81,9 @@ public struct Batch: Sendable {
         return (items, missing)
     }
 
-    /// Prepares and writes every item, `jobs` at a time; reports come back in input order. A failure on
-    /// one file never stops the others. `progress` is called (serially) after each file.
+    /// Prepares and writes every item for every target, `jobs` files at a time; reports come back in input
+    /// order (then target order). A failure on one file never stops the others. `progress` is called
+    /// (serially) after each output.
     public func run(_ items: [BatchItem], progress: @Sendable (Int, BatchReport) -> Void = { _, _ in }) -> [BatchReport] {
         let results = ResultSlots(count: items.count)
         let next = Counter()
@@ -70,26 +93,38 @@ public struct Batch: Sendable {
             while true {
                 let index = next.increment()
                 if index >= items.count { break }
-                let report = process(items[index])
-                results.set(index, report)
-                progressLock.locked { progress(index, report) }
+                let reports = process(items[index])
+                results.set(index, reports)
+                progressLock.locked { for report in reports { progress(index, report) } }
             }
         }
         return results.values()
     }
 
-    /// Prepares one item and writes its output atomically.
-    public func process(_ item: BatchItem) -> BatchReport {
-        var report = BatchReport(input: item.input)
+    /// Where an item's output for `target` goes, without extension.
+    func outputStem(_ item: BatchItem, _ target: BatchTarget) -> String {
+        guard targets.count > 1, let service = target.service else { return item.outputStem }
+        let relative = item.outputStem.dropFirst(outputDirectory.count)
+        return outputDirectory + "/" + service + relative
+    }
+
+    /// Prepares one item for every target (each from a freshly opened source) and writes the outputs atomically.
+    public func process(_ item: BatchItem) -> [BatchReport] {
+        targets.map { process(item, for: $0) }
+    }
+
+    func process(_ item: BatchItem, for target: BatchTarget) -> BatchReport {
+        var report = BatchReport(input: item.input, service: target.service)
         report.inputBytes = try? FileIO.size(of: item.input)
-        if skipExisting, let existing = ImageFormat.allCases.map({ item.outputStem + "." + $0.fileExtension }).first(where: FileIO.exists) {
+        let stem = outputStem(item, target)
+        if skipExisting, let existing = ImageFormat.allCases.map({ stem + "." + $0.fileExtension }).first(where: FileIO.exists) {
             report.output = existing
             report.skipped = true
             return report
         }
         do {
-            let result = try Pipeline.prepare(.file(path: item.input), options: options)
-            let output = item.outputStem + "." + result.format.fileExtension
+            let result = try Pipeline.prepare(.file(path: item.input), options: target.options)
+            let output = stem + "." + result.format.fileExtension
             if Batch.samePath(output, item.input) {
                 throw SharePipeError.unwritable(file: output, reason: "output would overwrite the input")
             }
@@ -153,8 +188,8 @@ final class Counter: @unchecked Sendable {
 
 final class ResultSlots: @unchecked Sendable {
     private let lock = Mutex()
-    private var slots: [BatchReport?]
+    private var slots: [[BatchReport]?]
     init(count: Int) { slots = Array(repeating: nil, count: count) }
-    func set(_ index: Int, _ report: BatchReport) { lock.locked { slots[index] = report } }
-    func values() -> [BatchReport] { lock.locked { slots.compactMap { $0 } } }
+    func set(_ index: Int, _ reports: [BatchReport]) { lock.locked { slots[index] = reports } }
+    func values() -> [BatchReport] { lock.locked { slots.compactMap { $0 }.flatMap { $0 } } }
 }

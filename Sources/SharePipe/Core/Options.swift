@@ -86,6 +86,30 @@ public struct PrepareOptions: Sendable, Equatable {
     public var strategy: FitStrategy
     /// The smallest short edge the dimension search may go to.
     public var minShortEdge: Int
+    /// Optional caps on the displayed width and height, and on width + height.
+    public var maxWidth: Int?
+    public var maxHeight: Int?
+    public var maxEdgeSum: Int?
+    /// Limits for animated GIFs (byte limit, size box, frames); nil fields fall back to the still limits.
+    public var animation: AnimationLimits
+
+    /// Every size cap for still images, in one value.
+    public var sizeCaps: SizeCaps {
+        SizeCaps(shortEdge: maxShortEdge, longEdge: maxLongEdge, width: maxWidth, height: maxHeight,
+                 pixels: maxPixels, edgeSum: maxEdgeSum)
+    }
+
+    /// Size caps for animations: the still caps narrowed by the animation's own.
+    public var animatedSizeCaps: SizeCaps {
+        var caps = sizeCaps
+        if let width = animation.maxWidth { caps.width = min(caps.width ?? width, width) }
+        if let height = animation.maxHeight { caps.height = min(caps.height ?? height, height) }
+        if let pixels = animation.maxPixels { caps.pixels = min(caps.pixels ?? pixels, pixels) }
+        return caps
+    }
+
+    /// The byte limit for an animation: the animated limit where set, else the still one.
+    public var animatedMaxBytes: Int? { animation.maxBytes ?? maxBytes }
 
     public init(maxShortEdge: Int = 1080, maxLongEdge: Int? = nil, maxPixels: Int? = nil, maxBytes: Int? = nil,
                 strip: StripMode = .all, quality: Int = 85, minQuality: Int = 40, progressive: Bool = false,
@@ -103,6 +127,7 @@ public struct PrepareOptions: Sendable, Equatable {
         self.allowFormatChange = allowFormatChange
         self.strategy = strategy
         self.minShortEdge = minShortEdge
+        self.animation = AnimationLimits()
     }
 
     /// Checks the options make sense together; called before any work.
@@ -118,5 +143,40 @@ public struct PrepareOptions: Sendable, Equatable {
         if !(1...quality).contains(minQuality) { try fail("minQuality", "1...quality (\(quality))", minQuality) }
         if minShortEdge < 1 { try fail("minShortEdge", "a positive number of pixels", minShortEdge) }
         if limits.maxPixels < 1 || limits.maxDimension < 1 { try fail("limits", "positive limits", limits) }
+        for (name, value) in [("maxWidth", maxWidth), ("maxHeight", maxHeight), ("maxEdgeSum", maxEdgeSum),
+                              ("animation.maxWidth", animation.maxWidth), ("animation.maxHeight", animation.maxHeight),
+                              ("animation.maxPixels", animation.maxPixels), ("animation.maxFrames", animation.maxFrames)] {
+            if let value, value < 1 { try fail(name, "a positive number", value) }
+        }
+        if let bytes = animation.maxBytes, bytes < 1024 { try fail("animation.maxBytes", "at least 1024 bytes", bytes) }
+    }
+}
+
+/// What a service accepts for animated images.
+public struct AnimationLimits: Sendable, Equatable, Codable {
+    /// Byte limit for animations (X: 15 MB); nil means the still limit applies.
+    public var maxBytes: Int?
+    /// Box the animation must fit (X: 1280×1080).
+    public var maxWidth: Int?
+    public var maxHeight: Int?
+    /// Largest width × height (Mastodon: 921,600).
+    public var maxPixels: Int?
+    /// Largest number of frames (X: 350); more are decimated, keeping the total duration.
+    public var maxFrames: Int?
+    /// Largest width × height × frames (X: 300 M).
+    public var maxTotalPixels: Int?
+    /// Whether the service shows animations at all; when false an animated GIF is prepared as a still
+    /// of its first frame, under the still limits.
+    public var allowed: Bool
+
+    public init(maxBytes: Int? = nil, maxWidth: Int? = nil, maxHeight: Int? = nil, maxPixels: Int? = nil,
+                maxFrames: Int? = nil, maxTotalPixels: Int? = nil, allowed: Bool = true) {
+        self.maxBytes = maxBytes
+        self.maxWidth = maxWidth
+        self.maxHeight = maxHeight
+        self.maxPixels = maxPixels
+        self.maxFrames = maxFrames
+        self.maxTotalPixels = maxTotalPixels
+        self.allowed = allowed
     }
 }

@@ -25,9 +25,9 @@ enum Pipeline {
         let info = try decoder.probe(source, limits: options.limits)
         try checkpoint()
 
-        // 2. Plan the output size. The caps are orientation-independent (short/long edge, area).
-        let target = ScalePlan.targetSize(for: info.size, maxShortEdge: options.maxShortEdge,
-                                          maxLongEdge: options.maxLongEdge, maxPixels: options.maxPixels)
+        // 2. Plan the output size. Caps apply to the image as displayed; decoding works in stored orientation.
+        let displayedTarget = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)
+        let target = info.orientation.swapsAxes ? displayedTarget.transposed : displayedTarget
 
         // 3. Decide which metadata survives.
         let metadata = StandardMetadataPolicy().outcome(for: info, mode: options.strip)

@@ -1,57 +1,164 @@
-/// A service's rules for images, as data: byte limits, size caps, formats.
+/// A service's rules for images, as data: byte limits, size caps, formats, defaults.
+///
+/// Built-in profiles carry the numbers gathered 2026-11 from each service's public documentation and
+/// source (see `source` and `confidence` on each); a user profile file can override any of them.
 public struct ServiceProfile: Sendable, Equatable, Codable {
     /// Short name used on the command line ("x", "weibo").
     public var name: String
     /// Human-readable name.
     public var displayName: String
-    /// Byte limit for still images.
+    /// Byte limit for still images (and single-frame GIFs).
     public var maxStillBytes: Int
-    /// Byte limit for animated GIFs; nil when the service does not accept animation.
-    public var maxAnimatedBytes: Int?
-    /// Short-edge cap (SharePipe's default rule is 1080 for every service).
-    public var maxShortEdge: Int
-    /// Optional long-edge cap.
-    public var maxLongEdge: Int?
-    /// Optional pixel-area cap.
-    public var maxPixels: Int?
-    /// Where the numbers come from.
+    /// Size caps for stills: short edge (SharePipe's rule: 1080 unless the profile says otherwise), long
+    /// edge, width, height, area, width + height.
+    public var caps: SizeCaps
+    /// Limits for animated GIFs; `animation.allowed == false` when the service shows no animation.
+    public var animation: AnimationLimits
+    /// Output formats the service accepts.
+    public var formats: [ImageFormat]
+    /// Whether SharePipe may change format to meet the limits (PNG without alpha → JPEG).
+    public var allowFormatChange: Bool
+    /// Default metadata mode for this service.
+    public var strip: StripMode
+    /// JPEG quality range of the byte search.
+    public var minQuality: Int
+    public var maxQuality: Int
+    /// Where the numbers come from, and how sure we are.
     public var source: String
+    public var confidence: String
 
-    public init(name: String, displayName: String, maxStillBytes: Int, maxAnimatedBytes: Int?,
-                maxShortEdge: Int = 1080, maxLongEdge: Int? = nil, maxPixels: Int? = nil, source: String) {
+    public init(name: String, displayName: String, maxStillBytes: Int, caps: SizeCaps = SizeCaps(shortEdge: 1080),
+                animation: AnimationLimits = AnimationLimits(), formats: [ImageFormat] = [.jpeg, .png, .gif],
+                allowFormatChange: Bool = true, strip: StripMode = .all, minQuality: Int = 40, maxQuality: Int = 85,
+                source: String, confidence: String) {
         self.name = name
         self.displayName = displayName
         self.maxStillBytes = maxStillBytes
-        self.maxAnimatedBytes = maxAnimatedBytes
-        self.maxShortEdge = maxShortEdge
-        self.maxLongEdge = maxLongEdge
-        self.maxPixels = maxPixels
+        self.caps = caps
+        self.animation = animation
+        self.formats = formats
+        self.allowFormatChange = allowFormatChange
+        self.strip = strip
+        self.minQuality = minQuality
+        self.maxQuality = maxQuality
         self.source = source
+        self.confidence = confidence
     }
 
-    /// Options for this service, starting from `base` (strip mode, quality, limits).
+    /// Options meeting this service's rules, starting from `base` for everything a profile does not
+    /// decide (limits, strategy, progressive).
     public func options(basedOn base: PrepareOptions = PrepareOptions()) -> PrepareOptions {
         var options = base
-        options.maxShortEdge = maxShortEdge
-        options.maxLongEdge = maxLongEdge
-        options.maxPixels = maxPixels
+        options.maxShortEdge = caps.shortEdge
+        options.maxLongEdge = caps.longEdge
+        options.maxWidth = caps.width
+        options.maxHeight = caps.height
+        options.maxPixels = caps.pixels
+        options.maxEdgeSum = caps.edgeSum
         options.maxBytes = maxStillBytes
+        options.animation = animation
+        options.allowFormatChange = allowFormatChange
+        options.strip = strip
+        options.quality = maxQuality
+        options.minQuality = minQuality
         return options
     }
 }
 
 extension ServiceProfile {
-    /// X/Twitter: 5 MB for stills, 15 MB for animated GIFs (X developer docs, media best practices).
-    public static let x = ServiceProfile(name: "x", displayName: "X/Twitter", maxStillBytes: 5_000_000,
-                                         maxAnimatedBytes: 15_000_000,
-                                         source: "X developer docs: media best practices (5 MB image, 15 MB GIF)")
-    /// Weibo: 5 MB (open API statuses/upload_pic "< 5M"), short edge 1080 (the original app's rule).
-    public static let weibo = ServiceProfile(name: "weibo", displayName: "Weibo", maxStillBytes: 5_000_000,
-                                             maxAnimatedBytes: 5_000_000,
-                                             source: "Weibo open API statuses/upload_pic (< 5M)")
+    /// X/Twitter. Stills ≤ 5 MB, animated GIF ≤ 15 MB (X developer docs, media best practices: "Image
+    /// size <= 5 MB, animated GIF size <= 15 MB"; MB taken as 10^6, the safe reading). GIF ≤ 1280×1080,
+    /// ≤ 350 frames, width × height × frames ≤ 300 M; stills ≤ 8192×8192.
+    public static let x = ServiceProfile(
+        name: "x", displayName: "X/Twitter", maxStillBytes: 5_000_000,
+        caps: SizeCaps(shortEdge: 1080, width: 8192, height: 8192),
+        animation: AnimationLimits(maxBytes: 15_000_000, maxWidth: 1280, maxHeight: 1080, maxFrames: 350,
+                                   maxTotalPixels: 300_000_000),
+        source: "X developer docs, media best practices", confidence: "high (bytes), medium (caps)")
 
-    /// Built-in profiles, by name.
-    public static let builtIn: [ServiceProfile] = [.x, .weibo]
+    /// Weibo: "< 5M" (open API statuses/upload_pic), short edge 1080 (the original app's rule). No
+    /// separate animated limit is stated: 5 MB for animations too.
+    public static let weibo = ServiceProfile(
+        name: "weibo", displayName: "Weibo", maxStillBytes: 5_000_000,
+        animation: AnimationLimits(maxBytes: 5_000_000),
+        source: "Weibo open API statuses/upload_pic", confidence: "medium")
+
+    /// Mastodon 4.x defaults: 16 MiB for images and GIFs (app/models/media_attachment.rb
+    /// IMAGE_LIMIT); stills are scaled by the server to ≤ 8,294,400 px (we do it first); GIFs above
+    /// 921,600 px (1280×720) are refused.
+    public static let mastodon = ServiceProfile(
+        name: "mastodon", displayName: "Mastodon", maxStillBytes: 16_777_216,
+        caps: SizeCaps(shortEdge: 1080, pixels: 8_294_400),
+        animation: AnimationLimits(maxBytes: 16_777_216, maxPixels: 921_600),
+        source: "mastodon app/models/media_attachment.rb, instance API", confidence: "high")
+
+    /// Bluesky: blobs ≤ 2,000,000 bytes, decimal (atproto lexicon app.bsky.embed.images; was 1,000,000
+    /// until 2026-04). The official app resizes to 2000 px on the long edge. No animation (the app turns
+    /// GIFs into video), so an animated GIF is posted as its first frame. Blobs are stored as uploaded:
+    /// stripping here is what protects the user.
+    public static let bluesky = ServiceProfile(
+        name: "bluesky", displayName: "Bluesky", maxStillBytes: 2_000_000,
+        caps: SizeCaps(shortEdge: 1080, longEdge: 2000),
+        animation: AnimationLimits(allowed: false), formats: [.jpeg, .png],
+        source: "atproto lexicon app.bsky.embed.images", confidence: "high (bytes), medium (dims)")
+
+    /// Telegram (Bot API sendPhoto): photos ≤ 10 MB, width + height ≤ 10000, aspect ≤ 20; animations ≤ 50 MB.
+    public static let telegram = ServiceProfile(
+        name: "telegram", displayName: "Telegram", maxStillBytes: 10_000_000,
+        caps: SizeCaps(shortEdge: 1080, edgeSum: 10_000),
+        animation: AnimationLimits(maxBytes: 50_000_000),
+        source: "Telegram Bot API sendPhoto, TDLib docs", confidence: "high")
+
+    /// Discord: 10 MiB attachments (discord-api-docs; 20 MiB announced 2026-09 — override with a user profile).
+    public static let discord = ServiceProfile(
+        name: "discord", displayName: "Discord", maxStillBytes: 10_485_760,
+        animation: AnimationLimits(maxBytes: 10_485_760),
+        source: "discord-api-docs reference (uploading files)", confidence: "medium")
+
+    /// Instagram (content publishing API): JPEG only, ≤ 8 MB, width 320–1440 (the service scales to 1440
+    /// wide), aspect 4:5 to 1.91:1 (not enforced: SharePipe does not crop). Animations are shown still.
+    public static let instagram = ServiceProfile(
+        name: "instagram", displayName: "Instagram", maxStillBytes: 8_000_000,
+        caps: SizeCaps(shortEdge: 1080, width: 1440),
+        animation: AnimationLimits(allowed: false), formats: [.jpeg],
+        source: "Meta content-publishing API", confidence: "medium")
+
+    /// Threads: ≤ 8 MB, width ≤ 1440, JPEG or PNG.
+    public static let threads = ServiceProfile(
+        name: "threads", displayName: "Threads", maxStillBytes: 8_000_000,
+        caps: SizeCaps(shortEdge: 1080, width: 1440),
+        animation: AnimationLimits(allowed: false), formats: [.jpeg, .png],
+        source: "Meta Threads API", confidence: "medium")
+
+    /// Facebook: ≤ 10 MB, resized by the service to ≤ 2048 on both edges.
+    public static let facebook = ServiceProfile(
+        name: "facebook", displayName: "Facebook", maxStillBytes: 10_000_000,
+        caps: SizeCaps(shortEdge: 1080, width: 2048, height: 2048),
+        source: "third-party summaries of Meta docs", confidence: "low–medium")
+
+    /// LinkedIn: ≤ 5 MB, < 36,152,320 px.
+    public static let linkedin = ServiceProfile(
+        name: "linkedin", displayName: "LinkedIn", maxStillBytes: 5_000_000,
+        caps: SizeCaps(shortEdge: 1080, pixels: 36_152_319),
+        animation: AnimationLimits(maxBytes: 5_000_000),
+        source: "third-party summaries", confidence: "low–medium")
+
+    /// Reddit: stills ≤ 20 MB, GIFs ≤ 100 MB.
+    public static let reddit = ServiceProfile(
+        name: "reddit", displayName: "Reddit", maxStillBytes: 20_000_000,
+        animation: AnimationLimits(maxBytes: 100_000_000),
+        source: "third-party summaries", confidence: "low")
+
+    /// Tumblr: stills ≤ 20 MB, GIFs ≤ 10 MB; shown ~1280 wide.
+    public static let tumblr = ServiceProfile(
+        name: "tumblr", displayName: "Tumblr", maxStillBytes: 20_000_000,
+        animation: AnimationLimits(maxBytes: 10_000_000),
+        source: "help.tumblr.com via third parties", confidence: "low–medium")
+
+    /// Built-in profiles, in the order `sharepipe services` lists them.
+    public static let builtIn: [ServiceProfile] = [
+        .x, .weibo, .mastodon, .bluesky, .telegram, .discord, .instagram, .threads, .facebook, .linkedin, .reddit, .tumblr,
+    ]
 
     /// The built-in profile with this name.
     public static func named(_ name: String) -> ServiceProfile? {

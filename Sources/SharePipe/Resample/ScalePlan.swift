@@ -1,27 +1,37 @@
 /// Pure decisions about sizes: the output size for a cap, the shrink-on-load factor, the next smaller
 /// size when bytes do not fit. Plain functions of their inputs, tested by tables.
 public enum ScalePlan {
-    /// The output size (in the stored orientation) for an image of `size` under the caps. Never larger
-    /// than the input; aspect kept within a pixel; each edge at least 1.
+    /// The output size for an image of `size` under short- and long-edge and area caps.
     public static func targetSize(for size: PixelSize, maxShortEdge: Int, maxLongEdge: Int? = nil,
                                   maxPixels: Int? = nil) -> PixelSize {
+        targetSize(for: size, caps: SizeCaps(shortEdge: maxShortEdge, longEdge: maxLongEdge, pixels: maxPixels))
+    }
+
+    /// The output size for an image of `size` (as displayed) under `caps`: the largest uniform reduction
+    /// that meets every cap. Never larger than the input; aspect kept within a pixel; each edge at least 1.
+    public static func targetSize(for size: PixelSize, caps: SizeCaps) -> PixelSize {
         var factor = 1.0
-        if size.shortEdge > maxShortEdge { factor = min(factor, Double(maxShortEdge) / Double(size.shortEdge)) }
-        if let maxLongEdge, size.longEdge > maxLongEdge {
-            factor = min(factor, Double(maxLongEdge) / Double(size.longEdge))
+        func cap(_ limit: Int?, _ value: Int) {
+            if let limit, value > limit { factor = min(factor, Double(limit) / Double(value)) }
         }
-        if let maxPixels, size.area > maxPixels {
-            factor = min(factor, (Double(maxPixels) / Double(size.area)).squareRoot())
+        cap(caps.shortEdge, size.shortEdge)
+        cap(caps.longEdge, size.longEdge)
+        cap(caps.width, size.width)
+        cap(caps.height, size.height)
+        cap(caps.edgeSum, size.width + size.height)
+        if let pixels = caps.pixels, size.area > pixels {
+            factor = min(factor, (Double(pixels) / Double(size.area)).squareRoot())
         }
-        var target = scaled(size, by: factor, capShortEdge: maxShortEdge)
-        if let maxLongEdge {
-            if target.width >= target.height { target.width = min(target.width, maxLongEdge) }
-            else { target.height = min(target.height, maxLongEdge) }
+        var target = scaled(size, by: factor, capShortEdge: caps.shortEdge)
+        // Rounding may land a pixel over a cap: take it off the edge concerned.
+        if let longEdge = caps.longEdge {
+            if target.width >= target.height { target.width = min(target.width, longEdge) }
+            else { target.height = min(target.height, longEdge) }
         }
-        if let maxPixels {
-            while target.area > maxPixels && target.longEdge > 1 {
-                if target.width >= target.height { target.width -= 1 } else { target.height -= 1 }
-            }
+        if let width = caps.width { target.width = min(target.width, width) }
+        if let height = caps.height { target.height = min(target.height, height) }
+        while !caps.admits(target) && target.longEdge > 1 {
+            if target.width >= target.height { target.width -= 1 } else { target.height -= 1 }
         }
         return target
     }
@@ -56,5 +66,34 @@ public enum ScalePlan {
         let ratio = (Double(limit) / Double(max(bytes, 1))).squareRoot() * 0.95
         let factor = min(0.9, max(0.25, ratio))
         return scaled(size, by: factor)
+    }
+}
+
+/// Size caps, each optional but the short edge: the output meets all of them.
+public struct SizeCaps: Sendable, Equatable, Codable {
+    public var shortEdge: Int
+    public var longEdge: Int?
+    public var width: Int?
+    public var height: Int?
+    /// Width × height.
+    public var pixels: Int?
+    /// Width + height (Telegram).
+    public var edgeSum: Int?
+
+    public init(shortEdge: Int, longEdge: Int? = nil, width: Int? = nil, height: Int? = nil,
+                pixels: Int? = nil, edgeSum: Int? = nil) {
+        self.shortEdge = shortEdge
+        self.longEdge = longEdge
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+        self.edgeSum = edgeSum
+    }
+
+    /// Whether `size` meets every cap.
+    public func admits(_ size: PixelSize) -> Bool {
+        size.shortEdge <= shortEdge && longEdge.map { size.longEdge <= $0 } ?? true
+            && width.map { size.width <= $0 } ?? true && height.map { size.height <= $0 } ?? true
+            && pixels.map { size.area <= $0 } ?? true && edgeSum.map { size.width + size.height <= $0 } ?? true
     }
 }
