@@ -16,6 +16,7 @@
 #     /usr/share/color/icc/ghostscript/{ps_cmyk,srgb}.icc (CMYK target + sRGB source for
 #     cmyk-icc.jpg, which is skipped without them; the ICC checks also use srgb.icc).
 #   (libjpeg-turbo-progs is NOT required.)
+#   - gifsicle (apt: gifsicle), only as a witness in the gif section's checks.
 #
 # Deterministic: fixed seeds, MAGICK_THREAD_LIMIT=1 (noise RNGs are per-thread),
 # explicit JPEG encoder defines, -strip before every encode (no date properties reach
@@ -28,7 +29,7 @@
 
 set -euo pipefail
 
-ALL_SECTIONS=(jpeg)
+ALL_SECTIONS=(jpeg png gif broken)
 
 CONVERT=${CONVERT:-/usr/bin/convert}
 EXIFTOOL=${EXIFTOOL:-exiftool}
@@ -524,6 +525,843 @@ verify_jpeg() {
     awk 'BEGIN{printf "%-24s %9s %-10s %-3s %-3s %-8s %-6s %-40s %s\n","file","bytes","size","ori","cmp","gpslat","thumb","icc","process"}
          {n=split($0,a,"\t"); printf "%-24s %9s %-10s %-3s %-3s %-8s %-6s %-40s %s\n",a[1],a[2],a[3],a[4],a[5],a[6],a[7],a[8],a[9]}'
   du -cb "$out"/*.jpg | tail -1 | awk '{printf "total: %d bytes\n", $1}'
+}
+
+# ---------------------------------------------------------------------------
+# Section: png  ->  TestImages/png/
+# ---------------------------------------------------------------------------
+# PNGs are written by a small Python encoder (stdlib zlib, level 9) so that colour type, bit depth,
+# palette, tRNS, Adam7 interlacing, the filter of every row and the place of every chunk are exact.
+# Rows cycle through the five filter types (row n uses filter n mod 5) so decoders meet all of them.
+# exiftool adds the eXIf and XMP chunks of the metadata images; ImageMagick is only a witness.
+write_pngtool() {
+  cat >"$TMP/pngtool.py" <<'PY'
+import struct, sys, zlib
+
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+def pack(samples, depth):
+    if depth == 8:
+        return bytes(samples)
+    if depth == 16:
+        return b"".join(struct.pack(">H", s) for s in samples)
+    out, acc, bits = bytearray(), 0, 0
+    for s in samples:
+        acc, bits = (acc << depth) | s, bits + depth
+        if bits == 8:
+            out.append(acc); acc, bits = 0, 0
+    if bits:
+        out.append(acc << (8 - bits))
+    return bytes(out)
+
+def paeth(a, b, c):
+    p = a + b - c
+    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+    return a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+
+def filtered(kind, row, prev, bpp):
+    out = bytearray([kind])
+    for i, x in enumerate(row):
+        a = row[i - bpp] if i >= bpp else 0
+        b = prev[i] if prev else 0
+        c = prev[i - bpp] if prev and i >= bpp else 0
+        pred = [0, a, b, (a + b) // 2, paeth(a, b, c)][kind]
+        out.append((x - pred) & 0xFF)
+    return bytes(out)
+
+ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+
+def idat(width, height, color_type, depth, pixel, interlaced):
+    bpp = max(1, CHANNELS[color_type] * depth // 8)
+    raw, n = bytearray(), 0
+    for xs, ys, dx, dy in (ADAM7 if interlaced else [(0, 0, 1, 1)]):
+        cols, rows = range(xs, width, dx), range(ys, height, dy)
+        if not cols or not rows:
+            continue                      # empty Adam7 passes are left out, as the spec says
+        prev = None
+        for y in rows:
+            row = pack([s for x in cols for s in pixel(x, y)], depth)
+            raw += filtered(n % 5, row, prev, bpp)
+            prev, n = row, n + 1
+    return zlib.compress(bytes(raw), 9)
+
+def png(path, width, height, color_type, depth, pixel, interlaced=False, palette=None, trns=None,
+        colour=(), before_idat=(), after_idat=(), idat_override=None):
+    out = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, color_type, 0, 0, int(interlaced)))
+    for kind, data in colour:
+        out += chunk(kind, data)
+    if palette is not None:
+        out += chunk(b"PLTE", b"".join(bytes(c) for c in palette))
+    if trns is not None:
+        out += chunk(b"tRNS", trns)
+    for kind, data in before_idat:
+        out += chunk(kind, data)
+    data = idat_override if idat_override is not None else idat(width, height, color_type, depth, pixel, interlaced)
+    out += chunk(b"IDAT", data)
+    for kind, data in after_idat:
+        out += chunk(kind, data)
+    out += chunk(b"IEND", b"")
+    open(path, "wb").write(out)
+
+# ---- pictures ----------------------------------------------------------------
+W, H = 61, 47                                     # odd: sub-byte rows end mid-byte
+def quadrant(x, y):                               # 0 TL, 1 TR, 2 BL, 3 BR
+    return (0 if x < 31 else 1) + (0 if y < 24 else 2)
+
+RGB4 = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (128, 64, 32)]
+ALPHA4 = [255, 128, 64, 0]
+GRAY4 = [0, 85, 170, 255]
+
+def noise(x, y, seed):                            # integer hash: identical bytes on every platform
+    h = (x * 73856093) ^ (y * 19349663) ^ (seed * 83492791)
+    h = (h ^ (h >> 13)) * 1274126177 & 0xFFFFFFFF
+    return (h >> 16) & 0xFF
+
+def photo(x, y, w, h, seed):                      # smooth ramps + a ring + grain: compresses like a photo
+    d = ((x - w // 3) ** 2 + (y - h // 2) ** 2) * 255 // (w * w // 4 + h * h // 4)
+    base = (x * 255 // (w - 1), y * 255 // (h - 1), min(255, d))
+    return tuple(max(0, min(255, v + noise(x, y, seed + i) % 49 - 24)) for i, v in enumerate(base))
+
+def detail(x, y):                                 # every pixel differs from its neighbours
+    return ((x * 2) & 255, (y * 5 + x) & 255, (x * y) & 255)
+
+def text_chunk(keyword, text):
+    return keyword.encode("latin-1") + b"\0" + text.encode("latin-1")
+
+def make(out):
+    p = lambda name: out + "/" + name
+    # -- every colour type and depth, one picture: four quadrants
+    png(p("gray-1.png"), W, H, 0, 1, lambda x, y: (quadrant(x, y) in (1, 2),))
+    png(p("gray-2.png"), W, H, 0, 2, lambda x, y: (quadrant(x, y),))
+    png(p("gray-4.png"), W, H, 0, 4, lambda x, y: (quadrant(x, y) * 5,))
+    png(p("gray-4-trns.png"), W, H, 0, 4, lambda x, y: (quadrant(x, y) * 5,), trns=struct.pack(">H", 10))
+    png(p("gray-8.png"), W, H, 0, 8, lambda x, y: (GRAY4[quadrant(x, y)],))
+    png(p("gray-16.png"), W, H, 0, 16, lambda x, y: (GRAY4[quadrant(x, y)] * 257,))
+    png(p("gray-alpha-8.png"), W, H, 4, 8, lambda x, y: (GRAY4[quadrant(x, y)], ALPHA4[quadrant(x, y)]))
+    png(p("gray-alpha-16.png"), W, H, 4, 16, lambda x, y: (GRAY4[quadrant(x, y)] * 257, ALPHA4[quadrant(x, y)] * 257))
+    png(p("rgb-8.png"), W, H, 2, 8, lambda x, y: RGB4[quadrant(x, y)])
+    png(p("rgb-8-trns.png"), W, H, 2, 8, lambda x, y: RGB4[quadrant(x, y)], trns=struct.pack(">HHH", 128, 64, 32))
+    png(p("rgb-16.png"), W, H, 2, 16, lambda x, y: tuple(v * 257 for v in RGB4[quadrant(x, y)]))
+    png(p("rgba-8.png"), W, H, 6, 8, lambda x, y: RGB4[quadrant(x, y)] + (ALPHA4[quadrant(x, y)],))
+    png(p("rgba-16.png"), W, H, 6, 16, lambda x, y: tuple(v * 257 for v in RGB4[quadrant(x, y)] + (ALPHA4[quadrant(x, y)],)))
+    # palettes: quadrant q uses entry INDEX[depth][q], whose colour is RGB4[q]; other entries are filler
+    index = {1: [0, 1, 1, 0], 2: [0, 1, 2, 3], 4: [0, 7, 12, 15], 8: [0, 100, 200, 255]}
+    for depth in (1, 2, 4, 8):
+        entries = [(i * 37 % 256, i * 91 % 256, i * 13 % 256) for i in range(1 << depth)]
+        alpha = [255] * (1 << depth)
+        for q in range(4):
+            if depth > 1 or q < 2:
+                entries[index[depth][q]] = RGB4[q]
+                alpha[index[depth][q]] = ALPHA4[q]
+        if depth == 1:
+            alpha[0] = 128                        # a tRNS shorter than the palette: entry 1 stays opaque
+        pixel = lambda x, y, d=depth: (index[d][quadrant(x, y)],)
+        png(p("palette-%d.png" % depth), W, H, 3, depth, pixel, palette=entries)
+        trns = bytes(alpha[:1] if depth == 1 else alpha[:max(index[depth]) + 1])
+        png(p("palette-%d-trns.png" % depth), W, H, 3, depth, pixel, palette=entries, trns=trns)
+
+    # -- Adam7: the same pictures interlaced and not, 123x97 so that every pass has ragged edges
+    w, h = 123, 97
+    pal16 = [(i * 16, 255 - i * 16, (i * 77) & 255) for i in range(16)]
+    pal_alpha = bytes([0, 60, 120, 180])
+    pictures = [
+        ("detail-rgba-8", 6, 8, lambda x, y: detail(x, y) + ((x + y * 3) & 255,), {}),
+        ("detail-rgb-16", 2, 16, lambda x, y: tuple(v * 256 + (x * 7 + y) % 256 for v in detail(x, y)), {}),
+        ("detail-palette-4-trns", 3, 4, lambda x, y: ((x // 3 + y // 5) % 16,), {"palette": pal16, "trns": pal_alpha}),
+        ("detail-gray-1", 0, 1, lambda x, y: ((x ^ y) & 1 if (x // 8 + y // 8) % 2 else (x * y) % 3 == 0,), {}),
+    ]
+    for name, ct, depth, pixel, extra in pictures:
+        png(p(name + ".png"), w, h, ct, depth, pixel, **extra)
+        png(p(name + "-interlaced.png"), w, h, ct, depth, pixel, interlaced=True, **extra)
+
+    # -- alpha edges: an opaque red square on fully transparent *green*
+    png(p("red-on-clear-green.png"), 300, 200, 6, 8,
+        lambda x, y: (255, 0, 0, 255) if 100 <= x < 200 and 50 <= y < 150 else (0, 255, 0, 0))
+
+    # -- 16-bit precision: 1-px stripes of 33050 / 33307 (128.60 / 129.60 on the 8-bit scale).
+    #    Averaged in 16-bit they give 129.10 -> 129; rounded to 8 bits first, (129 + 130) / 2 -> 130.
+    png(p("gray-16-stripes.png"), 64, 64, 0, 16, lambda x, y: (33050 if x % 2 == 0 else 33307,))
+
+    # -- colour chunks (structural) next to a text chunk (metadata); pHYs 2835 x 5670 px/m
+    srgb_chrm = struct.pack(">8I", 31270, 32900, 64000, 33000, 30000, 60000, 15000, 6000)
+    colour = [(b"sRGB", b"\0"), (b"gAMA", struct.pack(">I", 45455)), (b"cHRM", srgb_chrm)]
+    phys = (b"pHYs", struct.pack(">IIB", 2835, 5670, 1))
+    png(p("colour-chunks.png"), 80, 60, 2, 8, lambda x, y: photo(x, y, 80, 60, 3), colour=colour,
+        before_idat=[phys, (b"tEXt", text_chunk("Software", "SharePipe make-test-images"))])
+
+    # -- ICC profile (iCCP, compressed) + pHYs + a text chunk
+    icc = open(sys.argv[3], "rb").read()
+    png(p("icc-p3.png"), 80, 60, 2, 8, lambda x, y: photo(x, y, 80, 60, 4),
+        colour=[(b"iCCP", b"Display P3\0\0" + zlib.compress(icc, 9))],
+        before_idat=[phys, (b"tEXt", text_chunk("Title", "ICC test"))])
+
+    # -- metadata base images (exiftool adds eXIf + XMP afterwards). Stored 48x64 = displayed 64x48
+    #    under orientation 6: red TL, green TR, blue BR, grey elsewhere, 16px markers (displayed).
+    def marker(dx, dy):
+        if dx < 16 and dy < 16: return (255, 0, 0)
+        if dx >= 48 and dy < 16: return (0, 255, 0)
+        if dx >= 48 and dy >= 32: return (0, 0, 255)
+        return (128, 128, 128)
+    iptc = bytes.fromhex("1c020000020004") + bytes.fromhex("1c025a0006") + b"Berlin"   # record version, City
+    raw_iptc = b"\nIPTC profile\n%8d\n" % len(iptc) + iptc.hex().encode() + b"\n"     # ImageMagick's layout
+    texts = [
+        (b"tEXt", text_chunk("Title", "harmless title")),
+        (b"zTXt", b"Raw profile type iptc\0\0" + zlib.compress(raw_iptc, 9)),
+    ]
+    time = (b"tIME", struct.pack(">HBBBBB", 2021, 6, 15, 14, 30, 0))
+    # orientation 6 (turn 90° clockwise to show) puts stored pixel (x, y) at displayed (63 - y, x)
+    png(p("gps-orient6.png"), 48, 64, 2, 8, lambda x, y: marker(63 - y, x),
+        before_idat=[phys] + texts, after_idat=[time])
+    pal = [RGB4[q] for q in range(4)] + [(200, 200, 200)] * 12
+    png(p("palette-meta.png"), W, H, 3, 4, lambda x, y: (quadrant(x, y),), palette=pal, trns=bytes([255, 128]),
+        before_idat=texts, after_idat=[time])
+
+    # -- the byte-limit ladder: photo-like RGB, and the same with a meaningful alpha ramp
+    png(p("photo-160x120.png"), 160, 120, 2, 8, lambda x, y: photo(x, y, 160, 120, 7))
+    png(p("photo-alpha-160x120.png"), 160, 120, 6, 8, lambda x, y: photo(x, y, 160, 120, 7) + (55 + x * 200 // 159,))
+
+    # -- an IHDR that claims 100000x100000 RGBA (40 GB decoded) over a few bytes of data (moved to broken/)
+    png(p("huge-ihdr.png"), 100000, 100000, 6, 8, None, idat_override=zlib.compress(b"\0" * 64, 9))
+
+def chunks(path):
+    d = open(path, "rb").read()
+    assert d[:8] == b"\x89PNG\r\n\x1a\n", path
+    p, names = 8, []
+    while p + 8 <= len(d):
+        n = struct.unpack(">I", d[p:p + 4])[0]
+        names.append(d[p + 4:p + 8].decode("latin-1"))
+        if p + 12 + n > len(d):
+            names[-1] += "(cut)"
+        elif zlib.crc32(d[p + 4:p + 8 + n]) & 0xFFFFFFFF != struct.unpack(">I", d[p + 8 + n:p + 12 + n])[0]:
+            names[-1] += "(bad crc)"
+        p += 12 + n
+    return names
+
+def tail_text(path, keyword, text):               # a tEXt chunk right before IEND (after the image data)
+    d = open(path, "rb").read()
+    assert d[-12:-8] == b"\0\0\0\0" and d[-8:-4] == b"IEND", path
+    open(path, "wb").write(d[:-12] + chunk(b"tEXt", text_chunk(keyword, text)) + d[-12:])
+
+def first_pixel(path):                            # raw bytes of pixel (0, 0) of an 8-bit, non-interlaced PNG
+    d, p, data = open(path, "rb").read(), 8, b""
+    while p + 8 <= len(d):
+        n = struct.unpack(">I", d[p:p + 4])[0]
+        if d[p + 4:p + 8] == b"IDAT":
+            data += d[p + 8:p + 8 + n]
+        p += 12 + n
+    raw = zlib.decompress(data)
+    assert raw[0] == 0, "row 0 is not unfiltered"
+    channels = CHANNELS[d[25]]
+    return ",".join(str(b) for b in raw[1:1 + channels])
+
+def ihdr(path):
+    d = open(path, "rb").read()
+    w, h, depth, ct, _, _, il = struct.unpack(">IIBBBBB", d[16:29])
+    return "%dx%d ct%d d%d i%d" % (w, h, ct, depth, il)
+
+if sys.argv[1] == "make":
+    make(sys.argv[2])
+elif sys.argv[1] == "chunks":
+    print(",".join(chunks(sys.argv[2])))
+elif sys.argv[1] == "ihdr":
+    print(ihdr(sys.argv[2]))
+elif sys.argv[1] == "tail-text":
+    tail_text(sys.argv[2], sys.argv[3], sys.argv[4])
+elif sys.argv[1] == "first-pixel":
+    print(first_pixel(sys.argv[2]))
+else:
+    raise SystemExit("unknown command " + sys.argv[1])
+PY
+}
+
+pt() { "$PYTHON" "$TMP/pngtool.py" "$@"; }
+
+make_png() {
+  local out="$OUT_ROOT/png" t="$TMP/png" f
+  mkdir -p "$out" "$t"
+  echo "== png -> ${out#"$ROOT"/} (broken inputs -> ${ROOT_BROKEN#"$ROOT"/})"
+  mkdir -p "$ROOT_BROKEN"
+  rm -f "$out"/*.png "$ROOT_BROKEN/truncated.png" "$ROOT_BROKEN/huge-ihdr.png"
+  write_pngtool
+  jt icc "$t/p3.icc" p3
+  pt make "$out" "$t/p3.icc"
+  mv "$out/huge-ihdr.png" "$ROOT_BROKEN/huge-ihdr.png"
+
+  # eXIf (camera tags, GPS, orientation) and XMP (iTXt) via exiftool. Tags are named with their EXIF
+  # group: for a PNG, exiftool would otherwise write Make/Model/... as PNG text chunks.
+  local -a png_camera=(
+    -n -EXIF:Make=SharePipeCam -EXIF:Model=TestModel "-EXIF:Artist=Test Person" -EXIF:SerialNumber=SN-0042-PRIVATE
+    "-EXIF:DateTimeOriginal=2021:06:15 14:30:00"
+    -GPSLatitude=52.5200 -GPSLatitudeRef=N -GPSLongitude=13.4050 -GPSLongitudeRef=E -GPSAltitude=34.0 -GPSAltitudeRef=0
+  )
+  local -a png_xmp=(
+    "-XMP-dc:Description=secret description (XMP)" -XMP-exif:GPSLatitude=52.5200 -XMP-exif:GPSLongitude=13.4050
+    -XMP-photoshop:City=Berlin
+  )
+  et "${png_camera[@]}" -EXIF:Orientation=6 "${png_xmp[@]}" "$out/gps-orient6.png"
+  pt tail-text "$out/gps-orient6.png" Comment "after the image data"   # exiftool moves text before IDAT
+  et "${png_camera[@]}" -EXIF:Orientation=1 "$out/palette-meta.png"
+
+  # broken/truncated.png: the first 60% of photo-160x120.png (cut inside IDAT).
+  local sz; sz=$(stat -c %s "$out/photo-160x120.png")
+  head -c $((sz * 60 / 100)) "$out/photo-160x120.png" >"$ROOT_BROKEN/truncated.png"
+
+  verify_png "$out"
+}
+
+verify_png() {
+  local out=$1 f name want
+  echo "-- headers (IHDR: size, colour type, depth, interlace)"
+  for want in "gray-1 61x47 ct0 d1 i0" "gray-2 61x47 ct0 d2 i0" "gray-4 61x47 ct0 d4 i0" "gray-8 61x47 ct0 d8 i0" \
+              "gray-16 61x47 ct0 d16 i0" "gray-alpha-8 61x47 ct4 d8 i0" "gray-alpha-16 61x47 ct4 d16 i0" \
+              "rgb-8 61x47 ct2 d8 i0" "rgb-16 61x47 ct2 d16 i0" "rgba-8 61x47 ct6 d8 i0" "rgba-16 61x47 ct6 d16 i0" \
+              "palette-1 61x47 ct3 d1 i0" "palette-2 61x47 ct3 d2 i0" "palette-4 61x47 ct3 d4 i0" "palette-8 61x47 ct3 d8 i0" \
+              "detail-rgba-8-interlaced 123x97 ct6 d8 i1" "detail-rgb-16-interlaced 123x97 ct2 d16 i1" \
+              "detail-palette-4-trns-interlaced 123x97 ct3 d4 i1" "detail-gray-1-interlaced 123x97 ct0 d1 i1" \
+              "../broken/huge-ihdr 100000x100000 ct6 d8 i0"; do
+    set -- $want
+    expect "$1.png IHDR" "$(pt ihdr "$out/$1.png")" "$2 $3 $4 $5"
+  done
+
+  echo "-- chunks"
+  for f in 1 2 4 8; do
+    expect "palette-$f.png chunks" "$(pt chunks "$out/palette-$f.png")" "IHDR,PLTE,IDAT,IEND"
+    expect "palette-$f-trns.png chunks" "$(pt chunks "$out/palette-$f-trns.png")" "IHDR,PLTE,tRNS,IDAT,IEND"
+  done
+  expect "colour-chunks.png chunks" "$(pt chunks "$out/colour-chunks.png")" "IHDR,sRGB,gAMA,cHRM,pHYs,tEXt,IDAT,IEND"
+  expect "icc-p3.png chunks" "$(pt chunks "$out/icc-p3.png")" "IHDR,iCCP,pHYs,tEXt,IDAT,IEND"
+  expect "gps-orient6.png chunks" "$(pt chunks "$out/gps-orient6.png" | tr ',' '\n' | sort | tr '\n' ' ')" \
+    "IDAT IEND IHDR eXIf iTXt pHYs tEXt tEXt tIME zTXt "
+  expect "gps-orient6.png after IDAT" "$(pt chunks "$out/gps-orient6.png" | grep -o 'IDAT.*')" "IDAT,tIME,tEXt,IEND"
+  expect "gps-orient6.png IPTC City (raw profile)" "$("$EXIFTOOL" -s3 -IPTC:City "$out/gps-orient6.png" 2>&1)" Berlin
+  expect "palette-meta.png chunks" "$(pt chunks "$out/palette-meta.png" | tr ',' '\n' | sort | tr '\n' ' ')" \
+    "IDAT IEND IHDR PLTE eXIf tEXt tIME tRNS zTXt "
+  expect "broken/huge-ihdr.png chunks" "$(pt chunks "$ROOT_BROKEN/huge-ihdr.png")" "IHDR,IDAT,IEND"
+  expect "broken/truncated.png ends inside IDAT" "$(pt chunks "$ROOT_BROKEN/truncated.png")" "IHDR,IDAT(cut)"
+
+  echo "-- metadata (exiftool as witness)"
+  expect "gps-orient6.png Exif GPS" "$("$EXIFTOOL" -n -s3 -EXIF:GPSLatitude -EXIF:GPSLongitude "$out/gps-orient6.png" | tr '\n' ' ')" "52.52 13.405 "
+  expect "gps-orient6.png Exif Orientation" "$("$EXIFTOOL" -n -s3 -EXIF:Orientation "$out/gps-orient6.png")" 6
+  expect "gps-orient6.png XMP City" "$("$EXIFTOOL" -s3 -XMP:City "$out/gps-orient6.png")" Berlin
+  expect "palette-meta.png Exif Orientation" "$("$EXIFTOOL" -n -s3 -EXIF:Orientation "$out/palette-meta.png")" 1
+  expect "icc-p3.png profile description" "$("$EXIFTOOL" -s3 -ICC_Profile:ProfileDescription "$out/icc-p3.png")" "Display P3 (SharePipe test profile)"
+
+  echo "-- pixels (ImageMagick as witness)"
+  # ImageMagick 6 ignores a PNG's eXIf orientation: turn the picture as a viewer would, then check it.
+  local shown="$TMP/png/gps-orient6-shown.png"
+  "$CONVERT" "$out/gps-orient6.png" -rotate 90 +repage "$shown" 2>/dev/null
+  expect "gps-orient6.png shown size" "$("$CONVERT" "$shown" -format '%wx%h' info:)" 64x48
+  expect "gps-orient6.png shown TL/TR/BR/BL" "$(rgb_at "$shown" 8 8) $(rgb_at "$shown" 56 8) $(rgb_at "$shown" 56 40) $(rgb_at "$shown" 8 40)" \
+    "255,0,0 0,255,0 0,0,255 128,128,128"
+  expect "rgb-8.png TL/TR/BL/BR" "$(rgb_at "$out/rgb-8.png" 5 5) $(rgb_at "$out/rgb-8.png" 55 5) $(rgb_at "$out/rgb-8.png" 5 40) $(rgb_at "$out/rgb-8.png" 55 40)" \
+    "255,0,0 0,255,0 0,0,255 128,64,32"
+  for name in detail-rgba-8 detail-rgb-16 detail-palette-4-trns detail-gray-1; do
+    expect "$name interlaced = progressive pixels" \
+      "$("$CONVERT" "$out/$name-interlaced.png" -depth 16 rgba:- | md5sum | cut -c1-12)" \
+      "$("$CONVERT" "$out/$name.png" -depth 16 rgba:- | md5sum | cut -c1-12)"
+  done
+  expect "gray-16-stripes.png samples" "$("$CONVERT" "$out/gray-16-stripes.png" -format '%[fx:int(65535*p{0,0}+0.5)],%[fx:int(65535*p{1,0}+0.5)]' info:)" "33050,33307"
+  # ImageMagick zeroes the colour of fully transparent pixels on reading, so read the stored bytes.
+  expect "red-on-clear-green.png clear pixel (stored)" "$(pt first-pixel "$out/red-on-clear-green.png")" "0,255,0,0"
+  expect "red-on-clear-green.png centre" "$(rgb_at "$out/red-on-clear-green.png" 150 100)" "255,0,0"
+
+  echo "-- summary"
+  (cd "$out" && for f in ./*.png; do printf '%-40s %8s  %s\n' "${f#./}" "$(stat -c %s "$f")" "$(pt chunks "$f")"; done)
+  du -cb "$out"/*.png | tail -1 | awk '{printf "total: %d bytes\n", $1}'
+}
+
+# ---------------------------------------------------------------------------
+# GIF: written byte by byte by a small python3 GIF writer (standard library), so every
+# container and frame property (loop extension or none, palettes, rectangles, disposal,
+# delays, interlacing, LZW code size) is exactly what the file name says. Checked with
+# ImageMagick (identify: delays, disposal; convert -coalesce: pixels) and gifsicle --info
+# (frame count, loop count) as outside witnesses.
+# ---------------------------------------------------------------------------
+GIFSICLE=${GIFSICLE:-gifsicle}
+
+GIFTOOL_PY=$(cat <<'PY'
+# A small, exact GIF writer: every byte of the test GIFs is chosen here (palettes, rectangles, disposal,
+# delays, loop extensions, interlacing, LZW code size), so the files test what their names say.
+import struct, sys
+
+def lzw(indices, min_code_size):
+    """GIF LZW with variable-width codes (late change, as decoders expect) and a clear before the table fills."""
+    clear, eoi = 1 << min_code_size, (1 << min_code_size) + 1
+    out, acc, nbits = bytearray(), 0, 0
+    def emit(code, size):
+        nonlocal acc, nbits
+        acc |= code << nbits
+        nbits += size
+        while nbits >= 8:
+            out.append(acc & 0xFF)
+            acc >>= 8
+            nbits -= 8
+    size = min_code_size + 1
+    table, next_code = {}, eoi + 1
+    emit(clear, size)
+    prefix = indices[0]
+    for k in indices[1:]:
+        key = (prefix, k)
+        if key in table:
+            prefix = table[key]
+            continue
+        emit(prefix, size)
+        table[key] = next_code
+        next_code += 1
+        if next_code > (1 << size) and size < 12:
+            size += 1
+        if next_code >= 4094:
+            emit(clear, size)
+            table, next_code, size = {}, eoi + 1, min_code_size + 1
+        prefix = k
+    emit(prefix, size)
+    next_code += 1  # the decoder counts the last code too before it reads the end code
+    if next_code > (1 << size) and size < 12:
+        size += 1
+    emit(eoi, size)
+    if nbits:
+        out.append(acc & 0xFF)
+    return bytes(out)
+
+def sub_blocks(data):
+    return b"".join(bytes([len(data[i:i + 255])]) + data[i:i + 255] for i in range(0, len(data), 255)) + b"\0"
+
+def table_bits(n):
+    bits = 1
+    while (1 << bits) < n:
+        bits += 1
+    return bits
+
+def pad(palette):
+    n = 1 << table_bits(len(palette))
+    return palette + [(0, 0, 0)] * (n - len(palette))
+
+def color_table(palette):
+    return b"".join(bytes(c) for c in pad(palette))
+
+class GIF:
+    def __init__(self, width, height, palette=None, background=0, aspect=0):
+        self.out = bytearray(b"GIF89a")
+        flags = 0x70  # colour resolution 8 bits
+        if palette:
+            flags |= 0x80 | (table_bits(len(palette)) - 1)
+        self.out += struct.pack("<HHBBB", width, height, flags, background, aspect)
+        if palette:
+            self.out += color_table(palette)
+        self.palette = palette
+
+    def loop(self, count):
+        self.out += b"\x21\xFF\x0BNETSCAPE2.0\x03\x01" + struct.pack("<H", count) + b"\0"
+
+    def comment(self, text):
+        self.out += b"\x21\xFE" + sub_blocks(text)
+
+    def application(self, ident, data, raw=False):
+        self.out += b"\x21\xFF\x0B" + ident + (data if raw else sub_blocks(data))
+
+    def frame(self, left, top, width, height, pixels, delay=None, disposal=0, transparent=None,
+              local=None, interlace=False, code_size=None, user_input=False):
+        """pixels: a list of rows of palette indices. delay None: no Graphics Control Extension."""
+        if delay is not None:
+            packed = (disposal << 2) | (2 if user_input else 0) | (1 if transparent is not None else 0)
+            self.out += b"\x21\xF9\x04" + struct.pack("<BHB", packed, delay, transparent or 0) + b"\0"
+        flags = 0x40 if interlace else 0
+        if local:
+            flags |= 0x80 | (table_bits(len(local)) - 1)
+        self.out += b"\x2C" + struct.pack("<HHHHB", left, top, width, height, flags)
+        if local:
+            self.out += color_table(local)
+        rows = pixels
+        if interlace:
+            order = [y for start, step in ((0, 8), (4, 8), (2, 4), (1, 2)) for y in range(start, height, step)]
+            rows = [pixels[y] for y in order]
+        flat = [i for row in rows for i in row]
+        bits = max(2, table_bits(len(local or self.palette)))
+        self.out += bytes([code_size if code_size is not None else bits]) + sub_blocks(lzw(flat, bits))
+
+    def bytes(self):
+        return bytes(self.out) + b"\x3B"
+
+def rect(width, height, fn):
+    return [[fn(x, y) for x in range(width)] for y in range(height)]
+
+def filled(width, height, index):
+    return [[index] * width for _ in range(height)]
+
+# ---- the test images --------------------------------------------------------------------------------------
+
+BASE = [(0, 0, 0), (255, 255, 255), (255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (0, 255, 255),
+        (255, 0, 255), (128, 128, 128), (192, 64, 0), (0, 128, 64), (64, 0, 128), (200, 200, 200),
+        (100, 50, 25), (25, 100, 50), (50, 25, 100)]
+
+def checker(width, height, a, b, cell):
+    return rect(width, height, lambda x, y: a if ((x // cell) + (y // cell)) % 2 == 0 else b)
+
+def delays_loop0():
+    g = GIF(120, 90, BASE[:8])
+    g.loop(0)
+    for n, delay in enumerate([0, 1, 2, 10, 50]):
+        g.frame(0, 0, 120, 90, rect(120, 90, lambda x, y: 1 + ((x // 20 + y // 15 + n) % 7)), delay=delay, disposal=1)
+    return g.bytes()
+
+def disposals():
+    g = GIF(160, 120, BASE)
+    g.loop(0)
+    # 0: full background, disposal none.
+    g.frame(0, 0, 160, 120, checker(160, 120, 8, 12, 16), delay=10, disposal=1)
+    # 1: 40x30 at 10,10, disposal unspecified, transparent index 0 in a ring.
+    g.frame(10, 10, 40, 30, rect(40, 30, lambda x, y: 0 if 8 <= x < 32 and 8 <= y < 22 else 2), delay=20,
+            disposal=0, transparent=0)
+    # 2: 50x40 at 60,20 with its own 4-colour table, disposal background (cleared to transparent afterwards).
+    g.frame(60, 20, 50, 40, rect(50, 40, lambda x, y: (x // 10 + y // 10) % 4), delay=30, disposal=2,
+            local=[(10, 20, 30), (240, 120, 0), (0, 160, 240), (250, 250, 250)])
+    # 3: 60x40 at 30,60, disposal previous, transparent index 3 in a diagonal band.
+    g.frame(30, 60, 60, 40, rect(60, 40, lambda x, y: 3 if abs(x - y) < 6 else 4), delay=40, disposal=3,
+            transparent=3)
+    # 4: 30x30 at 100,70 with a local table, disposal none.
+    g.frame(100, 70, 30, 30, checker(30, 30, 0, 1, 5), delay=50, disposal=1,
+            local=[(20, 200, 20), (200, 20, 200)])
+    # 5: 20x20 at 130,0, unspecified disposal, no transparency.
+    g.frame(130, 0, 20, 20, filled(20, 20, 5), delay=60, disposal=0)
+    return g.bytes()
+
+def simple_frames(g, count, width, height, delay):
+    for n in range(count):
+        g.frame(0, 0, width, height, rect(width, height, lambda x, y: 1 + ((x // 16 + y // 16 + n) % 6)),
+                delay=delay, disposal=1)
+
+def loop3():
+    g = GIF(96, 64, BASE[:8])
+    g.loop(3)
+    simple_frames(g, 3, 96, 64, 25)
+    return g.bytes()
+
+def noloop():
+    g = GIF(96, 64, BASE[:8])
+    simple_frames(g, 3, 96, 64, 25)
+    return g.bytes()
+
+def single_frame():
+    g = GIF(200, 150, BASE)
+    g.comment(b"single frame comment")
+    g.frame(0, 0, 200, 150, rect(200, 150, lambda x, y: 0 if (x - 100) ** 2 + (y - 75) ** 2 < 900 else
+                                  2 + (x // 25 + y // 25) % 6), delay=0, transparent=0)
+    return g.bytes()
+
+def interlaced():
+    g = GIF(100, 75, BASE[:8])
+    g.loop(0)
+    for n in range(3):
+        local = [(n * 80, 40, 200 - n * 60), (250, 250, 250), (20, 20, 20), (200, 0, 0)]
+        g.frame(0, 0, 100, 75, rect(100, 75, lambda x, y: (x // 10 + y // 5 + n) % 4), delay=15, disposal=1,
+                local=local if n != 1 else None, interlace=True)
+    return g.bytes()
+
+def large():
+    # 1600x1200: 64 colour bands and a moving square on later frames (sub-rectangles).
+    palette = [(4 * i, 255 - 4 * i, (97 * i) % 256) for i in range(64)]
+    g = GIF(1600, 1200, palette)
+    g.loop(0)
+    g.frame(0, 0, 1600, 1200, rect(1600, 1200, lambda x, y: ((x + 2 * y) // 50) % 63), delay=20, disposal=1)
+    for n, (left, top) in enumerate([(200, 150), (700, 500), (1100, 800)]):
+        g.frame(left, top, 300, 300, checker(300, 300, 63, (n * 21) % 63, 60), delay=20, disposal=1)
+    return g.bytes()
+
+def metadata():
+    g = GIF(80, 60, BASE[:8])
+    g.loop(0)
+    g.comment(b"private comment: shot at home")
+    xmp = (b'<?xpacket begin="\xef\xbb\xbf" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/">'
+           b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description rdf:about="" '
+           b'xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:GPSLatitude="52,31.2N" exif:GPSLongitude="13,24.3E"/>'
+           b'</rdf:RDF></x:xmpmeta><?xpacket end="w"?>')
+    trailer = bytes([1] + list(range(255, -1, -1))) + b"\0"
+    g.application(b"XMP DataXMP", xmp + trailer, raw=True)
+    g.application(b"ICCRGBG1012", bytes(range(256)) * 3)
+    simple_frames(g, 2, 80, 60, 30)
+    g.comment(b"second comment, after the frames")
+    return g.bytes()
+
+def multiple_loops():
+    g = GIF(64, 48, BASE[:8])
+    g.loop(5)
+    g.frame(0, 0, 64, 48, filled(64, 48, 2), delay=10, disposal=1)
+    g.loop(7)
+    g.frame(0, 0, 64, 48, filled(64, 48, 3), delay=10, disposal=1)
+    g.loop(9)
+    g.frame(0, 0, 64, 48, filled(64, 48, 4), delay=10, disposal=1)
+    return g.bytes()
+
+def frame_outside():
+    g = GIF(100, 80, BASE[:8])
+    g.loop(0)
+    g.frame(0, 0, 100, 80, checker(100, 80, 1, 6, 10), delay=10, disposal=1)
+    g.frame(70, 50, 60, 50, filled(60, 50, 2), delay=20, disposal=1)            # partly outside: clipped
+    g.frame(200, 200, 20, 20, filled(20, 20, 3), delay=30, disposal=1)          # wholly outside: empty
+    g.frame(10, 10, 20, 20, filled(20, 20, 4), delay=40, disposal=1)
+    return g.bytes()
+
+def bad_code_size():
+    g = GIF(40, 30, BASE[:8])
+    g.loop(0)
+    g.frame(0, 0, 40, 30, filled(40, 30, 1), delay=10, disposal=1)
+    g.frame(0, 0, 40, 30, filled(40, 30, 2), delay=10, disposal=1, code_size=12)
+    return g.bytes()
+
+def bench(path, frames=100, width=800, height=600):
+    """A 100-frame 800x600 animation for measurements (not committed): a moving ball over bands."""
+    palette = [(i, (i * 3) % 256, 255 - i) for i in range(0, 256, 2)] + [(255, 255, 255)] * 0
+    g = GIF(width, height, palette[:128])
+    g.loop(0)
+    g.frame(0, 0, width, height, rect(width, height, lambda x, y: (x // 7 + y // 11) % 120), delay=4, disposal=1)
+    for n in range(1, frames):
+        cx, cy = 60 + (n * 7) % (width - 120), 60 + (n * 5) % (height - 120)
+        g.frame(cx - 60, cy - 60, 120, 120,
+                rect(120, 120, lambda x, y: 127 if (x - 60) ** 2 + (y - 60) ** 2 < 3000 else (x + y + n) % 120),
+                delay=4, disposal=1)
+    open(path, "wb").write(g.bytes())
+
+def walk(d):
+    """The structure of a GIF, block by block: each frame's LZW code size and rectangle, and how it ends."""
+    p = 13
+    if d[10] & 0x80:
+        p += 3 << ((d[10] & 7) + 1)
+    sizes, rects = [], []
+    def skip_blocks(p):
+        while p < len(d) and d[p]:
+            p += d[p] + 1
+        return p + 1
+    while p < len(d):
+        if d[p] == 0x21:
+            p = skip_blocks(p + 2)
+        elif d[p] == 0x2C:
+            if p + 10 > len(d):
+                break
+            left, top, width, height, flags = struct.unpack_from("<HHHHB", d, p + 1)
+            rects.append("%dx%d+%d+%d" % (width, height, left, top))
+            p += 10 + ((3 << ((flags & 7) + 1)) if flags & 0x80 else 0)
+            if p >= len(d):
+                break
+            sizes.append(str(d[p]))
+            p = skip_blocks(p + 1)
+        elif d[p] == 0x3B:
+            return "codesizes=%s end=trailer%s" % (",".join(sizes), "" if len(rects) < 4 else " rects=" + ",".join(rects))
+        else:
+            return "codesizes=%s end=garbage" % ",".join(sizes)
+    return "codesizes=%s end=truncated" % ",".join(sizes)
+
+IMAGES = {
+    "delays-loop0.gif": delays_loop0, "disposals.gif": disposals, "loop3.gif": loop3, "noloop.gif": noloop,
+    "single-frame.gif": single_frame, "interlaced.gif": interlaced, "large-1600x1200.gif": large,
+    "metadata.gif": metadata, "multiple-loops.gif": multiple_loops, "frame-outside.gif": frame_outside,
+    "bad-lzw-code-size.gif": bad_code_size,
+}
+
+if __name__ == "__main__":
+    command = sys.argv[1]
+    if command == "all":
+        out = sys.argv[2]
+        for name, make in IMAGES.items():
+            open(out + "/" + name, "wb").write(make())
+        data = open(out + "/disposals.gif", "rb").read()
+        open(out + "/truncated.gif", "wb").write(data[:len(data) * 70 // 100])
+    elif command == "walk":
+        print(walk(open(sys.argv[2], "rb").read()))
+    elif command == "bench":
+        bench(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 100)
+    else:
+        raise SystemExit("unknown command " + command)
+PY
+)
+
+gt() { "$PYTHON" "$TMP/giftool.py" "$@"; }
+
+make_gif() {
+  local out="$OUT_ROOT/gif"
+  command -v "$GIFSICLE" >/dev/null || { echo "missing tool: $GIFSICLE (apt: gifsicle)" >&2; exit 2; }
+  echo "== gif -> $out"
+  printf '%s\n' "$GIFTOOL_PY" >"$TMP/giftool.py"
+  rm -rf "$out"
+  mkdir -p "$out"
+  gt all "$out"
+  verify_gif "$out"
+}
+
+# gif_delays FILE -> "d1,d2,..." (centiseconds) and gif_disposals FILE -> "D1,D2,..." via ImageMagick
+gif_delays() { "${CONVERT%convert}identify" -format '%T,' "$1" 2>/dev/null; }
+gif_disposals() { "${CONVERT%convert}identify" -format '%D,' "$1" 2>/dev/null; }
+# gif_loop FILE -> "forever", "N" or "none" via gifsicle
+gif_loop() {
+  local info; info=$("$GIFSICLE" --info "$1" 2>/dev/null)
+  if grep -q 'loop forever' <<<"$info"; then echo forever
+  elif grep -q 'loop count' <<<"$info"; then sed -n 's/.*loop count \([0-9]*\).*/\1/p' <<<"$info" | head -1
+  else echo none; fi
+}
+gif_frames() { "$GIFSICLE" --info "$1" 2>/dev/null | sed -n 's/^\* .* \([0-9]*\) images\{0,1\}$/\1/p'; }
+
+verify_gif() {
+  local out=$1 f
+  echo "-- container and frame properties (identify %T %D, gifsicle --info)"
+  expect "delays-loop0.gif delays" "$(gif_delays "$out/delays-loop0.gif")" "0,1,2,10,50,"
+  expect "delays-loop0.gif loop" "$(gif_loop "$out/delays-loop0.gif")" forever
+  expect "disposals.gif delays" "$(gif_delays "$out/disposals.gif")" "10,20,30,40,50,60,"
+  expect "disposals.gif disposals" "$(gif_disposals "$out/disposals.gif")" \
+    "None,Undefined,Background,Previous,None,Undefined,"
+  expect "disposals.gif local tables" "$("$GIFSICLE" --info "$out/disposals.gif" | grep -c 'local color table')" 2
+  expect "disposals.gif transparent frames" "$("$GIFSICLE" --info "$out/disposals.gif" | grep -c 'transparent')" 2
+  expect "loop3.gif loop" "$(gif_loop "$out/loop3.gif")" 3
+  expect "noloop.gif loop" "$(gif_loop "$out/noloop.gif")" none
+  expect "multiple-loops.gif NETSCAPE counts" "$(grep -ao 'NETSCAPE2.0....' "$out/multiple-loops.gif" | wc -l)" 3
+  expect "single-frame.gif frames" "$(gif_frames "$out/single-frame.gif")" 1
+  expect "interlaced.gif interlaced frames" "$("$GIFSICLE" --info "$out/interlaced.gif" | grep -c ' interlaced$')" 3
+  expect "large-1600x1200.gif screen" "$("$GIFSICLE" --info "$out/large-1600x1200.gif" | sed -n 's/.*logical screen //p')" 1600x1200
+  expect "large-1600x1200.gif frames" "$(gif_frames "$out/large-1600x1200.gif")" 4
+  expect "metadata.gif comments" "$("$GIFSICLE" --info "$out/metadata.gif" | grep -c 'comment')" 2
+  expect "metadata.gif XMP/ICC extensions" "$(grep -aoc -e 'XMP DataXMP' -e 'ICCRGBG1012' "$out/metadata.gif")" 2
+  expect "frame-outside.gif frames" "$(gif_frames "$out/frame-outside.gif")" 4
+  echo "-- pixels (convert -coalesce: the writer's LZW decodes to the intended frames)"
+  for f in delays-loop0 disposals loop3 noloop single-frame interlaced large-1600x1200 metadata frame-outside; do
+    expect "$f.gif decodes" "$("$CONVERT" "$out/$f.gif" -coalesce -format '%wx%h ' info: 2>&1 | wc -w)" \
+      "$(gif_frames "$out/$f.gif")"
+  done
+  expect "delays-loop0.gif frame 3 at 25,20" "$("$CONVERT" "$out/delays-loop0.gif[3]" -format \
+    '%[fx:int(255*p{25,20}.r)],%[fx:int(255*p{25,20}.g)],%[fx:int(255*p{25,20}.b)]' info:)" "0,255,255"
+  expect "interlaced.gif frame 2 at 55,5 (local entry 0)" "$("$CONVERT" "$out/interlaced.gif[2]" -format \
+    '%[fx:int(255*p{55,5}.r+0.5)],%[fx:int(255*p{55,5}.g+0.5)],%[fx:int(255*p{55,5}.b+0.5)]' info:)" "160,40,80"
+  echo "-- damaged files"
+  expect "truncated.gif size (70% of disposals.gif)" "$(stat -c %s "$out/truncated.gif")" \
+    "$(($(stat -c %s "$out/disposals.gif") * 70 / 100))"
+  expect "truncated.gif walk" "$(gt walk "$out/truncated.gif")" "codesizes=4,4 end=truncated"
+  expect "bad-lzw-code-size.gif walk" "$(gt walk "$out/bad-lzw-code-size.gif")" "codesizes=3,12 end=trailer"
+  expect "frame-outside.gif walk" "$(gt walk "$out/frame-outside.gif")" \
+    "codesizes=3,3,3,3 end=trailer rects=100x80+0+0,60x50+70+50,20x20+200+200,20x20+10+10"
+
+  echo "-- summary"
+  (cd "$out" && for f in ./*.gif; do printf '%-26s %8s  %s\n' "${f#./}" "$(stat -c %s "$f")" \
+    "$("$GIFSICLE" --sinfo "$f" 2>/dev/null | head -1 | sed 's/^\* [^ ]* //')"; done)
+  du -cb "$out"/*.gif | tail -1 | awk '{printf "total: %d bytes\n", $1}'
+}
+
+# ---------------------------------------------------------------------------
+# Section: broken  ->  TestImages/broken/  (the jpeg and png sections add truncated.* and huge-ihdr.png)
+# ---------------------------------------------------------------------------
+# Hostile and damaged inputs, each of which must FAIL with a clear error naming the file: scripts/demo
+# expects every file in broken/ to fail, and Tests/SharePipeTests/HardeningInputTests.swift checks each
+# one's error kind and reason. Made from the committed jpeg/, png/ and gif/ images (run those sections
+# first) with python3 and ImageMagick; only the files listed here are replaced.
+# Inputs that are damaged but must still be prepared (bad Exif, garbage between segments, a frame
+# outside the GIF screen) do not belong here: the tests build those themselves.
+BROKEN_FILES=(empty.jpg not-an-image.png no-sof.jpg sos-before-sof.jpg huge-header.jpg lying-header.jpg
+              cut-with-eoi.jpg many-segments.jpg many-scans.jpg bad-crc-ihdr.png idat-before-ihdr.png
+              plte-after-idat.png no-iend.png gif-no-frames.gif gif-huge-screen.gif)
+
+BROKENTOOL_PY=$(cat <<'PY'
+import struct, sys, zlib
+
+def jpeg_segments(data):
+    """(marker, bytes) for each segment up to the first SOS; then ('scan', rest)."""
+    i, out = 2, []
+    while i < len(data):
+        assert data[i] == 0xFF, "marker expected at %d" % i
+        marker = data[i + 1]
+        length = struct.unpack('>H', data[i + 2:i + 4])[0]
+        out.append((marker, data[i:i + 2 + length]))
+        i += 2 + length
+        if marker == 0xDA:
+            out.append(('scan', data[i:]))
+            break
+    return out
+
+def with_size(data, width, height):
+    i = data.index(b'\xff\xc0')
+    return data[:i + 5] + struct.pack('>HH', height, width) + data[i + 9:]
+
+def png_chunks(data):
+    i, out = 8, []
+    while i < len(data):
+        length = struct.unpack('>I', data[i:i + 4])[0]
+        out.append((data[i + 4:i + 8], data[i + 8:i + 8 + length]))
+        i += 12 + length
+    return out
+
+def png_chunk(kind, body, crc_xor=0):
+    return struct.pack('>I', len(body)) + kind + body + struct.pack('>I', (zlib.crc32(kind + body) ^ crc_xor) & 0xFFFFFFFF)
+
+SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+def main(images, out, progressive_tiny):
+    def write(name, data):
+        open(out + '/' + name, 'wb').write(data)
+    tiny = open(images + '/jpeg/tiny-16x16.jpg', 'rb').read()
+    segments = jpeg_segments(tiny)
+    write('empty.jpg', b'')
+    write('not-an-image.png', b'This is a text file with a .png name; images are recognised by their bytes.\n')
+    # Tables only: SOI, APP0, DQT, DHT, EOI (a legal "abbreviated table specification", no image).
+    write('no-sof.jpg', b'\xff\xd8' + b''.join(s for m, s in segments if m in (0xE0, 0xDB, 0xC4)) + b'\xff\xd9')
+    write('sos-before-sof.jpg', b'\xff\xd8' + b''.join(s for m, s in segments if m != 0xC0))
+    # A frame header over the 120 MP default (65000 x 65000 = 4.2 G pixels) on 16 x 16 data.
+    write('huge-header.jpg', with_size(tiny, 65000, 65000))
+    # A frame header of 4000 x 3000 on the 16 x 16 image's data: the data ends long before the last row.
+    write('lying-header.jpg', with_size(tiny, 4000, 3000))
+    # orient-1.jpg cut in the middle of its scan data, with EOI appended (as some repair tools do).
+    photo = open(images + '/jpeg/orient-1.jpg', 'rb').read()
+    scan_start = len(photo) - len(jpeg_segments(photo)[-1][1])
+    write('cut-with-eoi.jpg', photo[:(scan_start + len(photo)) // 2] + b'\xff\xd9')
+    # 20 000 empty COM segments (80 kB): over the 10 000-segment limit, far under any byte limit.
+    write('many-segments.jpg', tiny[:2] + b'\xff\xfe\x00\x02' * 20000 + tiny[2:])
+    # A progressive 16 x 16 whose last scan is repeated 600 times (over the 500-scan limit).
+    prog = open(progressive_tiny, 'rb').read()
+    sos = prog.rindex(b'\xff\xda')
+    eoi = len(prog) - 2
+    assert prog[eoi:] == b'\xff\xd9'
+    write('many-scans.jpg', prog[:eoi] + prog[sos:eoi] * 600 + prog[eoi:])
+    gray = png_chunks(open(images + '/png/gray-8.png', 'rb').read())
+    assert [k for k, _ in gray] == [b'IHDR', b'IDAT', b'IEND'], gray
+    write('bad-crc-ihdr.png', SIGNATURE + b''.join(png_chunk(k, b, 1 if k == b'IHDR' else 0) for k, b in gray))
+    write('idat-before-ihdr.png', SIGNATURE + png_chunk(*gray[1]) + png_chunk(*gray[0]) + png_chunk(*gray[2]))
+    write('no-iend.png', SIGNATURE + png_chunk(*gray[0]) + png_chunk(*gray[1]))
+    palette = png_chunks(open(images + '/png/palette-8.png', 'rb').read())
+    plte = [c for c in palette if c[0] == b'PLTE']
+    others = [c for c in palette if c[0] not in (b'PLTE', b'IEND')]
+    assert len(plte) == 1 and others[-1][0] == b'IDAT'
+    write('plte-after-idat.png', SIGNATURE + b''.join(png_chunk(*c) for c in others + plte) + png_chunk(b'IEND', b''))
+    # A GIF of a 10 x 10 screen and a global palette, and no image before the trailer.
+    write('gif-no-frames.gif', b'GIF89a' + struct.pack('<HHBBB', 10, 10, 0x80, 0, 0) + bytes([0, 0, 0, 255, 255, 255]) + b';')
+    # single-frame.gif with a 65535 x 65535 logical screen: over the dimension limit, refused on the header.
+    single = open(images + '/gif/single-frame.gif', 'rb').read()
+    write('gif-huge-screen.gif', single[:6] + struct.pack('<HH', 65535, 65535) + single[10:])
+
+main(*sys.argv[1:])
+PY
+)
+
+make_broken() {
+  echo "== broken -> ${ROOT_BROKEN#"$ROOT"/}"
+  for f in jpeg/tiny-16x16.jpg jpeg/orient-1.jpg png/gray-8.png png/palette-8.png gif/single-frame.gif; do
+    [[ -f "$OUT_ROOT/$f" ]] || { echo "missing $OUT_ROOT/$f: run the jpeg, png and gif sections first" >&2; exit 2; }
+  done
+  mkdir -p "$ROOT_BROKEN"
+  (cd "$ROOT_BROKEN" && rm -f "${BROKEN_FILES[@]}")
+  printf '%s\n' "$BROKENTOOL_PY" >"$TMP/brokentool.py"
+  "$CONVERT" "$OUT_ROOT/jpeg/tiny-16x16.jpg" -strip -interlace JPEG -quality 95 -sampling-factor 1x1 "$TMP/prog-tiny.jpg"
+  "$PYTHON" "$TMP/brokentool.py" "$OUT_ROOT" "$ROOT_BROKEN" "$TMP/prog-tiny.jpg"
+  verify_broken
+}
+
+verify_broken() {
+  local f
+  for f in "${BROKEN_FILES[@]}"; do
+    [[ -f "$ROOT_BROKEN/$f" ]] || fail "broken/$f was not made"
+  done
+  expect "broken/empty.jpg size" "$(stat -c %s "$ROOT_BROKEN/empty.jpg")" 0
+  expect "broken/many-segments.jpg size" "$(stat -c %s "$ROOT_BROKEN/many-segments.jpg")" \
+    $(( $(stat -c %s "$OUT_ROOT/jpeg/tiny-16x16.jpg") + 80000 ))
+  expect "broken/many-scans.jpg scans" "$("$PYTHON" -c "import sys; print(open(sys.argv[1],'rb').read().count(b'\xff\xda'))" "$ROOT_BROKEN/many-scans.jpg")" \
+    $(( $("$PYTHON" -c "import sys; print(open(sys.argv[1],'rb').read().count(b'\xff\xda'))" "$TMP/prog-tiny.jpg") + 600 ))
+  expect "broken/huge-header.jpg frame header" "$("$PYTHON" -c "import struct, sys; d = open(sys.argv[1], 'rb').read(); i = d.index(b'\xff\xc0'); print('%dx%d' % struct.unpack('>HH', d[i + 7:i + 9] + d[i + 5:i + 7]))" "$ROOT_BROKEN/huge-header.jpg")" 65000x65000
+  ls -l "$ROOT_BROKEN" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
 }
 
 # ---------------------------------------------------------------------------

@@ -15,14 +15,22 @@ typedef struct {
     char message[JMSG_LENGTH_MAX];
     char last_warning[JMSG_LENGTH_MAX];
     int warnings;
+    sp_jpeg_limit limit_hit;   // which limit ended the last call, if any
 } sp_error_mgr;
 
 struct sp_jpeg_reader {
-    struct jpeg_decompress_struct cinfo;
+    struct jpeg_decompress_struct cinfo;   // first, so a j_decompress_ptr is also the reader
     sp_error_mgr error;
+    struct jpeg_progress_mgr progress;
+    sp_jpeg_limits limits;
+    long metadata_bytes;       // saved marker payloads plus per-segment overhead, so far
+    int metadata_segments;
     FILE *file;
     int started;
 };
+
+// Bytes counted against the metadata limit for each saved segment besides its payload (libjpeg's node).
+#define SEGMENT_OVERHEAD 64
 
 static void copy_message(char *message, const char *text) {
     if (message == NULL) return;
@@ -33,16 +41,46 @@ static void copy_message(char *message, const char *text) {
 static void sp_error_exit(j_common_ptr cinfo) {
     sp_error_mgr *error = (sp_error_mgr *)cinfo->err;
     (*cinfo->err->format_message)(cinfo, error->message);
+    // max_memory_to_use refuses a big array with "backing store not supported" (we have none); a failed
+    // malloc or a request over libjpeg's 1 GB chunk limit is "insufficient memory". Both mean the image
+    // needs more memory than allowed, not that it is damaged.
+    int code = cinfo->err->msg_code;
+    if (code == JERR_NO_BACKING_STORE || code == JERR_OUT_OF_MEMORY || code == JERR_TFILE_CREATE) {
+        error->limit_hit = SP_JPEG_LIMIT_MEMORY;
+    }
     longjmp(error->jump, 1);
 }
 
+// Stops at a limit: the message says which, Swift adds the numbers.
+static void fail_at_limit(j_common_ptr cinfo, sp_jpeg_limit limit, const char *text) {
+    sp_error_mgr *error = (sp_error_mgr *)cinfo->err;
+    error->limit_hit = limit;
+    copy_message(error->message, text);
+    longjmp(error->jump, 1);
+}
+
+// What a shim function returns when a libjpeg call longjmped back to it.
+static sp_status failure(sp_error_mgr *error, char *message) {
+    copy_message(message, error->message);
+    return error->limit_hit != SP_JPEG_LIMIT_NONE ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+}
+
 // Level -1 is a warning about corrupt data. Premature end of data is treated as an error: a truncated
-// file would otherwise decode with its missing rows filled grey and be posted as if whole.
+// file would otherwise decode with its missing rows filled grey and be posted as if whole. That covers
+// the file ending (JWRN_JPEG_EOF) and the image data running into the end-of-image marker before the last
+// row (JWRN_HIT_MARKER with EOI next: a cut file with EOI appended, or a header claiming a larger image
+// than its data). Other warnings (extraneous bytes, bad Huffman codes, a marker libjpeg resyncs on) are
+// counted and reported, and the image is used.
 static void sp_emit_message(j_common_ptr cinfo, int level) {
     sp_error_mgr *error = (sp_error_mgr *)cinfo->err;
     if (level >= 0) return;  // trace messages
     if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
         strcpy(error->message, "premature end of JPEG data (file is truncated)");
+        longjmp(error->jump, 1);
+    }
+    if (cinfo->err->msg_code == JWRN_HIT_MARKER && cinfo->is_decompressor
+        && ((j_decompress_ptr)cinfo)->unread_marker == JPEG_EOI) {
+        strcpy(error->message, "image data ends before the last row (premature end of data segment)");
         longjmp(error->jump, 1);
     }
     error->warnings += 1;
@@ -59,49 +97,136 @@ static void install_error_manager(j_common_ptr cinfo, sp_error_mgr *error) {
     error->message[0] = '\0';
     error->last_warning[0] = '\0';
     error->warnings = 0;
+    error->limit_hit = SP_JPEG_LIMIT_NONE;
 }
 
-static sp_status reader_create(long max_memory, sp_jpeg_reader **out, char *message) {
+// Called by libjpeg as it consumes input. A progressive file can hold thousands of tiny scans, each of
+// which makes libjpeg pass over every coefficient again: decode time grows without bound while memory does
+// not. Real encoders write about 10 scans; libjpeg-turbo's own fuzzers stop at 500.
+static void sp_progress_monitor(j_common_ptr cinfo) {
+    if (!cinfo->is_decompressor) return;
+    sp_jpeg_reader *reader = (sp_jpeg_reader *)cinfo;
+    if (reader->limits.max_scans > 0 && reader->cinfo.input_scan_number > reader->limits.max_scans) {
+        fail_at_limit(cinfo, SP_JPEG_LIMIT_SCANS, "too many progressive scans");
+    }
+}
+
+// MARK: - Saving metadata segments within a budget
+
+// jpeg_save_markers would keep every APPn/COM segment with no limit on their number: a file of empty or
+// 64 KiB segments then costs memory in proportion to its size, twice over for an in-memory upload. This
+// processor saves segments exactly as jpeg_save_markers does (onto cinfo->marker_list, from the image
+// pool) while counting them against limits.max_metadata, and does for APP0 and APP14 what libjpeg's own
+// processor does besides saving: note the JFIF and Adobe markers (Adobe_transform decides YCCK vs CMYK).
+// Our data sources never suspend, so reading byte by byte through the source manager is safe.
+static unsigned int next_byte(j_decompress_ptr cinfo) {
+    struct jpeg_source_mgr *source = cinfo->src;
+    if (source->bytes_in_buffer == 0 && !(*source->fill_input_buffer)(cinfo)) ERREXIT(cinfo, JERR_CANT_SUSPEND);
+    source->bytes_in_buffer--;
+    return *source->next_input_byte++;
+}
+
+static void note_jfif_or_adobe(j_decompress_ptr cinfo, int marker, const JOCTET *data, unsigned int length) {
+    if (marker == JPEG_APP0 && length >= 14 && memcmp(data, "JFIF", 5) == 0) {
+        cinfo->saw_JFIF_marker = TRUE;
+        cinfo->JFIF_major_version = data[5];
+        cinfo->JFIF_minor_version = data[6];
+        cinfo->density_unit = data[7];
+        cinfo->X_density = (UINT16)((data[8] << 8) + data[9]);
+        cinfo->Y_density = (UINT16)((data[10] << 8) + data[11]);
+    } else if (marker == JPEG_APP0 + 14 && length >= 12 && memcmp(data, "Adobe", 5) == 0) {
+        cinfo->saw_Adobe_marker = TRUE;
+        cinfo->Adobe_transform = data[11];
+    }
+}
+
+static boolean save_segment(j_decompress_ptr cinfo) {
+    sp_jpeg_reader *reader = (sp_jpeg_reader *)cinfo;
+    long length = (long)(next_byte(cinfo) << 8);
+    length += (long)next_byte(cinfo);
+    length -= 2;
+    if (length < 0) ERREXIT(cinfo, JERR_BAD_LENGTH);
+    reader->metadata_segments += 1;
+    reader->metadata_bytes += length + SEGMENT_OVERHEAD;
+    if (reader->limits.max_metadata > 0 && reader->metadata_bytes > reader->limits.max_metadata) {
+        fail_at_limit((j_common_ptr)cinfo, SP_JPEG_LIMIT_METADATA, "metadata segments over the limit");
+    }
+    if (reader->limits.max_segments > 0 && reader->metadata_segments > reader->limits.max_segments) {
+        fail_at_limit((j_common_ptr)cinfo, SP_JPEG_LIMIT_SEGMENTS, "too many metadata segments");
+    }
+    jpeg_saved_marker_ptr node = (jpeg_saved_marker_ptr)(*cinfo->mem->alloc_large)(
+        (j_common_ptr)cinfo, JPOOL_IMAGE, sizeof(struct jpeg_marker_struct) + (size_t)length);
+    node->next = NULL;
+    node->marker = (UINT8)cinfo->unread_marker;
+    node->original_length = (unsigned int)length;
+    node->data_length = (unsigned int)length;
+    node->data = (JOCTET *)(node + 1);
+    for (long i = 0; i < length;) {
+        struct jpeg_source_mgr *source = cinfo->src;
+        if (source->bytes_in_buffer == 0 && !(*source->fill_input_buffer)(cinfo)) ERREXIT(cinfo, JERR_CANT_SUSPEND);
+        size_t chunk = source->bytes_in_buffer;
+        if (chunk > (size_t)(length - i)) chunk = (size_t)(length - i);
+        memcpy(node->data + i, source->next_input_byte, chunk);
+        source->next_input_byte += chunk;
+        source->bytes_in_buffer -= chunk;
+        i += (long)chunk;
+    }
+    if (cinfo->marker_list == NULL) {
+        cinfo->marker_list = node;
+    } else {
+        jpeg_saved_marker_ptr last = cinfo->marker_list;
+        while (last->next != NULL) last = last->next;
+        last->next = node;
+    }
+    note_jfif_or_adobe(cinfo, node->marker, node->data, node->data_length);
+    return TRUE;
+}
+
+static sp_status reader_create(sp_jpeg_limits limits, sp_jpeg_reader **out, char *message) {
     sp_jpeg_reader *reader = calloc(1, sizeof(sp_jpeg_reader));
     if (reader == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     install_error_manager((j_common_ptr)&reader->cinfo, &reader->error);
     if (setjmp(reader->error.jump)) {
-        copy_message(message, reader->error.message);
+        sp_status status = failure(&reader->error, message);
         free(reader);
-        return SP_ERR_LIBRARY;
+        return status;
     }
     jpeg_create_decompress(&reader->cinfo);
+    reader->limits = limits;
     // Caps libjpeg's big arrays (a progressive file's coefficients): past it libjpeg fails cleanly
     // ("backing store not supported") instead of allocating without bound.
-    if (max_memory > 0) reader->cinfo.mem->max_memory_to_use = max_memory;
+    if (limits.max_memory > 0) reader->cinfo.mem->max_memory_to_use = limits.max_memory;
+    reader->progress.progress_monitor = sp_progress_monitor;
+    reader->cinfo.progress = &reader->progress;
     *out = reader;
     return SP_OK;
 }
 
-sp_status sp_jpeg_reader_open_file(const char *path, long max_memory, sp_jpeg_reader **out, char *message) {
+sp_status sp_jpeg_reader_open_file(const char *path, sp_jpeg_limits limits, sp_jpeg_reader **out, char *message) {
     FILE *file = fopen(path, "rb");
     if (file == NULL) { copy_message(message, "cannot open file for reading"); return SP_ERR_IO; }
-    sp_status status = reader_create(max_memory, out, message);
+    sp_status status = reader_create(limits, out, message);
     if (status != SP_OK) { fclose(file); return status; }
     (*out)->file = file;
     jpeg_stdio_src(&(*out)->cinfo, file);  // a 4 KiB buffer: the file is streamed, never held whole
     return SP_OK;
 }
 
-sp_status sp_jpeg_reader_open_memory(const uint8_t *data, size_t length, long max_memory, sp_jpeg_reader **out, char *message) {
+sp_status sp_jpeg_reader_open_memory(const uint8_t *data, size_t length, sp_jpeg_limits limits, sp_jpeg_reader **out,
+                                     char *message) {
     if (data == NULL || length == 0) { copy_message(message, "empty input"); return SP_ERR_ARGUMENT; }
-    sp_status status = reader_create(max_memory, out, message);
+    sp_status status = reader_create(limits, out, message);
     if (status != SP_OK) return status;
     jpeg_mem_src(&(*out)->cinfo, data, (unsigned long)length);
     return SP_OK;
 }
 
 sp_status sp_jpeg_reader_read_header(sp_jpeg_reader *reader, int save_markers, sp_jpeg_header *header, char *message) {
-    if (setjmp(reader->error.jump)) { copy_message(message, reader->error.message); return SP_ERR_LIBRARY; }
+    if (setjmp(reader->error.jump)) return failure(&reader->error, message);
     if (save_markers) {
-        // A marker segment is at most 65533 bytes of payload; keep all of each.
-        jpeg_save_markers(&reader->cinfo, JPEG_COM, 0xFFFF);
-        for (int m = 0; m < 16; m++) jpeg_save_markers(&reader->cinfo, JPEG_APP0 + m, 0xFFFF);
+        // Every APPn/COM segment whole (at most 65533 bytes each), within the metadata limits.
+        jpeg_set_marker_processor(&reader->cinfo, JPEG_COM, save_segment);
+        for (int m = 0; m < 16; m++) jpeg_set_marker_processor(&reader->cinfo, JPEG_APP0 + m, save_segment);
     }
     int result = jpeg_read_header(&reader->cinfo, TRUE);
     if (result != JPEG_HEADER_OK) { copy_message(message, "no image in JPEG data"); return SP_ERR_LIBRARY; }
@@ -121,24 +246,24 @@ int sp_jpeg_reader_marker_count(const sp_jpeg_reader *reader) {
     return count;
 }
 
-sp_jpeg_marker sp_jpeg_reader_marker(const sp_jpeg_reader *reader, int index) {
-    sp_jpeg_marker result = {0, NULL, 0};
+int sp_jpeg_reader_markers(const sp_jpeg_reader *reader, sp_jpeg_marker *markers, int capacity) {
     int i = 0;
-    for (jpeg_saved_marker_ptr m = reader->cinfo.marker_list; m != NULL; m = m->next, i++) {
-        if (i == index) {
-            result.marker = m->marker;
-            result.data = m->data;
-            result.length = m->data_length;
-            break;
-        }
+    for (jpeg_saved_marker_ptr m = reader->cinfo.marker_list; m != NULL && i < capacity; m = m->next, i++) {
+        markers[i].marker = m->marker;
+        markers[i].data = m->data;
+        markers[i].length = m->data_length;
     }
-    return result;
+    return i;
+}
+
+sp_jpeg_limit sp_jpeg_reader_limit_hit(const sp_jpeg_reader *reader) {
+    return reader->error.limit_hit;
 }
 
 sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_out_space space,
                                int *out_width, int *out_height, int *out_components, char *message) {
     if (scale_num < 1 || scale_num > 8) { copy_message(message, "scale must be 1...8 eighths"); return SP_ERR_ARGUMENT; }
-    if (setjmp(reader->error.jump)) { copy_message(message, reader->error.message); return SP_ERR_LIBRARY; }
+    if (setjmp(reader->error.jump)) return failure(&reader->error, message);
     struct jpeg_decompress_struct *cinfo = &reader->cinfo;
     cinfo->scale_num = (unsigned int)scale_num;
     cinfo->scale_denom = 8;
@@ -159,7 +284,7 @@ sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_ou
 sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size_t row_bytes, int max_rows,
                                    int *rows_read, char *message) {
     *rows_read = 0;
-    if (setjmp(reader->error.jump)) { copy_message(message, reader->error.message); return SP_ERR_LIBRARY; }
+    if (setjmp(reader->error.jump)) return failure(&reader->error, message);
     struct jpeg_decompress_struct *cinfo = &reader->cinfo;
     if (cinfo->output_scanline >= cinfo->output_height) return SP_ERR_END;
     int done = 0;
@@ -177,7 +302,7 @@ sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size
 }
 
 sp_status sp_jpeg_reader_finish(sp_jpeg_reader *reader, char *message) {
-    if (setjmp(reader->error.jump)) { copy_message(message, reader->error.message); return SP_ERR_LIBRARY; }
+    if (setjmp(reader->error.jump)) return failure(&reader->error, message);
     if (reader->started && reader->cinfo.output_scanline >= reader->cinfo.output_height) {
         jpeg_finish_decompress(&reader->cinfo);
     }

@@ -54,6 +54,15 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Refuse images wider or taller than this.")
     var maxDimension: Int = ImageLimits().maxDimension
 
+    @Option(help: "Refuse input files larger than this many bytes, before reading them.")
+    var maxInputBytes: Int = ImageLimits().maxInputBytes
+
+    @Option(help: "Refuse GIFs with more frames than this (checked on the header walk, before decoding).")
+    var maxFrames: Int = ImageLimits().maxFrames
+
+    @Option(help: "Refuse animations whose frames add up to more pixels than this (frames × width × height).")
+    var maxFramePixels: Int = ImageLimits().maxTotalFramePixels
+
     func validate() throws {
         let catalog = try loadCatalog()
         for name in service where catalog.named(name) == nil {
@@ -82,6 +91,9 @@ struct PipelineOptions: ParsableArguments {
         var base = PrepareOptions(progressive: progressive, strategy: strategy)
         base.limits.maxPixels = maxPixels
         base.limits.maxDimension = maxDimension
+        base.limits.maxInputBytes = maxInputBytes
+        base.limits.maxFrames = maxFrames
+        base.limits.maxTotalFramePixels = maxFramePixels
         let catalog = try loadCatalog()
         let profiles = service.compactMap { catalog.named($0) }
         let targets: [(String?, PrepareOptions)] = profiles.isEmpty

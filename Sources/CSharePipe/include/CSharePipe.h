@@ -2,4 +2,6 @@
 #define CSHAREPIPE_H
 #include "sp_common.h"
 #include "sp_jpeg.h"
+#include "sp_png.h"
+#include "sp_gif.h"
 #endif

@@ -24,19 +24,40 @@ typedef struct {
     unsigned int length;
 } sp_jpeg_marker;
 
+/// Limits a reader enforces while it reads (0 means no limit). Past one, a call fails with SP_ERR_MEMORY
+/// and `sp_jpeg_reader_limit_hit` says which.
+typedef struct {
+    long max_memory;        // libjpeg's max_memory_to_use: its big arrays (a progressive file's coefficients)
+    long max_metadata;      // bytes of saved APPn/COM segments (payloads plus 64 bytes each)
+    int max_segments;       // number of saved APPn/COM segments
+    int max_scans;          // scans of a progressive (multi-scan) file
+} sp_jpeg_limits;
+
+/// Which limit stopped a reader.
+typedef enum {
+    SP_JPEG_LIMIT_NONE = 0,
+    SP_JPEG_LIMIT_MEMORY = 1,    // max_memory (or a failed allocation)
+    SP_JPEG_LIMIT_METADATA = 2,
+    SP_JPEG_LIMIT_SEGMENTS = 3,
+    SP_JPEG_LIMIT_SCANS = 4
+} sp_jpeg_limit;
+
 /// Output colour of the decoder.
 typedef enum { SP_JPEG_OUT_GRAY = 1, SP_JPEG_OUT_RGB = 3, SP_JPEG_OUT_CMYK = 4 } sp_jpeg_out_space;
 
 /// Opens a reader on a file, read through libjpeg's small stdio buffer (the file is never loaded whole).
-sp_status sp_jpeg_reader_open_file(const char *path, long max_memory, sp_jpeg_reader **out, char *message);
+sp_status sp_jpeg_reader_open_file(const char *path, sp_jpeg_limits limits, sp_jpeg_reader **out, char *message);
 /// Opens a reader on caller-owned bytes that must outlive the reader.
-sp_status sp_jpeg_reader_open_memory(const uint8_t *data, size_t length, long max_memory, sp_jpeg_reader **out, char *message);
-/// Reads markers and the frame header. With save_markers, APPn/COM payloads are kept for sp_jpeg_reader_marker.
+sp_status sp_jpeg_reader_open_memory(const uint8_t *data, size_t length, sp_jpeg_limits limits, sp_jpeg_reader **out,
+                                     char *message);
+/// Reads markers and the frame header. With save_markers, APPn/COM payloads are kept for sp_jpeg_reader_markers.
 sp_status sp_jpeg_reader_read_header(sp_jpeg_reader *reader, int save_markers, sp_jpeg_header *header, char *message);
 /// Number of saved markers.
 int sp_jpeg_reader_marker_count(const sp_jpeg_reader *reader);
-/// The saved marker at index (in file order).
-sp_jpeg_marker sp_jpeg_reader_marker(const sp_jpeg_reader *reader, int index);
+/// Copies up to capacity saved markers, in file order, into markers; returns how many were copied.
+int sp_jpeg_reader_markers(const sp_jpeg_reader *reader, sp_jpeg_marker *markers, int capacity);
+/// The limit that made the last failed call fail (SP_JPEG_LIMIT_NONE when it was something else).
+sp_jpeg_limit sp_jpeg_reader_limit_hit(const sp_jpeg_reader *reader);
 /// Starts decompression with DCT scaling scale_num/8; reports the output size and component count.
 sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_out_space space,
                                int *out_width, int *out_height, int *out_components, char *message);

@@ -108,22 +108,33 @@ public struct Batch: Sendable {
         return outputDirectory + "/" + service + relative
     }
 
-    /// Prepares one item for every target (each from a freshly opened source) and writes the outputs atomically.
+    /// Prepares one item for every target and writes the outputs atomically. Each target opens the
+    /// source afresh; under `cpuFirst` they share one render (see `Pipeline.prepare(_:forEach:)`).
     public func process(_ item: BatchItem) -> [BatchReport] {
-        targets.map { process(item, for: $0) }
-    }
-
-    func process(_ item: BatchItem, for target: BatchTarget) -> BatchReport {
-        var report = BatchReport(input: item.input, service: target.service)
-        report.inputBytes = try? FileIO.size(of: item.input)
-        let stem = outputStem(item, target)
-        if skipExisting, let existing = ImageFormat.allCases.map({ stem + "." + $0.fileExtension }).first(where: FileIO.exists) {
-            report.output = existing
-            report.skipped = true
+        let inputBytes = try? FileIO.size(of: item.input)
+        var reports = targets.map { target -> BatchReport in
+            var report = BatchReport(input: item.input, service: target.service)
+            report.inputBytes = inputBytes
+            let stem = outputStem(item, target)
+            if skipExisting, let existing = ImageFormat.allCases.map({ stem + "." + $0.fileExtension }).first(where: FileIO.exists) {
+                report.output = existing
+                report.skipped = true
+            }
             return report
         }
+        let pending = reports.indices.filter { !reports[$0].skipped }
+        let results = Pipeline.prepare(.file(path: item.input), forEach: pending.map { targets[$0].options })
+        for (index, result) in zip(pending, results) {
+            write(result, for: item, target: targets[index], into: &reports[index])
+        }
+        return reports
+    }
+
+    private func write(_ prepared: Result<PreparedImage, SharePipeError>, for item: BatchItem, target: BatchTarget,
+                       into report: inout BatchReport) {
+        let stem = outputStem(item, target)
         do {
-            let result = try Pipeline.prepare(.file(path: item.input), options: target.options)
+            let result = try prepared.get()
             let output = stem + "." + result.format.fileExtension
             if Batch.samePath(output, item.input) {
                 throw SharePipeError.unwritable(file: output, reason: "output would overwrite the input")
@@ -137,7 +148,6 @@ public struct Batch: Sendable {
         } catch {
             report.error = .corrupt(file: item.input, reason: "\(error)")
         }
-        return report
     }
 
     /// Files found while walking a directory that are never images (sidecars, notes) and are passed

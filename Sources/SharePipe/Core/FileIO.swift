@@ -67,22 +67,22 @@ enum FileIO {
         return stat(path, &info) == 0
     }
 
-    /// Writes `bytes` to a temporary name in the destination's directory, flushes it, and renames it into
-    /// place, so a reader never sees a half-written output and an interrupted run leaves no partial file.
+    /// Writes `bytes` to a temporary name in the destination's directory, flushes it to the disk, and renames
+    /// it into place, so a reader never sees a half-written output, an interrupted run leaves no partial
+    /// file, and a crash right after the rename cannot leave an empty one. A full disk or a failing write
+    /// removes the temporary file and throws `unwritable` with the system's reason.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
         let temporary = "\(path).sharepipe-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
-        TemporaryFiles.shared.register(temporary)
+        let handle = try TemporaryFiles.shared.create(temporary, for: path)
         defer { TemporaryFiles.shared.unregister(temporary) }
-        guard let handle = fopen(temporary, "wbx") else {
-            throw SharePipeError.unwritable(file: path, reason: errnoText())
-        }
-        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, handle) }
-        let flushed = fflush(handle) == 0
-        let closed = fclose(handle) == 0
-        guard written == bytes.count, flushed, closed else {
-            let reason = errnoText()
+        var failure: String?
+        if bytes.withUnsafeBytes({ fwrite($0.baseAddress, 1, $0.count, handle) }) != bytes.count { failure = errnoText() }
+        if failure == nil, fflush(handle) != 0 { failure = errnoText() }
+        if failure == nil, fsync(fileno(handle)) != 0 { failure = errnoText() }
+        if fclose(handle) != 0, failure == nil { failure = errnoText() }
+        if let failure {
             unlink(temporary)
-            throw SharePipeError.unwritable(file: path, reason: reason)
+            throw SharePipeError.unwritable(file: path, reason: failure)
         }
         guard rename(temporary, path) == 0 else {
             let reason = errnoText()
@@ -137,8 +137,26 @@ public final class TemporaryFiles: @unchecked Sendable {
     public static let shared = TemporaryFiles()
     private var lock = pthread_mutex_t()
     private var paths = Set<String>()
+    /// Set by `removeAll`: the process is exiting and no new temporary output may appear.
+    private var closed = false
 
     private init() { pthread_mutex_init(&lock, nil) }
+
+    /// Creates `path` (exclusively, for writing) and registers it in one step under the lock, so a
+    /// `removeAll` running on another thread either removes the new file or stops it being made: a worker
+    /// thread cannot create a temporary file just after the signal handler cleaned up and before the
+    /// process exits.
+    func create(_ path: String, for output: String) throws -> UnsafeMutablePointer<FILE> {
+        pthread_mutex_lock(&lock)
+        defer { pthread_mutex_unlock(&lock) }
+        if closed { throw SharePipeError.cancelled(file: output) }
+        guard let handle = fopen(path, "wbx") else {
+            let reason = FileIO.errnoText()
+            throw SharePipeError.unwritable(file: output, reason: "cannot create a file in \(FileIO.parentDirectory(of: output)): \(reason)")
+        }
+        paths.insert(path)
+        return handle
+    }
 
     func register(_ path: String) {
         pthread_mutex_lock(&lock); paths.insert(path); pthread_mutex_unlock(&lock)
@@ -148,9 +166,11 @@ public final class TemporaryFiles: @unchecked Sendable {
         pthread_mutex_lock(&lock); paths.remove(path); pthread_mutex_unlock(&lock)
     }
 
-    /// Removes every temporary file still in flight (called from a signal handler path before exit).
+    /// Removes every temporary file still in flight and refuses new temporary outputs from then on
+    /// (called from the signal handler path, before exit).
     public func removeAll() {
         pthread_mutex_lock(&lock)
+        closed = true
         for path in paths { unlink(path) }
         paths.removeAll()
         pthread_mutex_unlock(&lock)

@@ -45,20 +45,13 @@ public struct ImageInfo: Sendable {
     public var byteCount: Int
     /// Codec-specific facts that later steps need (JPEG: Adobe inversion).
     var jpegAdobeInverted: Bool = false
+    /// PNG: the colour and physical chunks (sRGB, gAMA, cHRM, cICP, mDCV, cLLI, pHYs) as stored. They are
+    /// structure, not metadata: kept in every strip mode and written again by the PNG encoder.
+    var pngStructuralChunks: [PNGChunk] = []
 
     /// Size as displayed, after the orientation is applied.
     public var orientedSize: PixelSize { orientation.swapsAxes ? size.transposed : size }
 
     /// What kinds of metadata the file carries.
-    public var metadataKinds: Set<MetadataKind> {
-        var kinds = Set<MetadataKind>()
-        for block in metadata {
-            kinds.insert(block.kind)
-            if case .exif(let tiff) = block, let exif = try? ExifEditor(tiff: tiff) {
-                if exif.hasGPS { kinds.insert(.gps) }
-                if exif.hasThumbnail { kinds.insert(.exifThumbnail) }
-            }
-        }
-        return kinds
-    }
+    public var metadataKinds: Set<MetadataKind> { MetadataOutcome.kinds(of: metadata) }
 }

@@ -23,16 +23,29 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     public var maxInputBytes: Int
     /// Largest memory libjpeg/libpng may use for their own arrays (progressive coefficients), in bytes.
     public var maxDecoderMemory: Int
+    /// Largest total of metadata segments read from a JPEG header (APPn/COM payloads, plus 64 bytes each for
+    /// bookkeeping), in bytes. The default, 32 MiB, holds the largest ICC profile a JPEG can carry (255 chunks,
+    /// about 16 MiB) with room for Exif and extended XMP; a file of nothing but metadata stops here instead
+    /// of costing memory in proportion to its size.
+    public var maxMetadataBytes: Int
 
     public init(maxDimension: Int = 65_500, maxPixels: Int = 120_000_000, maxFrames: Int = 5_000,
                 maxTotalFramePixels: Int = 2_000_000_000, maxInputBytes: Int = 256 << 20,
-                maxDecoderMemory: Int = 1 << 30) {
+                maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20) {
         self.maxDimension = maxDimension
         self.maxPixels = maxPixels
         self.maxFrames = maxFrames
         self.maxTotalFramePixels = maxTotalFramePixels
         self.maxInputBytes = maxInputBytes
         self.maxDecoderMemory = maxDecoderMemory
+        self.maxMetadataBytes = maxMetadataBytes
+    }
+
+    /// Every limit by name, for validation.
+    var named: [(name: String, value: Int)] {
+        [("maxDimension", maxDimension), ("maxPixels", maxPixels), ("maxFrames", maxFrames),
+         ("maxTotalFramePixels", maxTotalFramePixels), ("maxInputBytes", maxInputBytes),
+         ("maxDecoderMemory", maxDecoderMemory), ("maxMetadataBytes", maxMetadataBytes)]
     }
 
     /// Throws `tooLarge` when a header's size is over a limit.
@@ -44,7 +57,8 @@ public struct ImageLimits: Sendable, Equatable, Codable {
             throw SharePipeError.tooLarge(file: file, width: width, height: height,
                                           limit: "the dimension limit of \(maxDimension) px")
         }
-        if width.multipliedReportingOverflow(by: height).partialValue > maxPixels {
+        let (area, overflow) = width.multipliedReportingOverflow(by: height)
+        if overflow || area > maxPixels {
             throw SharePipeError.tooLarge(file: file, width: width, height: height,
                                           limit: "the pixel limit of \(maxPixels) px")
         }
@@ -92,6 +106,16 @@ public struct PrepareOptions: Sendable, Equatable {
     public var maxEdgeSum: Int?
     /// Limits for animated GIFs (byte limit, size box, frames); nil fields fall back to the still limits.
     public var animation: AnimationLimits
+    /// Output formats the destination accepts; nil accepts all. An input in a format not listed is
+    /// converted (to JPEG when listed, flattening alpha over white, else to PNG).
+    public var acceptedFormats: [ImageFormat]?
+
+    /// The format to write for an input in `format`: the same where accepted.
+    public func outputFormat(for format: ImageFormat) -> ImageFormat {
+        guard let accepted = acceptedFormats, !accepted.contains(format) else { return format }
+        if format == .gif, accepted.contains(.png) { return .png }   // palette art stays lossless
+        return accepted.contains(.jpeg) ? .jpeg : accepted.first ?? format
+    }
 
     /// Every size cap for still images, in one value.
     public var sizeCaps: SizeCaps {
@@ -142,13 +166,14 @@ public struct PrepareOptions: Sendable, Equatable {
         if !(1...100).contains(quality) { try fail("quality", "1...100", quality) }
         if !(1...quality).contains(minQuality) { try fail("minQuality", "1...quality (\(quality))", minQuality) }
         if minShortEdge < 1 { try fail("minShortEdge", "a positive number of pixels", minShortEdge) }
-        if limits.maxPixels < 1 || limits.maxDimension < 1 { try fail("limits", "positive limits", limits) }
+        for (name, value) in limits.named where value < 1 { try fail("limits.\(name)", "a positive limit", value) }
         for (name, value) in [("maxWidth", maxWidth), ("maxHeight", maxHeight), ("maxEdgeSum", maxEdgeSum),
                               ("animation.maxWidth", animation.maxWidth), ("animation.maxHeight", animation.maxHeight),
                               ("animation.maxPixels", animation.maxPixels), ("animation.maxFrames", animation.maxFrames)] {
             if let value, value < 1 { try fail(name, "a positive number", value) }
         }
         if let bytes = animation.maxBytes, bytes < 1024 { try fail("animation.maxBytes", "at least 1024 bytes", bytes) }
+        if let accepted = acceptedFormats, accepted.isEmpty { try fail("acceptedFormats", "at least one format", accepted) }
     }
 }
 

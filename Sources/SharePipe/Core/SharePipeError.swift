@@ -5,6 +5,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The data is damaged or not what its header claims.
     case corrupt(file: String, reason: String)
     /// The header asks for more than the configured limits; refused before any pixel memory is allocated.
+    /// Width and height are 0 when the limit was reached before the header's size was known.
     case tooLarge(file: String, width: Int, height: Int, limit: String)
     /// Nothing within the quality and dimension floors fits under the byte limit.
     case cannotMeetLimit(file: String, limit: Int, bestBytes: Int)
@@ -22,6 +23,8 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .unsupportedFormat(let file, let reason): return "\(file): unsupported format: \(reason)"
         case .corrupt(let file, let reason): return "\(file): corrupt image: \(reason)"
         case .tooLarge(let file, let width, let height, let limit):
+            // Limits checked before the header is read (input bytes) have no size to show.
+            if width <= 0 || height <= 0 { return "\(file): too large: exceeds \(limit)" }
             return "\(file): image too large: \(width)×\(height) exceeds \(limit)"
         case .cannotMeetLimit(let file, let limit, let best):
             return "\(file): cannot fit under \(limit) bytes: smallest output reached was \(best) bytes"

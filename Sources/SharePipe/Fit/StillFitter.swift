@@ -12,8 +12,11 @@ struct StillFitter {
     let decoder: any ImageDecoder
     let metadata: MetadataOutcome
     let meter: PixelMemoryMeter
+    /// Under `cpuFirst`, the render kept for later sizes and services; nil under `memoryFirst`.
+    var cache: RenderCache? = nil
 
     func fit(startingAt target: PixelSize, checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
+        if info.format == .png { return try fitLossless(startingAt: target, checkpoint: checkpoint) }
         let outputFormat = info.format
         let encoder = try Codecs.encoder(for: outputFormat)
         let limit = options.maxBytes ?? Int.max
@@ -21,18 +24,18 @@ struct StillFitter {
         var attempts: [FitAttempt] = []
         var smallest = Int.max
         var warnings: [String] = []
-        var kept: Bitmap?   // cpuFirst: the first render, resampled again for smaller sizes
+        let cache = options.strategy == .cpuFirst ? (self.cache ?? RenderCache()) : nil
 
         while true {
             try checkpoint()
             let bitmap: Bitmap
-            if let kept, options.strategy == .cpuFirst {
-                bitmap = InMemoryResample.resize(kept, to: size, meter: meter)
+            if let cached = cache?.bitmap(covering: size) {
+                bitmap = InMemoryResample.resize(cached, to: size, meter: meter)
             } else {
                 let rendered = try decoder.render(source, info: info, target: size, limits: options.limits, meter: meter)
                 warnings += rendered.warnings
                 bitmap = rendered.bitmap
-                if options.strategy == .cpuFirst { kept = bitmap }
+                cache?.keep(bitmap)
             }
             let oriented = meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
             meter.allocate(oriented.byteCount)
@@ -60,6 +63,127 @@ struct StillFitter {
                                      adjustments: size == info.size ? [] : [])
             }
             let next = ScalePlan.shrink(size, bytes: search.smallestBytes, limit: limit)
+            if next.shortEdge < options.minShortEdge || next == size {
+                throw SharePipeError.cannotMeetLimit(file: source.displayName, limit: limit, bestBytes: smallest)
+            }
+            size = next
+        }
+    }
+}
+
+/// The `cpuFirst` strategy's memory: one decoded, resized bitmap (stored orientation) reused for every
+/// smaller size the fitting search or a later service asks for, instead of decoding the source again.
+final class RenderCache: @unchecked Sendable {
+    private let lock = Mutex()
+    private var bitmap: Bitmap?
+
+    /// The kept bitmap if it is at least `size` on both edges.
+    func bitmap(covering size: PixelSize) -> Bitmap? {
+        lock.locked {
+            guard let bitmap, bitmap.width >= size.width, bitmap.height >= size.height else { return nil }
+            return bitmap
+        }
+    }
+
+    /// Keeps `candidate` if it is larger than what is kept.
+    func keep(_ candidate: Bitmap) {
+        lock.locked {
+            if bitmap == nil || candidate.size.area > bitmap!.size.area { bitmap = candidate }
+        }
+    }
+}
+
+// MARK: - Lossless sources (PNG)
+
+extension StillFitter {
+    /// Meets the byte limit for a PNG. For each size, cheapest loss first:
+    ///   1. PNG at the default zlib level (`PNGEncoder.defaultEffort`);
+    ///   2. PNG at the strongest lossless settings (zlib 9, both filter strategies): "zlib 9";
+    ///   3. where `allowFormatChange` is set and the image has no meaningful alpha (every pixel opaque at
+    ///      this size), a JPEG searched over the quality range like a JPEG source: "PNG → JPEG";
+    ///   4. otherwise a smaller size, by about sqrt(limit / bytes) of the smallest encode, down to
+    ///      `minShortEdge`: "dimensions reduced to fit".
+    /// A smaller size starts where the larger one ended (zlib 9, or JPEG once the format changed), since
+    /// what did not fit larger will not fit smaller at a weaker setting. Every encode is an attempt whose
+    /// note names the setting.
+    func fitLossless(startingAt target: PixelSize, checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
+        let limit = options.maxBytes ?? Int.max
+        // The PNG encoder carries the source's colour and physical chunks, which the format-only registry
+        // (`Codecs.encoder(for:)`) cannot hand it.
+        let pngEncoder = PNGEncoder(preserving: info)
+        let jpegEncoder = try Codecs.encoder(for: .jpeg)
+        let pngMetadata = metadata.writtenAsReencodedPNG(present: info.metadataKinds)
+        let jpegMetadata = metadata.writtenAsJPEG(present: info.metadataKinds)
+        var size = target
+        var attempts: [FitAttempt] = []
+        var smallest = Int.max
+        var warnings: [String] = []
+        let cache = options.strategy == .cpuFirst ? (self.cache ?? RenderCache()) : nil
+        var efforts = [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort]
+        var writesJPEG = false
+
+        func prepared(_ bytes: [UInt8], outputSize: PixelSize, quality: Int?, adjustments: [String]) -> PreparedImage {
+            let outcome = writesJPEG ? jpegMetadata : pngMetadata
+            return PreparedImage(bytes: bytes, format: writesJPEG ? .jpeg : .png, size: outputSize, inputFormat: info.format,
+                                 inputSize: info.size, inputByteCount: info.byteCount, appliedOrientation: info.orientation,
+                                 method: .reencoded, quality: quality, attempts: attempts, removedMetadata: outcome.removed,
+                                 keptMetadata: MetadataOutcome.kinds(of: outcome.kept), frameCount: 1,
+                                 peakPixelBytes: meter.peakBytes, warnings: warnings,
+                                 adjustments: adjustments + (size == target ? [] : ["dimensions reduced to fit"]))
+        }
+
+        while true {
+            try checkpoint()
+            let bitmap: Bitmap
+            if let cached = cache?.bitmap(covering: size) {
+                bitmap = InMemoryResample.resize(cached, to: size, meter: meter)
+            } else {
+                let rendered = try decoder.render(source, info: info, target: size, limits: options.limits, meter: meter)
+                warnings += rendered.warnings
+                bitmap = rendered.bitmap
+                cache?.keep(bitmap)
+            }
+            let oriented = meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
+            meter.allocate(oriented.byteCount)
+            defer { meter.release(oriented.byteCount) }
+
+            var smallestAtThisSize = Int.max
+            if !writesJPEG {
+                for effort in efforts {
+                    try checkpoint()
+                    let bytes = try pngEncoder.encode(oriented, settings: EncodeSettings(quality: options.quality, progressive: false, effort: effort),
+                                                      metadata: pngMetadata.kept)
+                    let fits = bytes.count <= limit
+                    attempts.append(FitAttempt(size: oriented.size, format: .png, quality: nil, note: "zlib \(effort)",
+                                               bytes: bytes.count, fits: fits))
+                    smallest = min(smallest, bytes.count)
+                    smallestAtThisSize = min(smallestAtThisSize, bytes.count)
+                    if fits {
+                        return prepared(bytes, outputSize: oriented.size, quality: nil,
+                                        adjustments: effort == PNGEncoder.defaultEffort ? [] : ["zlib \(effort)"])
+                    }
+                }
+                efforts = [PNGEncoder.strongestEffort]
+                writesJPEG = options.allowFormatChange && !oriented.hasTransparency
+            }
+            if writesJPEG {
+                let search = try QualitySearch.highestFitting(range: options.minQuality...options.quality, limit: limit) { quality in
+                    try checkpoint()
+                    let bytes = try jpegEncoder.encode(oriented, settings: EncodeSettings(quality: quality, progressive: options.progressive),
+                                                       metadata: jpegMetadata.kept)
+                    return (bytes, bytes.count)
+                }
+                for (quality, bytes) in search.attempts {
+                    attempts.append(FitAttempt(size: oriented.size, format: .jpeg, quality: quality, note: "PNG → JPEG",
+                                               bytes: bytes, fits: bytes <= limit))
+                }
+                smallest = min(smallest, search.smallestBytes)
+                if let best = search.best {
+                    return prepared(best.encoded, outputSize: oriented.size, quality: best.quality, adjustments: ["PNG → JPEG"])
+                }
+                smallestAtThisSize = search.smallestBytes
+            }
+            let next = ScalePlan.shrink(size, bytes: smallestAtThisSize, limit: limit)
             if next.shortEdge < options.minShortEdge || next == size {
                 throw SharePipeError.cannotMeetLimit(file: source.displayName, limit: limit, bestBytes: smallest)
             }

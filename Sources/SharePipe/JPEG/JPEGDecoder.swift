@@ -8,7 +8,7 @@ struct JPEGDecoder: ImageDecoder {
 
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
         let byteCount = try source.byteCount()
-        return try JPEGReader.with(source, maxMemory: limits.maxDecoderMemory) { reader in
+        return try JPEGReader.with(source, limits: limits) { reader in
             let header = try reader.readHeader(saveMarkers: true)
             try limits.check(width: Int(header.width), height: Int(header.height), file: reader.file)
             let metadata = JPEGMarkers.metadata(from: reader.markers())
@@ -36,7 +36,7 @@ struct JPEGDecoder: ImageDecoder {
 
     func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
                 meter: PixelMemoryMeter) throws -> RenderedImage {
-        try JPEGReader.with(source, maxMemory: limits.maxDecoderMemory) { reader in
+        try JPEGReader.with(source, limits: limits) { reader in
             let header = try reader.readHeader(saveMarkers: false)
             let stored = PixelSize(width: Int(header.width), height: Int(header.height))
             let numerator = ScalePlan.jpegScaleNumerator(stored: stored, target: target)

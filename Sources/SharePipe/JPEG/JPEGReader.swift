@@ -18,46 +18,87 @@ func shimMessageBuffer() -> [CChar] { [CChar](repeating: 0, count: Int(SP_MESSAG
 
 /// A libjpeg decompressor on one source, open for the duration of a closure and closed after it.
 final class JPEGReader {
-    private let handle: OpaquePointer
-    let file: String
+    /// Most APPn/COM segments one header may hold. Real files have a handful; the largest legitimate use,
+    /// a 16 MiB ICC profile, takes 255. Each saved segment costs a node and a Swift array, so a file of
+    /// millions of empty segments must stop early rather than at `maxMetadataBytes`.
+    static let maxSegments = 10_000
+    /// Most scans of a progressive file. Encoders write about 10; each extra scan makes libjpeg pass over
+    /// every coefficient again, so thousands of tiny scans make a small file take minutes (libjpeg-turbo's
+    /// own fuzzers stop at 500).
+    static let maxScans = 500
 
-    private init(handle: OpaquePointer, file: String) {
+    private let handle: OpaquePointer
+    private let limits: ImageLimits
+    let file: String
+    /// The stored size, once the header is read (for limit errors).
+    private var size = PixelSize(width: 0, height: 0)
+
+    private init(handle: OpaquePointer, file: String, limits: ImageLimits) {
         self.handle = handle
         self.file = file
+        self.limits = limits
     }
 
-    /// Opens `source`, runs `body`, and always destroys the decompressor and closes the file.
-    static func with<T>(_ source: ImageSource, maxMemory: Int, _ body: (JPEGReader) throws -> T) throws -> T {
+    /// Opens `source`, runs `body`, and always destroys the decompressor and closes the file. The reader
+    /// enforces `limits.maxDecoderMemory` (libjpeg's `max_memory_to_use`), `limits.maxMetadataBytes`,
+    /// `maxSegments` and `maxScans`; past one it throws `tooLarge`.
+    static func with<T>(_ source: ImageSource, limits: ImageLimits, _ body: (JPEGReader) throws -> T) throws -> T {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
+        let shimLimits = sp_jpeg_limits(max_memory: limits.maxDecoderMemory, max_metadata: limits.maxMetadataBytes,
+                                        max_segments: Int32(maxSegments), max_scans: Int32(maxScans))
         switch source {
         case .file(let path):
-            try checkShim(sp_jpeg_reader_open_file(path, maxMemory, &handle, &message), message, file: path)
-            let reader = JPEGReader(handle: handle!, file: path)
+            try checkShim(sp_jpeg_reader_open_file(path, shimLimits, &handle, &message), message, file: path)
+            let reader = JPEGReader(handle: handle!, file: path, limits: limits)
             defer { sp_jpeg_reader_free(handle) }
             return try body(reader)
         case .bytes(let bytes):
             return try bytes.withUnsafeBufferPointer { buffer in
-                try checkShim(sp_jpeg_reader_open_memory(buffer.baseAddress, buffer.count, maxMemory, &handle, &message),
+                try checkShim(sp_jpeg_reader_open_memory(buffer.baseAddress, buffer.count, shimLimits, &handle, &message),
                               message, file: source.displayName)
-                let reader = JPEGReader(handle: handle!, file: source.displayName)
+                let reader = JPEGReader(handle: handle!, file: source.displayName, limits: limits)
                 defer { sp_jpeg_reader_free(handle) }
                 return try body(reader)
             }
         }
     }
 
+    /// `checkShim`, but a reader limit becomes `tooLarge` with the number that was passed.
+    private func check(_ status: sp_status, _ message: [CChar]) throws {
+        if status == SP_ERR_MEMORY {
+            let limit: String?
+            switch sp_jpeg_reader_limit_hit(handle) {
+            case SP_JPEG_LIMIT_MEMORY:
+                limit = "the decoder memory limit of \(limits.maxDecoderMemory) bytes (libjpeg: \(shimText(message)))"
+            case SP_JPEG_LIMIT_METADATA:
+                limit = "the metadata limit of \(limits.maxMetadataBytes) bytes (APPn/COM segments)"
+            case SP_JPEG_LIMIT_SEGMENTS:
+                limit = "the limit of \(JPEGReader.maxSegments) metadata segments"
+            case SP_JPEG_LIMIT_SCANS:
+                limit = "the limit of \(JPEGReader.maxScans) progressive scans"
+            default:
+                limit = nil
+            }
+            if let limit { throw SharePipeError.tooLarge(file: file, width: size.width, height: size.height, limit: limit) }
+        }
+        try checkShim(status, message, file: file)
+    }
+
     func readHeader(saveMarkers: Bool) throws -> sp_jpeg_header {
         var header = sp_jpeg_header()
         var message = shimMessageBuffer()
-        try checkShim(sp_jpeg_reader_read_header(handle, saveMarkers ? 1 : 0, &header, &message), message, file: file)
+        try check(sp_jpeg_reader_read_header(handle, saveMarkers ? 1 : 0, &header, &message), message)
+        size = PixelSize(width: Int(header.width), height: Int(header.height))
         return header
     }
 
     /// Saved APPn/COM markers in file order, as (marker code, payload).
     func markers() -> [(code: Int, payload: [UInt8])] {
-        (0..<Int(sp_jpeg_reader_marker_count(handle))).map { index in
-            let marker = sp_jpeg_reader_marker(handle, Int32(index))
+        let count = Int(sp_jpeg_reader_marker_count(handle))
+        var found = [sp_jpeg_marker](repeating: sp_jpeg_marker(), count: count)
+        let copied = Int(sp_jpeg_reader_markers(handle, &found, Int32(count)))
+        return found.prefix(copied).map { marker in
             let payload = marker.data.map { Array(UnsafeBufferPointer(start: $0, count: Int(marker.length))) } ?? []
             return (Int(marker.marker), payload)
         }
@@ -66,8 +107,7 @@ final class JPEGReader {
     func start(scaleNumerator: Int, space: sp_jpeg_out_space) throws -> (size: PixelSize, components: Int) {
         var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
         var message = shimMessageBuffer()
-        try checkShim(sp_jpeg_reader_start(handle, Int32(scaleNumerator), space, &width, &height, &components, &message),
-                      message, file: file)
+        try check(sp_jpeg_reader_start(handle, Int32(scaleNumerator), space, &width, &height, &components, &message), message)
         return (PixelSize(width: Int(width), height: Int(height)), Int(components))
     }
 
@@ -75,13 +115,13 @@ final class JPEGReader {
     func readRows(into buffer: UnsafeMutablePointer<UInt8>, rowBytes: Int, maxRows: Int) throws -> Int {
         var rows: Int32 = 0
         var message = shimMessageBuffer()
-        try checkShim(sp_jpeg_reader_read_rows(handle, buffer, rowBytes, Int32(maxRows), &rows, &message), message, file: file)
+        try check(sp_jpeg_reader_read_rows(handle, buffer, rowBytes, Int32(maxRows), &rows, &message), message)
         return Int(rows)
     }
 
     func finish() throws {
         var message = shimMessageBuffer()
-        try checkShim(sp_jpeg_reader_finish(handle, &message), message, file: file)
+        try check(sp_jpeg_reader_finish(handle, &message), message)
     }
 
     /// Warnings libjpeg recovered from (corrupt data), with the last one's text.

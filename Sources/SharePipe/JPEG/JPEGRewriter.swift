@@ -31,9 +31,10 @@ enum JPEGRewriter {
                 code = found
                 pending = nil
             } else {
-                guard try reader.byte() == 0xFF else {
-                    throw SharePipeError.corrupt(file: reader.name, reason: "expected a marker at byte \(reader.offset - 1)")
-                }
+                // Bytes between segments are garbage that libjpeg skips with a warning ("extraneous bytes
+                // before marker"); the throwaway decode has already accepted them, so skip them too (and
+                // leave them out of the output) rather than refuse a file the decoder reads.
+                while try reader.byte() != 0xFF {}
                 code = try reader.byte()
                 while code == 0xFF { code = try reader.byte() }  // fill bytes
             }

@@ -4,6 +4,8 @@
 /// Instead a removed block (the GPS IFD, the thumbnail IFD and its JPEG) is unlinked and its bytes are
 /// zeroed, and bytes past the last structure still referenced are cut off. Every offset is bounds-checked
 /// and every IFD is visited once, so hostile offsets or IFD loops end in an error, not a crash or a hang.
+/// The removals are strict: when a GPS or thumbnail block cannot be found for certain they throw, and the
+/// metadata policy drops the whole Exif instead of passing it on.
 struct ExifEditor {
     enum Tag {
         static let orientation: UInt16 = 0x0112
@@ -13,6 +15,13 @@ struct ExifEditor {
         static let interopIFD: UInt16 = 0xA005
         static let thumbnailOffset: UInt16 = 0x0201
         static let thumbnailLength: UInt16 = 0x0202
+        static let stripOffsets: UInt16 = 0x0111
+        static let stripByteCounts: UInt16 = 0x0117
+        static let tileOffsets: UInt16 = 0x0144
+        static let tileByteCounts: UInt16 = 0x0145
+        static let xmp: UInt16 = 0x02BC
+        static let iptc: UInt16 = 0x83BB
+        static let photoshop: UInt16 = 0x8649
     }
 
     struct FormatError: Error { let reason: String }
@@ -120,9 +129,25 @@ struct ExifEditor {
         entry(Tag.orientation, inIFDAt: ifd0Offset).flatMap(integerValue)
     }
 
-    var hasGPS: Bool { entry(Tag.gpsIFD, inIFDAt: ifd0Offset) != nil }
+    /// Whether any IFD reachable from IFD0 links a GPS IFD (some writers put the pointer in the Exif IFD).
+    /// A walk that stopped at `maxIFDs` counts as having GPS: it cannot be ruled out.
+    var hasGPS: Bool {
+        let walked = walk()
+        return !walked.complete
+            || walked.ifds.contains { $0.role != .gps && $0.entries.contains { $0.tag == Tag.gpsIFD } }
+    }
 
     var hasThumbnail: Bool { ((try? nextIFD(after: ifd0Offset)) ?? 0) != 0 }
+
+    /// Whether an XMP packet is embedded as a TIFF tag (700): it can carry a location too.
+    var hasEmbeddedXMP: Bool { hasTag(in: [Tag.xmp]) }
+
+    /// Whether IPTC or Photoshop resources (which can hold IPTC) are embedded as TIFF tags.
+    var hasEmbeddedIPTC: Bool { hasTag(in: [Tag.iptc, Tag.photoshop]) }
+
+    private func hasTag(in tags: Set<UInt16>) -> Bool {
+        walk().ifds.contains { $0.role != .gps && $0.entries.contains { tags.contains($0.tag) } }
+    }
 
     /// An ASCII tag of IFD0 (Make, Model), for reports and tests.
     func string(_ tag: UInt16) -> String? {
@@ -132,74 +157,222 @@ struct ExifEditor {
         return String(decoding: raw, as: UTF8.self)
     }
 
+    // MARK: Walking
+
+    /// How an IFD was reached.
+    enum Role { case primary, exif, interop, gps, chained }
+
+    /// One IFD reached from IFD0, with its entries as read.
+    struct IFD {
+        let offset: Int
+        let role: Role
+        let entries: [Entry]
+    }
+
+    /// Most IFDs a walk visits. Real Exif has about six (IFD0, Exif, GPS, Interop, IFD1); IFDs may overlap,
+    /// so without a cap a 64 KiB blob of pointers could make a walk parse millions of entries.
+    static let maxIFDs = 64
+
+    /// Every IFD reachable from IFD0 through the Exif, GPS and Interop pointers (from any IFD but the GPS
+    /// one) and the next-IFD chain of IFD0, each visited once, iteratively: loops end and a long chain
+    /// cannot exhaust the stack. `unreadable` lists the pointers that lead nowhere readable; `complete` is
+    /// false when the walk stopped at `maxIFDs`.
+    func walk() -> (ifds: [IFD], unreadable: [String], complete: Bool) {
+        var ifds: [IFD] = []
+        var unreadable: [String] = []
+        var visited = Set<Int>()
+        var queue: [(offset: Int, role: Role)] = [(ifd0Offset, .primary)]
+        var index = 0
+        while index < queue.count {
+            let (offset, role) = queue[index]
+            index += 1
+            guard visited.insert(offset).inserted else { continue }
+            guard ifds.count < ExifEditor.maxIFDs else { return (ifds, unreadable, false) }
+            guard let list = try? entries(ofIFDAt: offset) else {
+                unreadable.append("IFD at \(offset)")
+                continue
+            }
+            ifds.append(IFD(offset: offset, role: role, entries: list))
+            guard role != .gps else { continue }
+            for entry in list {
+                let child: Role
+                switch entry.tag {
+                case Tag.exifIFD: child = .exif
+                case Tag.gpsIFD: child = .gps
+                case Tag.interopIFD: child = .interop
+                default: continue
+                }
+                if let target = integerValue(entry) {
+                    queue.append((target, child))
+                } else {
+                    unreadable.append("pointer \(entry.tag) in IFD at \(offset)")
+                }
+            }
+            if role == .primary || role == .chained {
+                switch Result(catching: { try nextIFD(after: offset) }) {
+                case .success(0): break
+                case .success(let next): queue.append((next, .chained))
+                case .failure: unreadable.append("next-IFD pointer of IFD at \(offset)")
+                }
+            }
+        }
+        return (ifds, unreadable, true)
+    }
+
+    /// All values of a SHORT or LONG entry (strip offsets come in arrays); nil when the values lie outside.
+    func integerValues(_ entry: Entry) -> [Int]? {
+        guard [3, 4, 13].contains(entry.type), entry.valuePosition >= 0,
+              entry.valuePosition + entry.byteSize <= bytes.count else { return nil }
+        let step = ExifEditor.typeSize(entry.type)
+        return (0..<entry.count).compactMap { index in
+            let position = entry.valuePosition + index * step
+            return step == 2 ? (try? u16(position)).map(Int.init) : try? u32(position)
+        }
+    }
+
+    /// Ranges of image data an IFD points to: a JPEG thumbnail, or strips and tiles.
+    func imageData(in list: [Entry]) -> [(start: Int, length: Int)] {
+        var ranges: [(Int, Int)] = []
+        func values(_ tag: UInt16) -> [Int] { list.first { $0.tag == tag }.flatMap(integerValues) ?? [] }
+        if let start = values(Tag.thumbnailOffset).first, let length = values(Tag.thumbnailLength).first {
+            ranges.append((start, length))
+        }
+        for (offsets, counts) in [(Tag.stripOffsets, Tag.stripByteCounts), (Tag.tileOffsets, Tag.tileByteCounts)] {
+            ranges += zip(values(offsets), values(counts)).map { ($0, $1) }
+        }
+        return ranges
+    }
+
     // MARK: Editing
 
-    /// Sets the orientation to 1 (top-left) where the tag exists.
+    /// Sets every orientation tag of IFD0 to 1 (top-left), SHORT or LONG; one stored with any other type
+    /// (which some readers would still honour) is removed.
     mutating func resetOrientation() {
-        guard let entry = entry(Tag.orientation, inIFDAt: ifd0Offset), entry.type == 3, entry.byteSize <= 4 else { return }
-        write16(1, at: entry.valuePosition)
-    }
-
-    /// Unlinks the GPS IFD from IFD0 and zeroes it and every value it points to.
-    mutating func removeGPS() throws {
-        guard let pointer = entry(Tag.gpsIFD, inIFDAt: ifd0Offset), let gpsOffset = integerValue(pointer) else { return }
-        if let gpsEntries = try? entries(ofIFDAt: gpsOffset) {
-            for entry in gpsEntries where entry.byteSize > 4 { zero(entry.valuePosition, entry.byteSize) }
-            zero(gpsOffset, 2 + gpsEntries.count * 12 + 4)
+        let ifd0 = ifd0Offset
+        guard let list = try? entries(ofIFDAt: ifd0) else { return }
+        var oddlyTyped = false
+        for entry in list where entry.tag == Tag.orientation {
+            switch entry.type {
+            case 3: write16(1, at: entry.valuePosition)
+            case 4, 13: write32(1, at: entry.valuePosition)
+            default: oddlyTyped = true
+            }
         }
-        try removeEntry(Tag.gpsIFD, fromIFDAt: ifd0Offset)
+        if oddlyTyped { try? removeEntries(Tag.orientation, fromIFDAt: ifd0, where: { ![3, 4, 13].contains($0.type) }) }
     }
 
-    /// Unlinks IFD1 (the thumbnail) and zeroes it and the thumbnail image: it can show the uncropped original.
+    /// Unlinks every GPS IFD (from IFD0 and from any other IFD that links one) and zeroes it and every value
+    /// it points to. Throws when a GPS pointer leads nowhere readable or when a GPS link is still there
+    /// afterwards: the caller then drops the whole Exif rather than pass on a location it could not remove.
+    mutating func removeGPS() throws {
+        let walked = walk()
+        guard walked.complete else { throw FormatError(reason: "more than \(ExifEditor.maxIFDs) IFDs") }
+        for ifd in walked.ifds where ifd.role != .gps {
+            for entry in ifd.entries where entry.tag == Tag.gpsIFD {
+                guard let gpsOffset = integerValue(entry), let gpsEntries = try? entries(ofIFDAt: gpsOffset) else {
+                    throw FormatError(reason: "GPS pointer in the IFD at \(ifd.offset) leads nowhere readable")
+                }
+                zeroIFD(at: gpsOffset, entries: gpsEntries)
+            }
+            try removeEntries(Tag.gpsIFD, fromIFDAt: ifd.offset)
+        }
+        if hasGPS { throw FormatError(reason: "a GPS link survived its removal") }
+    }
+
+    /// Unlinks IFD1 (the thumbnail) and zeroes it, the thumbnail image and any IFD chained after it: the
+    /// thumbnail can show the uncropped original. Throws when IFD1 is unreadable (its thumbnail could not
+    /// be found to be removed).
     mutating func removeThumbnail() throws {
         let ifd0 = ifd0Offset
-        let ifd1 = try nextIFD(after: ifd0)
-        guard ifd1 != 0 else { return }
-        if let thumbnailEntries = try? entries(ofIFDAt: ifd1) {
-            let start = thumbnailEntries.first { $0.tag == Tag.thumbnailOffset }.flatMap(integerValue)
-            let length = thumbnailEntries.first { $0.tag == Tag.thumbnailLength }.flatMap(integerValue)
-            if let start, let length { zero(start, length) }
-            for entry in thumbnailEntries where entry.byteSize > 4 { zero(entry.valuePosition, entry.byteSize) }
-            zero(ifd1, 2 + thumbnailEntries.count * 12 + 4)
+        var next = try nextIFD(after: ifd0)
+        guard next != 0 else { return }
+        guard (try? entries(ofIFDAt: next)) != nil else {
+            throw FormatError(reason: "the thumbnail IFD at \(next) is unreadable")
+        }
+        var visited: Set<Int> = [ifd0]
+        while next != 0, visited.insert(next).inserted, let list = try? entries(ofIFDAt: next) {
+            let following = (try? nextIFD(after: next)) ?? 0
+            zeroIFD(at: next, entries: list)
+            next = following
         }
         let count = Int(try u16(ifd0))
         write32(0, at: ifd0 + 2 + count * 12)
+        if hasThumbnail { throw FormatError(reason: "the thumbnail link survived its removal") }
+    }
+
+    /// Removes XMP (tag 700), IPTC (33723) and Photoshop resources (34377) embedded in IFDs, zeroing their
+    /// values: `gps` mode drops XMP and IPTC, which can carry a location, wherever they are.
+    mutating func removeEmbeddedProfiles() throws {
+        let tags: Set<UInt16> = [Tag.xmp, Tag.iptc, Tag.photoshop]
+        for ifd in walk().ifds where ifd.role != .gps {
+            for entry in ifd.entries where tags.contains(entry.tag) && entry.byteSize > 4 {
+                zero(entry.valuePosition, entry.byteSize)
+            }
+            for tag in tags { try removeEntries(tag, fromIFDAt: ifd.offset) }
+        }
+        if hasEmbeddedXMP || hasEmbeddedIPTC { throw FormatError(reason: "an embedded XMP or IPTC tag survived its removal") }
+    }
+
+    /// Zeroes every byte that no reachable structure references (IFD tables, their values, thumbnail and strip
+    /// data): orphans of earlier edits, such as an old thumbnail or GPS block an editor unlinked but left in
+    /// place, which `trimUnreferencedTail` only removes when they sit at the end. A maker note is kept
+    /// whole, as its entry's value.
+    mutating func zeroUnreferenced() {
+        var ranges: [(start: Int, end: Int)] = [(0, 8)]
+        func add(_ start: Int, _ length: Int) {
+            guard start >= 0, length > 0, start < bytes.count else { return }
+            ranges.append((start, min(bytes.count, start + length)))
+        }
+        for ifd in walk().ifds {
+            add(ifd.offset, 2 + ifd.entries.count * 12 + 4)
+            for entry in ifd.entries where entry.byteSize > 4 { add(entry.valuePosition, entry.byteSize) }
+            for (start, length) in imageData(in: ifd.entries) { add(start, length) }
+        }
+        var position = 0
+        for range in ranges.sorted(by: { $0.start < $1.start }) {
+            if range.start > position { zero(position, range.start - position) }
+            position = max(position, range.end)
+        }
+        if position < bytes.count { zero(position, bytes.count - position) }
     }
 
     /// Cuts bytes past the end of the last structure still referenced (zeroed blocks at the end go away).
     mutating func trimUnreferencedTail() {
         var end = 8
-        var visited = Set<Int>()
-        func visit(_ offset: Int) {
-            guard offset >= 8, !visited.contains(offset), let list = try? entries(ofIFDAt: offset) else { return }
-            visited.insert(offset)
-            end = max(end, offset + 2 + list.count * 12 + 4)
-            for entry in list {
-                if entry.byteSize > 4 { end = max(end, entry.valuePosition + entry.byteSize) }
-                if [Tag.exifIFD, Tag.gpsIFD, Tag.interopIFD].contains(entry.tag), let child = integerValue(entry) {
-                    visit(child)
-                }
-                if entry.tag == Tag.thumbnailOffset, let start = integerValue(entry),
-                   let length = list.first(where: { $0.tag == Tag.thumbnailLength }).flatMap(integerValue) {
-                    end = max(end, start + length)
-                }
+        for ifd in walk().ifds {
+            end = max(end, ifd.offset + 2 + ifd.entries.count * 12 + 4)
+            for entry in ifd.entries where entry.byteSize > 4 {
+                end = max(end, entry.valuePosition + entry.byteSize)
             }
-            if let next = try? nextIFD(after: offset), next != 0 { visit(next) }
+            for (start, length) in imageData(in: ifd.entries) where start >= 0 && length >= 0 {
+                end = max(end, start + length)
+            }
         }
-        visit(ifd0Offset)
         if end < bytes.count { bytes.removeLast(bytes.count - end) }
     }
 
-    private mutating func removeEntry(_ tag: UInt16, fromIFDAt offset: Int) throws {
-        let count = Int(try u16(offset))
-        let list = try entries(ofIFDAt: offset)
-        guard let index = list.firstIndex(where: { $0.tag == tag }) else { return }
-        let entryStart = offset + 2 + index * 12
-        let tableEnd = offset + 2 + count * 12 + 4  // entries plus the next-IFD pointer
-        guard tableEnd <= bytes.count else { throw FormatError(reason: "IFD runs past the end of Exif") }
-        bytes.replaceSubrange(entryStart..<tableEnd - 12, with: bytes[entryStart + 12..<tableEnd])
-        zero(tableEnd - 12, 12)
-        write16(UInt16(count - 1), at: offset)
+    /// Zeroes an IFD's table, the values it points to and the image data it references.
+    private mutating func zeroIFD(at offset: Int, entries list: [Entry]) {
+        for entry in list where entry.byteSize > 4 { zero(entry.valuePosition, entry.byteSize) }
+        for (start, length) in imageData(in: list) { zero(start, length) }
+        zero(offset, 2 + list.count * 12 + 4)
+    }
+
+    /// Removes every entry with `tag` (that also matches `filter`) from the IFD at `offset`, shifting the
+    /// later entries down and keeping the next-IFD pointer.
+    private mutating func removeEntries(_ tag: UInt16, fromIFDAt offset: Int,
+                                        where filter: (Entry) -> Bool = { _ in true }) throws {
+        while true {
+            let count = Int(try u16(offset))
+            let list = try entries(ofIFDAt: offset)
+            guard let index = list.firstIndex(where: { $0.tag == tag && filter($0) }) else { return }
+            let entryStart = offset + 2 + index * 12
+            let tableEnd = offset + 2 + count * 12 + 4  // entries plus the next-IFD pointer
+            guard tableEnd <= bytes.count else { throw FormatError(reason: "IFD runs past the end of Exif") }
+            bytes.replaceSubrange(entryStart..<tableEnd - 12, with: bytes[entryStart + 12..<tableEnd])
+            zero(tableEnd - 12, 12)
+            write16(UInt16(count - 1), at: offset)
+        }
     }
 
     private mutating func zero(_ start: Int, _ length: Int) {

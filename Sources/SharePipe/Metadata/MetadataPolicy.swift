@@ -7,7 +7,9 @@ protocol MetadataPolicy: Sendable {
 ///
 /// - `all`: keep only the ICC profile.
 /// - `gps`: keep Exif without its GPS IFD and thumbnail (orientation 1), the ICC profile, comments and
-///   text chunks that carry no XMP or raw Exif/IPTC profile; drop XMP and IPTC, which can carry location.
+///   text chunks that carry no XMP or raw Exif/IPTC profile; drop XMP and IPTC, which can carry location,
+///   also where they hide inside the Exif as TIFF tags. An Exif whose GPS or thumbnail cannot be removed
+///   for certain (unreadable pointers, loops, more IFDs than a camera writes) is dropped whole.
 /// - `none`: keep everything; orientation reset to 1 in Exif and XMP.
 ///
 /// In every mode the orientation has been applied to the pixels, so it is written as 1 or not at all.
@@ -28,7 +30,9 @@ struct StandardMetadataPolicy: MetadataPolicy {
                 do {
                     try exif.removeGPS()
                     try exif.removeThumbnail()
+                    try exif.removeEmbeddedProfiles()
                     exif.resetOrientation()
+                    exif.zeroUnreferenced()
                     exif.trimUnreferencedTail()
                     kept.append(.exif(exif.bytes))
                 } catch {
@@ -58,6 +62,7 @@ struct StandardMetadataPolicy: MetadataPolicy {
 }
 
 extension MetadataOutcome {
+    /// The kinds `blocks` carry, looking inside Exif for GPS, a thumbnail, and XMP or IPTC stored as tags.
     static func kinds(of blocks: [MetadataBlock]) -> Set<MetadataKind> {
         var kinds = Set<MetadataKind>()
         for block in blocks {
@@ -65,6 +70,8 @@ extension MetadataOutcome {
             if case .exif(let tiff) = block, let exif = try? ExifEditor(tiff: tiff) {
                 if exif.hasGPS { kinds.insert(.gps) }
                 if exif.hasThumbnail { kinds.insert(.exifThumbnail) }
+                if exif.hasEmbeddedXMP { kinds.insert(.xmp) }
+                if exif.hasEmbeddedIPTC { kinds.insert(.iptc) }
             }
         }
         return kinds

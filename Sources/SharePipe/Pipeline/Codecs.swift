@@ -4,14 +4,16 @@ enum Codecs {
     static func decoder(for format: ImageFormat) throws -> any ImageDecoder {
         switch format {
         case .jpeg: return JPEGDecoder()
-        case .png, .gif: throw SharePipeError.unsupportedFormat(file: "", reason: "\(format.rawValue) is not supported yet")
+        case .png: return PNGDecoder()
+        case .gif: return GIFDecoder()
         }
     }
 
     static func encoder(for format: ImageFormat) throws -> any ImageEncoder {
         switch format {
         case .jpeg: return JPEGEncoder()
-        case .png, .gif: throw SharePipeError.unsupportedFormat(file: "", reason: "\(format.rawValue) output is not supported yet")
+        case .png: return PNGEncoder()
+        case .gif: return GIFEncoder()
         }
     }
 
@@ -19,7 +21,8 @@ enum Codecs {
     static func metadataRewriter(for format: ImageFormat) -> ((ImageSource, [MetadataBlock]) throws -> [UInt8])? {
         switch format {
         case .jpeg: return JPEGRewriter.rewrite
-        case .png, .gif: return nil
+        case .png: return PNGRewriter.rewrite
+        case .gif: return nil
         }
     }
 }

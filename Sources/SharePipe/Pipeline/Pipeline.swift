@@ -8,8 +8,30 @@ enum Pipeline {
     /// A hook called between steps and between fitting attempts; throws to cancel.
     typealias Checkpoint = () throws -> Void
 
+    /// Prepares `source` once per options value (one per service), each from a freshly opened source.
+    /// Under `cpuFirst` the services share one render: the largest is decoded first and the others are
+    /// resampled from it in memory.
+    static func prepare(_ source: ImageSource, forEach targets: [PrepareOptions],
+                        checkpoint: Checkpoint = {}) -> [Result<PreparedImage, SharePipeError>] {
+        let cache = RenderCache()
+        // Largest output first, so the shared render can serve every later one.
+        let order = targets.indices.sorted { targets[$0].maxShortEdge > targets[$1].maxShortEdge }
+        var results = [Result<PreparedImage, SharePipeError>?](repeating: nil, count: targets.count)
+        for index in order {
+            do {
+                results[index] = .success(try prepare(source, options: targets[index], checkpoint: checkpoint,
+                                                      cache: targets[index].strategy == .cpuFirst ? cache : nil))
+            } catch let error as SharePipeError {
+                results[index] = .failure(error)
+            } catch {
+                results[index] = .failure(.corrupt(file: source.displayName, reason: "\(error)"))
+            }
+        }
+        return results.map { $0! }
+    }
+
     static func prepare(_ source: ImageSource, options: PrepareOptions,
-                        checkpoint: Checkpoint = {}) throws -> PreparedImage {
+                        checkpoint: Checkpoint = {}, cache: RenderCache? = nil) throws -> PreparedImage {
         try options.validate()
         let file = source.displayName
         let meter = PixelMemoryMeter()
@@ -24,6 +46,9 @@ enum Pipeline {
         let decoder = try withFile(file) { try Codecs.decoder(for: format) }
         let info = try decoder.probe(source, limits: options.limits)
         try checkpoint()
+        if info.format == .gif && info.frameCount > 1 && options.animation.allowed {
+            return try AnimatedGIFPipeline.prepare(source, info: info, options: options, meter: meter, checkpoint: checkpoint)
+        }
 
         // 2. Plan the output size. Caps apply to the image as displayed; decoding works in stored orientation.
         let displayedTarget = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)
@@ -54,7 +79,7 @@ enum Pipeline {
 
         // 5–8. Decode with shrink-on-load, resample row by row, orient, encode within the byte limit.
         let fitter = StillFitter(source: source, info: info, options: options, decoder: decoder,
-                                 metadata: metadata, meter: meter)
+                                 metadata: metadata, meter: meter, cache: cache)
         return try fitter.fit(startingAt: target, checkpoint: checkpoint)
     }
 

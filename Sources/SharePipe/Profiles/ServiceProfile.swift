@@ -58,6 +58,7 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         options.maxBytes = maxStillBytes
         options.animation = animation
         options.allowFormatChange = allowFormatChange
+        options.acceptedFormats = formats
         options.strip = strip
         options.quality = maxQuality
         options.minQuality = minQuality

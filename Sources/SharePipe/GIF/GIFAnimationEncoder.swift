@@ -1,0 +1,375 @@
+/// Turns a sequence of whole pictures (each frame composited and resampled: RGBA at the output size) into
+/// GIF frames that, played by a viewer, show those pictures.
+///
+/// It keeps a model of what the viewer shows: for every output pixel, whether it is opaque and which target
+/// colour it was last written for. Each frame is written as the bounding box of the pixels whose target
+/// changed; inside it, unchanged pixels are written as the transparent index ("leave as is"), which keeps
+/// files small. Drawing can never make a pixel transparent again, so each frame is written only once the next
+/// picture is known (one frame of lookahead): the frame keeps its source disposal method when that leaves
+/// the viewer in a state the next picture can be drawn over, and otherwise gets `background` disposal with
+/// its rectangle grown over every pixel the next picture needs transparent.
+///
+/// Colours: the frame's source palette (local, else the global one) when nearest-colour mapping serves
+/// its changed pixels (mean squared error under a threshold), otherwise a palette made for the frame
+/// (exact colours, or median cut) written as a local table. The transparent index is the source's where it
+/// still means something, else an unused entry, else a slot added to the table, else (full table) the least
+/// used entry, whose pixels are mapped to their next-nearest colour.
+final class GIFAnimationEncoder {
+    /// One composited picture and the frame-level properties of the source frame it comes from.
+    struct Picture {
+        /// RGBA, `size.area * 4` bytes.
+        var pixels: [UInt8]
+        var source: GIFFrame
+        /// Delay to write: the source frame's, plus those of frames dropped after it.
+        var delay: Int
+        /// Where, in output pixels, the picture may have lost opacity since the previous picture (the
+        /// source frames' disposal areas widened by the filter's reach); nil where it cannot have. Elsewhere a
+        /// pixel shown opaque stays opaque even if resampling dipped its alpha under one half: Lanczos lobes
+        /// swing alpha near edges as neighbours change, and a viewer cannot make a pixel transparent again
+        /// without clearing (and so rewriting) a whole rectangle.
+        var coverageMayDrop: GIFRect?
+    }
+
+    /// What was done, for reports.
+    struct Statistics {
+        var framesWritten = 0
+        var framesWithOwnPalette = 0
+        var disposalsChanged = 0
+        var delaysClamped = 0
+    }
+
+    let size: PixelSize
+    /// The output global palette (the source's, or reduced), if any.
+    let globalPalette: GIFPalette?
+    /// Largest colour table made for a frame; nil keeps the source palettes where they serve (256 otherwise).
+    let colorBudget: Int?
+    /// How often each global palette entry was used (weights for a later colour reduction).
+    private(set) var globalUsage: [Int]
+    private(set) var statistics = Statistics()
+
+    private let writer: GIFWriter
+    private let meter: PixelMemoryMeter
+    /// The viewer model: RGBA per pixel, alpha 255 where the viewer shows an opaque pixel, RGB the target
+    /// colour it was last written for.
+    private var shown: [UInt8]
+    private var pending: Picture?
+    private var indices: [UInt8] = []
+
+    /// Mean squared RGB error (summed over the three channels) under which a source palette "serves".
+    static let paletteServesBelow = 300
+
+    init(size: PixelSize, globalPalette: GIFPalette?, colorBudget: Int?, writer: GIFWriter, meter: PixelMemoryMeter) {
+        self.size = size
+        self.globalPalette = globalPalette
+        self.colorBudget = colorBudget
+        self.writer = writer
+        self.meter = meter
+        globalUsage = [Int](repeating: 0, count: globalPalette?.count ?? 0)
+        shown = [UInt8](repeating: 0, count: size.area * 4)
+        meter.allocate(shown.count)
+    }
+
+    deinit {
+        meter.release(shown.count + (pending?.pixels.count ?? 0) + indices.count)
+    }
+
+    /// Adds the next picture; writes the one before it, now that its successor is known.
+    func add(_ picture: Picture) throws {
+        precondition(picture.pixels.count == size.area * 4, "picture does not match the output size")
+        meter.allocate(picture.pixels.count)
+        if let previous = pending {
+            try write(previous, next: picture)
+            meter.release(previous.pixels.count)
+        }
+        pending = picture
+    }
+
+    /// Adds `delay` to the latest picture (a dropped frame's time goes to the frame shown instead).
+    func extendLatestDelay(by delay: Int) {
+        pending?.delay += delay
+    }
+
+    /// Writes the last picture.
+    func finish() throws {
+        guard let last = pending else { return }
+        try write(last, next: nil)
+        meter.release(last.pixels.count)
+        pending = nil
+    }
+
+    // MARK: - One frame
+
+    private func write(_ picture: Picture, next: Picture?) throws {
+        let width = size.width
+        var disposal = picture.source.disposal
+
+        // 1. Pixels whose target changed, and their bounding box.
+        var dirty = [Bool](repeating: false, count: size.area)
+        meter.allocate(dirty.count)
+        defer { meter.release(dirty.count) }
+        var box = BoundingBox()
+        picture.pixels.withUnsafeBufferPointer { q in
+            shown.withUnsafeBufferPointer { s in
+                for p in 0..<size.area where q[p * 4 + 3] >= 128 {
+                    let o = p * 4
+                    if s[o + 3] != 255 || s[o] != q[o] || s[o + 1] != q[o + 1] || s[o + 2] != q[o + 2] {
+                        dirty[p] = true
+                        box.add(x: p % width, y: p / width)
+                    }
+                }
+            }
+        }
+        // An unchanged picture still becomes a (1×1) frame, so the frame count and timing survive.
+        var rect = box.rect ?? GIFRect(left: 0, top: 0, width: 1, height: 1)
+
+        // 2. Would the viewer, after this frame's disposal, show a pixel the next picture needs transparent?
+        if let next, let mayDrop = next.coverageMayDrop {
+            var conflicts = BoundingBox()
+            next.pixels.withUnsafeBufferPointer { n in
+                shown.withUnsafeBufferPointer { s in
+                    for y in mayDrop.top..<mayDrop.bottom {
+                        for x in mayDrop.left..<mayDrop.right where n[(y * width + x) * 4 + 3] < 128 {
+                            let p = y * width + x
+                            let opaqueNow = s[p * 4 + 3] == 255
+                            let opaqueAfterDisposal: Bool
+                            switch disposal {
+                            case .previous: opaqueAfterDisposal = opaqueNow
+                            case .background where rect.contains(x: x, y: y): opaqueAfterDisposal = false
+                            default: opaqueAfterDisposal = opaqueNow || dirty[p]
+                            }
+                            if opaqueAfterDisposal { conflicts.add(x: x, y: y) }
+                        }
+                    }
+                }
+            }
+            if let clear = conflicts.rect {
+                rect = box.rect.map { $0.union(clear) } ?? clear
+                if disposal != .background { statistics.disposalsChanged += 1 }
+                disposal = .background
+            }
+        }
+
+        // 3. Palette and indices.
+        let frame = try encodeFrame(picture, rect: rect, dirty: dirty, disposal: disposal)
+        try writer.putFrame(frame, indices: &indices)
+        statistics.framesWritten += 1
+
+        // 4. Update the viewer model: draw, then dispose.
+        if disposal != .previous {
+            picture.pixels.withUnsafeBufferPointer { q in
+                shown.withUnsafeMutableBufferPointer { s in
+                    for y in rect.top..<rect.bottom {
+                        for x in rect.left..<rect.right {
+                            let p = y * width + x
+                            if dirty[p] {
+                                s[p * 4] = q[p * 4]; s[p * 4 + 1] = q[p * 4 + 1]; s[p * 4 + 2] = q[p * 4 + 2]
+                                s[p * 4 + 3] = 255
+                            }
+                            if disposal == .background { s[p * 4 + 3] = 0 }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Chooses the frame's palette and transparent index, fills `indices` for `rect`, and returns the frame
+    /// to write (its source's frame-level properties, with the new rectangle, palette, disposal and index).
+    private func encodeFrame(_ picture: Picture, rect: GIFRect, dirty: [Bool], disposal: GIFDisposal) throws -> GIFFrame {
+        let source = picture.source
+        let width = size.width
+        let area = rect.area
+        if indices.count != area {
+            meter.release(indices.count)
+            indices = [UInt8](repeating: 0, count: area)
+            meter.allocate(area)
+        }
+
+        // Candidate: the source's own table. Reduced budgets drop local tables for per-frame palettes.
+        var palette: GIFPalette?
+        var isLocal = false
+        var sourceTransparent: Int?
+        if let local = source.localPalette, colorBudget == nil {
+            palette = local
+            isLocal = true
+            sourceTransparent = source.transparentIndex.flatMap { $0 < local.count ? $0 : nil }
+        } else if source.localPalette == nil, let global = globalPalette {
+            palette = global
+            if colorBudget == nil { sourceTransparent = source.transparentIndex.flatMap { $0 < global.count ? $0 : nil } }
+        }
+
+        var usage = [Int](repeating: 0, count: 256)
+        var candidate = palette.flatMap { palette -> GIFPalette? in
+            (sourceTransparent != nil && palette.count < 2) ? nil : palette
+        }
+        if let current = candidate {
+            let error = mapDirty(picture, rect: rect, dirty: dirty, palette: current, excluding: sourceTransparent,
+                                 usage: &usage)
+            if let error, error > Self.paletteServesBelow { candidate = nil }
+        }
+        if candidate == nil {
+            // A palette of the frame's own changed pixels.
+            let budget = (colorBudget ?? 256) - 1
+            palette = ownPalette(picture, rect: rect, dirty: dirty, maxColors: max(1, budget))
+            isLocal = true
+            sourceTransparent = nil
+            usage = [Int](repeating: 0, count: 256)
+            _ = mapDirty(picture, rect: rect, dirty: dirty, palette: palette!, excluding: nil, usage: &usage)
+            statistics.framesWithOwnPalette += 1
+        }
+        var table = palette!
+
+        // The transparent index: needed for transparent pixels inside the rectangle; wanted (to leave
+        // unchanged pixels alone) whenever the frame may have a control extension.
+        // Unchanged pixels the viewer shows transparent must be written transparent; unchanged opaque ones
+        // are best written transparent too ("leave as is"), where the frame has a control extension anyway.
+        var needsTransparency = false, hasUnchanged = false
+        shown.withUnsafeBufferPointer { s in
+            outer: for y in rect.top..<rect.bottom {
+                for x in rect.left..<rect.right where !dirty[y * width + x] {
+                    hasUnchanged = true
+                    if s[(y * width + x) * 4 + 3] != 255 {
+                        needsTransparency = true
+                        break outer
+                    }
+                }
+            }
+        }
+        let wantsTransparency = needsTransparency || (hasUnchanged && source.control != nil)
+        var transparent: Int?
+        if wantsTransparency {
+            if let sourceTransparent {
+                transparent = sourceTransparent
+            } else if let unused = (0..<table.count).first(where: { usage[$0] == 0 }) {
+                transparent = unused
+            } else if table.count < 256 {
+                transparent = table.count
+                table = GIFPalette(rgb: table.rgb + [0, 0, 0], sorted: false)
+                isLocal = true
+            } else if needsTransparency {
+                let leastUsed = (0..<table.count).min { usage[$0] < usage[$1] }!
+                transparent = leastUsed
+                remap(picture, rect: rect, dirty: dirty, from: leastUsed, palette: table)
+            }
+        }
+
+        // Unchanged pixels inside the rectangle: "leave as is" where possible, else their colour again.
+        var nearest = GIFNearestColor(palette: table, excluding: transparent)
+        shown.withUnsafeBufferPointer { s in
+            for y in rect.top..<rect.bottom {
+                for x in rect.left..<rect.right {
+                    let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
+                    if dirty[p] { continue }
+                    if let transparent {
+                        indices[i] = UInt8(transparent)
+                    } else {
+                        // No transparent index (no control extension, or a full table): repeat what is shown.
+                        indices[i] = UInt8(nearest.index(s[p * 4], s[p * 4 + 1], s[p * 4 + 2]))
+                    }
+                }
+            }
+        }
+        if !isLocal {
+            for entry in 0..<min(globalUsage.count, 256) { globalUsage[entry] += usage[entry] }
+        }
+
+        var control = source.control
+        if control == nil && (transparent != nil || disposal != .unspecified || picture.delay != 0) {
+            control = GIFGraphicsControl()
+        }
+        if control != nil {
+            if picture.delay > 0xFFFF { statistics.delaysClamped += 1 }
+            control!.delay = min(picture.delay, 0xFFFF)
+            control!.disposal = disposal
+            control!.transparentIndex = transparent
+        }
+        return GIFFrame(rect: rect, localPalette: isLocal ? table : nil, interlaced: source.interlaced, control: control)
+    }
+
+    /// Maps the changed pixels in `rect` to `palette` into `indices`, counting entry use. Returns the mean
+    /// squared error per pixel (nil when no pixel changed).
+    private func mapDirty(_ picture: Picture, rect: GIFRect, dirty: [Bool], palette: GIFPalette, excluding: Int?,
+                          usage: inout [Int]) -> Int? {
+        var nearest = GIFNearestColor(palette: palette, excluding: excluding)
+        var error = 0, count = 0
+        let width = size.width
+        picture.pixels.withUnsafeBufferPointer { q in
+            palette.rgb.withUnsafeBufferPointer { rgb in
+                for y in rect.top..<rect.bottom {
+                    for x in rect.left..<rect.right {
+                        let p = y * width + x
+                        guard dirty[p] else { continue }
+                        let r = q[p * 4], g = q[p * 4 + 1], b = q[p * 4 + 2]
+                        let entry = nearest.index(r, g, b)
+                        indices[(y - rect.top) * rect.width + (x - rect.left)] = UInt8(entry)
+                        usage[entry] += 1
+                        let dr = Int(rgb[entry * 3]) - Int(r), dg = Int(rgb[entry * 3 + 1]) - Int(g)
+                        let db = Int(rgb[entry * 3 + 2]) - Int(b)
+                        error += dr * dr + dg * dg + db * db
+                        count += 1
+                    }
+                }
+            }
+        }
+        return count == 0 ? nil : error / count
+    }
+
+    /// Re-maps the changed pixels that use `entry` to their nearest other entry (so `entry` can be transparent).
+    private func remap(_ picture: Picture, rect: GIFRect, dirty: [Bool], from entry: Int, palette: GIFPalette) {
+        var nearest = GIFNearestColor(palette: palette, excluding: entry)
+        let width = size.width
+        picture.pixels.withUnsafeBufferPointer { q in
+            for y in rect.top..<rect.bottom {
+                for x in rect.left..<rect.right {
+                    let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
+                    if dirty[p] && Int(indices[i]) == entry {
+                        indices[i] = UInt8(nearest.index(q[p * 4], q[p * 4 + 1], q[p * 4 + 2]))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A palette for the frame's changed pixels: their exact colours if few enough, else a median cut.
+    private func ownPalette(_ picture: Picture, rect: GIFRect, dirty: [Bool], maxColors: Int) -> GIFPalette {
+        var changed: [UInt8] = []
+        changed.reserveCapacity(rect.area * 4)
+        let width = size.width
+        picture.pixels.withUnsafeBufferPointer { q in
+            for y in rect.top..<rect.bottom {
+                for x in rect.left..<rect.right where dirty[y * width + x] {
+                    let o = (y * width + x) * 4
+                    changed += [q[o], q[o + 1], q[o + 2], 255]
+                }
+            }
+        }
+        meter.allocate(changed.count)
+        defer { meter.release(changed.count) }
+        return changed.withUnsafeBufferPointer { GIFQuantizer.palette(rgba: $0, maxColors: maxColors) }
+    }
+}
+
+/// The smallest rectangle holding the points added.
+struct BoundingBox {
+    private var minX = Int.max, minY = Int.max, maxX = Int.min, maxY = Int.min
+
+    mutating func add(x: Int, y: Int) {
+        if x < minX { minX = x }
+        if x > maxX { maxX = x }
+        if y < minY { minY = y }
+        if y > maxY { maxY = y }
+    }
+
+    var rect: GIFRect? {
+        minX == Int.max ? nil : GIFRect(left: minX, top: minY, width: maxX - minX + 1, height: maxY - minY + 1)
+    }
+}
+
+extension GIFRect {
+    func contains(x: Int, y: Int) -> Bool { x >= left && x < right && y >= top && y < bottom }
+
+    func union(_ other: GIFRect) -> GIFRect {
+        let l = min(left, other.left), t = min(top, other.top)
+        return GIFRect(left: l, top: t, width: max(right, other.right) - l, height: max(bottom, other.bottom) - t)
+    }
+}

@@ -1,0 +1,186 @@
+/// Maps colours to the nearest entry of a palette (squared RGB distance), with a direct-mapped cache:
+/// neighbouring pixels repeat colours, so most lookups never scan the palette.
+struct GIFNearestColor {
+    let palette: GIFPalette
+    /// An index that must never be chosen (the frame's transparent index).
+    let excluded: Int?
+    private var keys: [UInt32]
+    private var values: [UInt8]
+    private static let cacheBits = 12
+
+    init(palette: GIFPalette, excluding excluded: Int? = nil) {
+        precondition(palette.count > 0 && (excluded == nil || palette.count > 1), "nothing to map to")
+        self.palette = palette
+        self.excluded = excluded
+        keys = [UInt32](repeating: UInt32.max, count: 1 << Self.cacheBits)
+        values = [UInt8](repeating: 0, count: 1 << Self.cacheBits)
+    }
+
+    /// The index of the nearest entry to (r, g, b).
+    @inline(__always)
+    mutating func index(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> Int {
+        let key = UInt32(r) << 16 | UInt32(g) << 8 | UInt32(b)
+        let slot = Int((key &* 0x9E37_79B1) >> UInt32(32 - Self.cacheBits))
+        if keys[slot] == key { return Int(values[slot]) }
+        let found = search(Int(r), Int(g), Int(b))
+        keys[slot] = key
+        values[slot] = UInt8(found)
+        return found
+    }
+
+    private func search(_ r: Int, _ g: Int, _ b: Int) -> Int {
+        var best = 0, bestDistance = Int.max
+        palette.rgb.withUnsafeBufferPointer { rgb in
+            for entry in 0..<palette.count where entry != excluded {
+                let dr = Int(rgb[entry * 3]) - r, dg = Int(rgb[entry * 3 + 1]) - g, db = Int(rgb[entry * 3 + 2]) - b
+                let distance = dr * dr + dg * dg + db * db
+                if distance < bestDistance {
+                    bestDistance = distance
+                    best = entry
+                    if distance == 0 { break }
+                }
+            }
+        }
+        return best
+    }
+}
+
+/// Builds palettes: the exact colours when there are few enough, otherwise a median cut (boxes split at
+/// the weighted median of their widest channel, each colour the weighted mean of its box).
+enum GIFQuantizer {
+    /// A weighted colour.
+    struct Sample {
+        var r: UInt8, g: UInt8, b: UInt8
+        var weight: Int
+    }
+
+    /// The distinct colours of `pixels` (RGBA, only entries whose alpha ≥ 128 count) when there are at most
+    /// `limit`, else nil.
+    static func exactColors(rgba pixels: UnsafeBufferPointer<UInt8>, limit: Int) -> [Sample]? {
+        var table: [UInt32: Int] = [:]
+        var index = 0
+        while index + 3 < pixels.count {
+            if pixels[index + 3] >= 128 {
+                let key = UInt32(pixels[index]) << 16 | UInt32(pixels[index + 1]) << 8 | UInt32(pixels[index + 2])
+                table[key, default: 0] += 1
+                if table.count > limit { return nil }
+            }
+            index += 4
+        }
+        return table.sorted { $0.key < $1.key }.map {
+            Sample(r: UInt8($0.key >> 16), g: UInt8(($0.key >> 8) & 0xFF), b: UInt8($0.key & 0xFF), weight: $0.value)
+        }
+    }
+
+    /// A 15-bit histogram (5 bits per channel) of the opaque pixels, as samples carrying their bin's mean colour.
+    static func histogram(rgba pixels: UnsafeBufferPointer<UInt8>) -> [Sample] {
+        var count = [Int](repeating: 0, count: 32768)
+        var sums = [Int](repeating: 0, count: 32768 * 3)
+        var index = 0
+        while index + 3 < pixels.count {
+            if pixels[index + 3] >= 128 {
+                let r = Int(pixels[index]), g = Int(pixels[index + 1]), b = Int(pixels[index + 2])
+                let bin = (r >> 3) << 10 | (g >> 3) << 5 | (b >> 3)
+                count[bin] += 1
+                sums[bin * 3] += r
+                sums[bin * 3 + 1] += g
+                sums[bin * 3 + 2] += b
+            }
+            index += 4
+        }
+        var samples: [Sample] = []
+        for bin in 0..<32768 where count[bin] > 0 {
+            let n = count[bin]
+            samples.append(Sample(r: UInt8((sums[bin * 3] + n / 2) / n), g: UInt8((sums[bin * 3 + 1] + n / 2) / n),
+                                  b: UInt8((sums[bin * 3 + 2] + n / 2) / n), weight: n))
+        }
+        return samples
+    }
+
+    /// A palette of at most `maxColors` entries for the opaque pixels of `pixels` (RGBA): exact when the
+    /// pixels have that few colours, otherwise a median cut of their histogram. At least one entry.
+    static func palette(rgba pixels: UnsafeBufferPointer<UInt8>, maxColors: Int) -> GIFPalette {
+        if let exact = exactColors(rgba: pixels, limit: maxColors) {
+            return GIFPalette(rgb: exact.isEmpty ? [0, 0, 0] : exact.flatMap { [$0.r, $0.g, $0.b] })
+        }
+        return medianCut(histogram(rgba: pixels), maxColors: maxColors)
+    }
+
+    /// Reduces weighted colours to at most `maxColors` by median cut.
+    static func medianCut(_ samples: [Sample], maxColors: Int) -> GIFPalette {
+        guard !samples.isEmpty else { return GIFPalette(rgb: [0, 0, 0]) }
+        let target = max(1, min(256, maxColors))
+        if samples.count <= target { return GIFPalette(rgb: samples.flatMap { [$0.r, $0.g, $0.b] }) }
+        var boxes: [Box] = [Box(samples)]
+        while boxes.count < target {
+            // Split the box with the largest (widest range × √weight); stop when none can be split.
+            guard let best = boxes.indices.filter({ boxes[$0].samples.count > 1 && boxes[$0].range > 0 })
+                .max(by: { boxes[$0].score < boxes[$1].score }) else { break }
+            let box = boxes[best]
+            let channel = box.channel
+            let sorted = box.samples.sorted { value($0, channel) < value($1, channel) }
+            var running = 0, cut = 1
+            for (index, sample) in sorted.enumerated() {
+                running += sample.weight
+                if running * 2 >= box.weight { cut = index + 1; break }
+            }
+            cut = min(max(cut, 1), sorted.count - 1)
+            boxes[best] = Box(Array(sorted[..<cut]))
+            boxes.append(Box(Array(sorted[cut...])))
+        }
+        var rgb: [UInt8] = []
+        for box in boxes {
+            let weight = max(1, box.weight)
+            var r = 0, g = 0, b = 0
+            for sample in box.samples {
+                r += Int(sample.r) * sample.weight
+                g += Int(sample.g) * sample.weight
+                b += Int(sample.b) * sample.weight
+            }
+            rgb += [UInt8((r + weight / 2) / weight), UInt8((g + weight / 2) / weight), UInt8((b + weight / 2) / weight)]
+        }
+        return GIFPalette(rgb: rgb)
+    }
+
+    /// A median-cut box with its widest channel, computed once.
+    private struct Box {
+        var samples: [Sample]
+        var weight = 0
+        var channel = 0
+        var range = 0
+        var score: Double { Double(range) * (Double(weight).squareRoot() + 1) }
+
+        init(_ samples: [Sample]) {
+            self.samples = samples
+            var low = (255, 255, 255), high = (0, 0, 0)
+            for sample in samples {
+                weight += sample.weight
+                let r = Int(sample.r), g = Int(sample.g), b = Int(sample.b)
+                low = (min(low.0, r), min(low.1, g), min(low.2, b))
+                high = (max(high.0, r), max(high.1, g), max(high.2, b))
+            }
+            let ranges = [high.0 - low.0, high.1 - low.1, high.2 - low.2]
+            range = ranges.max()!
+            channel = ranges.firstIndex(of: range)!
+        }
+    }
+
+    /// A palette reduced to at most `maxColors` entries, weighting each entry by `usage` (1 each when nil).
+    static func reduce(_ palette: GIFPalette, to maxColors: Int, usage: [Int]? = nil) -> GIFPalette {
+        if palette.count <= maxColors { return palette }
+        var samples: [Sample] = []
+        for entry in 0..<palette.count {
+            let weight = usage.map { entry < $0.count ? $0[entry] : 0 } ?? 1
+            if usage != nil && weight == 0 { continue }
+            let (r, g, b) = palette.color(entry)
+            samples.append(Sample(r: r, g: g, b: b, weight: max(weight, 1)))
+        }
+        if samples.isEmpty { return GIFPalette(rgb: Array(palette.rgb.prefix(maxColors * 3))) }
+        return medianCut(samples, maxColors: maxColors)
+    }
+
+    private static func value(_ sample: Sample, _ channel: Int) -> UInt8 {
+        channel == 0 ? sample.r : channel == 1 ? sample.g : sample.b
+    }
+
+}

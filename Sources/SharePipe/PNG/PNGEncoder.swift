@@ -1,0 +1,199 @@
+import CSharePipe
+
+/// Writes PNGs with libpng: 8-bit, non-interlaced, in the smallest lossless stored form the pixels allow,
+/// with the source's colour and physical chunks and the kept metadata.
+///
+/// Stored form: alpha that is 255 everywhere is dropped; RGB whose channels are all equal becomes gray; a
+/// colour image of at most 256 distinct colours (alpha included) becomes a 1/2/4/8-bit palette with tRNS.
+/// The colour profile constrains this: libpng refuses an RGB profile on a gray PNG and a gray profile on a
+/// colour one, so neither reduction crosses it.
+///
+/// `EncodeSettings.effort` is the zlib level (0...9). Below 9, truecolour and gray rows get libpng's
+/// per-row filter heuristic and palette rows no filter (PNG spec, 12.8). At 9 — the strongest setting, used
+/// when the default does not fit a byte limit — both filter strategies are encoded and the smaller wins.
+struct PNGEncoder: ImageEncoder {
+    var format: ImageFormat { .png }
+    /// The zlib level of a first attempt: libpng's usual speed/size balance.
+    static let defaultEffort = 6
+    /// The strongest lossless setting.
+    static let strongestEffort = 9
+
+    /// Colour and physical chunks of the source (`ImageInfo.pngStructuralChunks`), written again.
+    var structuralChunks: [PNGChunk] = []
+    /// Whether the pixels were turned a quarter turn since the chunks were read (pHYs swaps x and y).
+    var swapsAxes = false
+
+    /// An encoder that writes no source chunks.
+    init() {}
+
+    /// An encoder that carries the source's colour and physical chunks into the output, with pHYs adjusted
+    /// to the orientation that was applied to the pixels.
+    init(preserving info: ImageInfo) {
+        structuralChunks = info.pngStructuralChunks
+        swapsAxes = info.orientation.swapsAxes
+    }
+
+    func encode(_ bitmap: Bitmap, settings: EncodeSettings, metadata: [MetadataBlock]) throws -> [UInt8] {
+        var profile: [UInt8]?
+        for case .icc(let bytes) in metadata { profile = bytes; break }
+        let image = PNGStoredImage(reducing: bitmap, profileColorSpace: profile.flatMap(ICCProfile.colorSpace))
+        let chunks = structuralChunks.map { (orientedForOutput($0), true) }
+            + PNGMetadataChunks.chunks(for: metadata, imageDataChanged: true).map { ($0, false) }
+        let level = min(max(settings.effort, 0), PNGEncoder.strongestEffort)
+        if level == PNGEncoder.strongestEffort {
+            let adaptive = try write(image, level: level, adaptiveFilters: true, profile: profile, chunks: chunks)
+            let unfiltered = try write(image, level: level, adaptiveFilters: false, profile: profile, chunks: chunks)
+            return adaptive.count <= unfiltered.count ? adaptive : unfiltered
+        }
+        return try write(image, level: level, adaptiveFilters: !image.isPalette, profile: profile, chunks: chunks)
+    }
+
+    /// pHYs holds x then y pixels per unit; a quarter turn swaps them.
+    private func orientedForOutput(_ chunk: PNGChunk) -> PNGChunk {
+        guard swapsAxes, chunk.type == .pHYs, chunk.data.count == 9 else { return chunk }
+        return PNGChunk(type: .pHYs, data: Array(chunk.data[4..<8] + chunk.data[0..<4] + chunk.data[8...]))
+    }
+
+    private func write(_ image: PNGStoredImage, level: Int, adaptiveFilters: Bool, profile: [UInt8]?,
+                       chunks: [(chunk: PNGChunk, beforePalette: Bool)]) throws -> [UInt8] {
+        // All payloads in one block, addressed by offset, so a single pointer crosses into C. The trailing
+        // byte keeps the block non-empty when every payload is.
+        var payloads: [UInt8] = []
+        var list: [sp_png_chunk] = []
+        for (chunk, beforePalette) in chunks {
+            list.append(sp_png_chunk(type: chunk.type.code, offset: payloads.count, length: chunk.data.count,
+                                     before_palette: beforePalette ? 1 : 0))
+            payloads += chunk.data
+        }
+        payloads.append(0)
+        let iccBytes = profile ?? []
+        var message = shimMessageBuffer()
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        let status = image.pixels.withUnsafeBufferPointer { pixels in
+            image.palette.withUnsafeBufferPointer { palette in
+                image.paletteAlpha.withUnsafeBufferPointer { paletteAlpha in
+                    payloads.withUnsafeBufferPointer { payloadBlock in
+                        list.withUnsafeBufferPointer { chunkList in
+                            iccBytes.withUnsafeBufferPointer { icc in
+                                let format = sp_png_image_format(
+                                    color_type: Int32(image.colorType), bit_depth: Int32(image.bitDepth),
+                                    palette: palette.baseAddress, palette_count: Int32(image.palette.count / 3),
+                                    palette_alpha: paletteAlpha.baseAddress, palette_alpha_count: Int32(image.paletteAlpha.count))
+                                return sp_png_encode(pixels.baseAddress, Int32(image.size.width), Int32(image.size.height), format,
+                                                     sp_png_encode_settings(zlib_level: Int32(level), adaptive_filters: adaptiveFilters ? 1 : 0),
+                                                     icc.count > 0 ? icc.baseAddress : nil, icc.count,
+                                                     payloadBlock.baseAddress, chunkList.baseAddress, Int32(chunkList.count),
+                                                     &output, &length, &message)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        try checkShim(status, message, file: "<encoder>")
+        defer { sp_free(output) }
+        return Array(UnsafeBufferPointer(start: output, count: length))
+    }
+}
+
+/// A bitmap in the PNG form it will be stored in (see `PNGEncoder` for the reductions).
+struct PNGStoredImage {
+    var size: PixelSize
+    /// 0 gray, 2 RGB, 3 palette, 4 gray+alpha, 6 RGBA.
+    var colorType: Int
+    /// 8, or 1/2/4/8 for a palette.
+    var bitDepth: Int
+    /// Rows tightly packed: samples, or one palette index per byte (libpng packs them).
+    var pixels: [UInt8]
+    /// RGB triples.
+    var palette: [UInt8] = []
+    /// tRNS: alpha of the first entries; translucent entries are sorted first so this stays short.
+    var paletteAlpha: [UInt8] = []
+
+    var isPalette: Bool { colorType == 3 }
+
+    init(reducing bitmap: Bitmap, profileColorSpace: String?) {
+        var reduced = bitmap.hasTransparency ? bitmap : bitmap.droppingAlpha()
+        let colourProfile = profileColorSpace == "RGB"
+        let grayProfile = profileColorSpace == "GRAY"
+        if !reduced.layout.isGray, !colourProfile, reduced.isGrayscale { reduced = PNGStoredImage.gray(from: reduced) }
+        size = reduced.size
+        bitDepth = 8
+        pixels = reduced.pixels
+        switch reduced.layout {
+        case .gray: colorType = 0
+        case .grayAlpha: colorType = 4
+        case .rgb: colorType = 2
+        case .rgba: colorType = 6
+        }
+        if !reduced.layout.isGray, !grayProfile, let indexed = PNGStoredImage.indexed(reduced) {
+            colorType = 3
+            bitDepth = indexed.bitDepth
+            pixels = indexed.indices
+            palette = indexed.palette
+            paletteAlpha = indexed.alpha
+        }
+    }
+
+    /// An RGB(A) bitmap whose channels are equal, as gray(+alpha).
+    private static func gray(from bitmap: Bitmap) -> Bitmap {
+        let channels = bitmap.layout.channels
+        let layout: PixelLayout = bitmap.layout.hasAlpha ? .grayAlpha : .gray
+        var out = [UInt8](repeating: 0, count: bitmap.size.area * layout.channels)
+        bitmap.pixels.withUnsafeBufferPointer { source in
+            out.withUnsafeMutableBufferPointer { target in
+                for p in 0..<bitmap.size.area {
+                    target[p * layout.channels] = source[p * channels]
+                    if layout.hasAlpha { target[p * 2 + 1] = source[p * channels + 3] }
+                }
+            }
+        }
+        return Bitmap(size: bitmap.size, layout: layout, pixels: out)
+    }
+
+    /// The image as palette indices when it has at most 256 distinct colours (nil otherwise; photos bail
+    /// out within the first few hundred pixels).
+    private static func indexed(_ bitmap: Bitmap) -> (indices: [UInt8], palette: [UInt8], alpha: [UInt8], bitDepth: Int)? {
+        let channels = bitmap.layout.channels
+        var slots: [UInt32: UInt8] = [:]
+        slots.reserveCapacity(257)
+        var colours: [UInt32] = []
+        var firstSeen = [UInt8](repeating: 0, count: bitmap.size.area)
+        let complete = bitmap.pixels.withUnsafeBufferPointer { source in
+            for p in 0..<bitmap.size.area {
+                let base = p * channels
+                let alpha = channels == 4 ? UInt32(source[base + 3]) : 255
+                let key = UInt32(source[base]) << 24 | UInt32(source[base + 1]) << 16 | UInt32(source[base + 2]) << 8 | alpha
+                if let slot = slots[key] {
+                    firstSeen[p] = slot
+                } else {
+                    if colours.count == 256 { return false }
+                    slots[key] = UInt8(colours.count)
+                    firstSeen[p] = UInt8(colours.count)
+                    colours.append(key)
+                }
+            }
+            return true
+        }
+        guard complete else { return nil }
+        // Translucent entries first: tRNS then only needs to list those.
+        let order = colours.indices.filter { colours[$0] & 0xFF != 255 } + colours.indices.filter { colours[$0] & 0xFF == 255 }
+        var remap = [UInt8](repeating: 0, count: colours.count)
+        var palette: [UInt8] = [], alpha: [UInt8] = []
+        for (final, original) in order.enumerated() {
+            remap[original] = UInt8(final)
+            let key = colours[original]
+            palette += [UInt8(key >> 24), UInt8((key >> 16) & 0xFF), UInt8((key >> 8) & 0xFF)]
+            if key & 0xFF != 255 { alpha.append(UInt8(key & 0xFF)) }
+        }
+        for p in firstSeen.indices { firstSeen[p] = remap[Int(firstSeen[p])] }
+        let bitDepth = colours.count <= 2 ? 1 : colours.count <= 4 ? 2 : colours.count <= 16 ? 4 : 8
+        return (firstSeen, palette, alpha, bitDepth)
+    }
+}
+
+extension PixelLayout {
+    /// Gray or gray+alpha.
+    var isGray: Bool { self == .gray || self == .grayAlpha }
+}

@@ -1,0 +1,350 @@
+/// Where a job's input bytes live while it runs.
+public enum InputResidence: Sendable, Equatable, Codable {
+    /// A file read through small buffers (`ImageSource.file`, or an upload spooled to disk).
+    case file
+    /// The whole encoded input held in memory (`ImageSource.bytes`, or a small upload kept as bytes).
+    case memory
+}
+
+/// An upper bound on the memory one `SharePipe.prepare` job needs, planned from the header alone.
+///
+/// A pure planner: a function of the probe (`ImageInfo`), the options and where the input lives; no I/O.
+/// `SharePipeline` reserves `totalBytes` from its `MemoryBudget` before a job starts. The parts say where
+/// the memory is, because only the first is something the pipeline can measure:
+///
+/// | part | what it covers | measured by |
+/// |---|---|---|
+/// | `meteredPixelBytes` | row buffers, resampler window, output bitmaps: what `PixelMemoryMeter` counts | `PreparedImage.peakPixelBytes` (the tests check the bound) |
+/// | `unmeteredPixelBytes` | bitmaps alive beside the metered ones (the unrotated render during encode, `cpuFirst`'s kept render, alpha flattening, GIF canvases) | — |
+/// | `decoderLibraryBytes` | the C decoder's own arrays: libjpeg's whole coefficient buffer for progressive files, its strip buffers and tables | — |
+/// | `encoderLibraryBytes` | the C encoder's own arrays: libjpeg's coefficient buffer for `optimize_coding`, zlib's state | — |
+/// | `outputBytes` | encoded outputs held at once during the quality search, and the metadata-only rewrite | — |
+/// | `inputBytes` | the encoded input in memory, or the file read buffers | — |
+/// | `metadataBytes` | metadata blocks held from the probe to the encoder, with their copies | — |
+///
+/// Every part is a bound for the largest fitting attempt, which is the first: later attempts are smaller
+/// (`ScalePlan.shrink` only shrinks, and a smaller target never decodes at a larger DCT scale). The parts
+/// are added although they peak at different steps, so the total is an over-estimate, never an
+/// under-estimate.
+///
+/// Each format is modelled on its decoder and encoder (`JPEG/`, `PNG/`, `GIF/`): JPEG's DCT shrink-on-load
+/// and libjpeg's coefficient buffers; PNG's Adam7 even rows; GIF's canvas twice (the screen and what a
+/// "previous" disposal restores). `ServiceMemoryTests` checks `meteredPixelBytes` against the meter for
+/// every image in `TestImages/` the pipeline supports; if a codec starts metering more, that test fails.
+public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
+    /// The size the decoder produces before resampling (after JPEG shrink-on-load), in stored orientation.
+    public var decodedSize: PixelSize
+    /// The first output size the fitting search tries, in stored orientation.
+    public var targetSize: PixelSize
+    /// Upper bound of `PreparedImage.peakPixelBytes`: what the pipeline's own meter counts.
+    public var meteredPixelBytes: Int
+    /// Pixel buffers alive beside the metered ones but not counted by the meter.
+    public var unmeteredPixelBytes: Int
+    /// Allocations inside the C decoder (libjpeg, libpng, giflib).
+    public var decoderLibraryBytes: Int
+    /// Allocations inside the C encoder (libjpeg, libpng/zlib, giflib).
+    public var encoderLibraryBytes: Int
+    /// Encoded bytes held at once: outputs kept by the quality search, the encoder's growing buffer.
+    public var outputBytes: Int
+    /// The encoded input in memory (`.memory`), or the read buffers of a file (`.file`).
+    public var inputBytes: Int
+    /// Metadata blocks and their copies, from the probe to the encoder.
+    public var metadataBytes: Int
+
+    /// The memory a job may need at its peak: the sum of the parts.
+    public var totalBytes: Int {
+        meteredPixelBytes + unmeteredPixelBytes + decoderLibraryBytes + encoderLibraryBytes + outputBytes
+            + inputBytes + metadataBytes
+    }
+
+    /// The part the pipeline does not meter (libraries, outputs, input, metadata, unmetered bitmaps).
+    public var unmeteredBytes: Int { totalBytes - meteredPixelBytes }
+
+    /// The total and each part, for logs and test messages.
+    public var description: String {
+        "\(totalBytes) bytes (metered pixels \(meteredPixelBytes), other pixels \(unmeteredPixelBytes), "
+            + "decoder \(decoderLibraryBytes), encoder \(encoderLibraryBytes), output \(outputBytes), "
+            + "input \(inputBytes), metadata \(metadataBytes); decode \(decodedSize) → \(targetSize))"
+    }
+
+    /// Plans the memory for preparing an image with `info` (from `SharePipe.inspect`) under `options`.
+    ///
+    /// - Parameters:
+    ///   - info: the probe of the input; only its header facts are used.
+    ///   - options: the options the job runs with (caps, quality, strategy, limits).
+    ///   - input: whether the encoded input is in memory for the whole job or read from a file.
+    public init(info: ImageInfo, options: PrepareOptions, input: InputResidence = .file) {
+        let keptPayload = StandardMetadataPolicy().outcome(for: info, mode: options.strip).kept
+            .reduce(0) { $0 + $1.payloadByteCount }
+        let animated = info.format == .gif && info.frameCount > 1 && options.animation.allowed
+        let target: PixelSize
+        if animated {
+            target = ScalePlan.targetSize(for: info.size, caps: options.animatedSizeCaps)
+        } else {
+            // As `Pipeline.prepare`: the caps apply to the displayed image, decoding works in stored orientation.
+            let displayed = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)
+            target = info.orientation.swapsAxes ? displayed.transposed : displayed
+        }
+        var plan: Parts
+        switch info.format {
+        case .jpeg: plan = Self.jpeg(info, target: target, options: options, keptMetadata: keptPayload)
+        case .png: plan = Self.png(info, target: target, options: options, keptMetadata: keptPayload)
+        case .gif:
+            plan = animated ? Self.animatedGIF(info, target: target, options: options, keptMetadata: keptPayload)
+                : Self.stillGIF(info, target: target, options: options, keptMetadata: keptPayload)
+        }
+        if !animated {
+            // Orienting holds the render, then the rotated copy, one at a time in the meter; the rotated copy
+            // is made while the unrotated render is still referenced (not metered).
+            plan.metered = max(plan.metered, plan.renderedSize.area * plan.channels)
+            if info.orientation != .up { plan.unmetered += plan.renderedSize.area * plan.channels }
+            if options.strategy == .cpuFirst {
+                // `cpuFirst` keeps the first render (unmetered once its resampler has finished) and resamples
+                // it in memory for every smaller size; the window of that resample is metered.
+                plan.unmetered += plan.renderedSize.area * plan.channels
+                plan.metered = max(plan.metered, Self.inMemoryResampleBound(from: plan.renderedSize, channels: plan.channels))
+            }
+        }
+        decodedSize = plan.decodedSize
+        targetSize = target
+        meteredPixelBytes = plan.metered
+        unmeteredPixelBytes = plan.unmetered
+        decoderLibraryBytes = plan.decoder
+        encoderLibraryBytes = plan.encoder
+        outputBytes = plan.output
+        inputBytes = input == .memory ? info.byteCount : Self.fileReadBufferBytes
+        // The probe's blocks live for the whole job; the policy's kept copies and the encoder's pinned
+        // marker copies exist beside them while encoding.
+        metadataBytes = info.metadata.reduce(0) { $0 + $1.payloadByteCount } + 2 * keptPayload
+    }
+
+    /// Memory needed to receive an upload: the part kept in memory below the spool threshold (twice: the
+    /// array grows by doubling and is copied once to its exact size), plus one chunk being copied.
+    public static func receiving(spoolThreshold: Int) -> Int { 2 * spoolThreshold + spoolWriteBufferBytes }
+
+    // MARK: - Allowances (each a bound for an allocation of fixed or format-bounded size)
+
+    /// Read buffers of a file source: ByteReader's 64 KiB, libjpeg's 4 KiB `jpeg_stdio_src` buffer, stdio's
+    /// own 4 KiB: rounded up.
+    static let fileReadBufferBytes = 80 << 10
+    /// One upload chunk held while it is written to the spool file.
+    static let spoolWriteBufferBytes = 64 << 10
+    /// libjpeg's fixed allocations per (de)compressor: the struct, Huffman and quantisation tables, range
+    /// limit and IDCT tables, entropy state, pool headers (well under 100 KiB; 256 KiB allowed).
+    static let jpegFixedBytes = 256 << 10
+    /// Output rows libjpeg keeps per component in its strip buffers (context rows for fancy upsampling, the
+    /// colour converter, the downsampler): at most 4 iMCU rows of 16 lines.
+    static let jpegStripRows = 64
+    /// Rows `JPEGDecoder.render` asks libjpeg for at once.
+    static let jpegRowBatch = 16
+    /// zlib's deflate state at level 9 (about 268 KiB with default windowBits and memLevel), or inflate's
+    /// state and 32 KiB window, with libpng's structs: rounded up.
+    static let zlibBytes = 320 << 10
+    /// A GIF frame's row of indices: a frame may be wider than the screen, but never wider than 65 535.
+    static let gifFrameRowBytes = 64 << 10
+    /// Colour quantisation (histogram boxes, nearest-colour caches) and LZW tables.
+    static let gifCodecBytes = 512 << 10
+
+    // MARK: - Per format
+
+    /// The parts before the input and metadata are added.
+    struct Parts {
+        /// What the decoder produces before resampling.
+        var decodedSize: PixelSize
+        /// The bitmap a render produces (stored orientation), and its channel count.
+        var renderedSize: PixelSize
+        var channels: Int
+        var metered: Int
+        var unmetered: Int
+        var decoder: Int
+        var encoder: Int
+        var output: Int
+    }
+
+    /// JPEG: DCT-scaled decode streamed into the resampler (`JPEGDecoder.render`), orient, libjpeg encode.
+    static func jpeg(_ info: ImageInfo, target: PixelSize, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        let isCMYK = info.colorModel == .cmyk || info.colorModel == .ycck
+        let components = info.colorModel == .gray ? 1 : isCMYK ? 4 : 3
+        let channels = info.colorModel == .gray ? 1 : 3
+
+        // What `JPEGDecoder.render` meters for one target: the resampler, the 16-row batch, the CMYK row.
+        func render(_ wanted: PixelSize) -> (decoded: PixelSize, output: PixelSize, metered: Int) {
+            let numerator = ScalePlan.jpegScaleNumerator(stored: info.size, target: wanted)
+            let decoded = PixelSize(width: (info.size.width * numerator + 7) / 8,
+                                    height: (info.size.height * numerator + 7) / 8)
+            let output = PixelSize(width: min(wanted.width, decoded.width), height: min(wanted.height, decoded.height))
+            let resampler = LanczosResampler.memoryEstimate(from: decoded, to: output, channels: channels)
+            let rows = decoded.width * components * jpegRowBatch + (isCMYK ? decoded.width * 3 : 0)
+            return (decoded, output, resampler + rows)
+        }
+
+        let main = render(target)
+        var metered = main.metered
+        var rewriteOutput = 0
+        if rewritesMetadataOnly(info, target: target) {
+            // The metadata-only path first proves the data whole with a 1/8-scale decode.
+            metered = max(metered, render(ScalePlan.scaled(info.size, by: 0.125)).metered)
+            rewriteOutput = rewriteOutputBytes(info, keptMetadata: keptMetadata)
+        }
+
+        // libjpeg decompressor: a progressive (multi-scan) file keeps every coefficient of the image, 64 × 2
+        // bytes per 8×8 block per component, blocks padded to the MCU. The probe does not report the chroma
+        // sampling, so 4:4:4 is assumed (a 4:2:0 file needs half). libjpeg refuses past `maxDecoderMemory`
+        // ("backing store not supported"), so that caps it.
+        let blocksWide = (info.size.width + 7) / 8 + 1, blocksHigh = (info.size.height + 7) / 8 + 1
+        let coefficients = info.progressive
+            ? min(components * blocksWide * blocksHigh * 128, options.limits.maxDecoderMemory) : 0
+        let decoder = jpegFixedBytes + coefficients + (main.decoded.width + 16) * components * jpegStripRows
+
+        return Parts(decodedSize: main.decoded, renderedSize: main.output, channels: channels, metered: metered,
+                     unmetered: 0, decoder: decoder, encoder: jpegEncoderBytes(main.output, channels: channels),
+                     output: max(jpegOutputBytes(main.output, channels: channels, keptMetadata: keptMetadata), rewriteOutput))
+    }
+
+    /// PNG (`PNGDecoder.render`): no shrink-on-load; one row at a time, or for Adam7 the even rows
+    /// (⌈height / 2⌉ rows) held until the last pass; 16-bit rows widened to Float; encoded as PNG (reduced
+    /// to gray or a palette where lossless), or as JPEG where `allowFormatChange` lets it.
+    static func png(_ info: ImageInfo, target: PixelSize, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        // `PNGRowFormat`: libpng's expanded rows (palette → RGB, tRNS → alpha, 1/2/4-bit → 8).
+        let channels: Int
+        switch info.colorModel {
+        case .gray: channels = info.hasAlpha ? 2 : 1
+        case .grayAlpha: channels = 2
+        case .rgb, .palette: channels = info.hasAlpha ? 4 : 3
+        default: channels = 4
+        }
+        let size = info.size
+        let rowBytes = size.width * channels * (info.bitDepth == 16 ? 2 : 1)
+        let rows = info.progressive ? ((size.height + 1) / 2 + 1) * rowBytes : rowBytes
+        let floatRow = info.bitDepth == 16 ? size.width * channels * 4 : 0
+
+        func render(_ wanted: PixelSize) -> (output: PixelSize, metered: Int) {
+            let output = PixelSize(width: min(wanted.width, size.width), height: min(wanted.height, size.height))
+            return (output, LanczosResampler.memoryEstimate(from: size, to: output, channels: channels) + rows + floatRow)
+        }
+        let main = render(target)
+        var metered = main.metered
+        var rewriteOutput = 0
+        if rewritesMetadataOnly(info, target: target) {
+            metered = max(metered, render(ScalePlan.scaled(size, by: 0.125)).metered)
+            rewriteOutput = rewriteOutputBytes(info, keptMetadata: keptMetadata)
+        }
+        let out = main.output
+        // `PNGStoredImage`: alpha dropped, gray made, first-seen palette slots and indices: copies of the output.
+        let unmetered = out.area * channels * 2 + out.area * 2
+        // 8-bit RGBA with a filter byte per row, and deflate's worst-case growth (5 bytes per 16 KiB block).
+        let raw = out.area * 4 + out.height
+        let onePNG = raw + raw / 1000 + 1024 + keptMetadata + info.pngStructuralChunks.reduce(0) { $0 + $1.data.count }
+        // At zlib 9 the encoder keeps both filter strategies' files; each is libpng's buffer and its copy.
+        var output = max(4 * onePNG + onePNG, rewriteOutput)
+        var encoder = zlibBytes + 2 * (out.width * 4 + 1) * 2
+        if options.allowFormatChange {
+            let jpegChannels = channels <= 2 ? 1 : 3
+            encoder += jpegEncoderBytes(out, channels: jpegChannels)
+            output = max(output, jpegOutputBytes(out, channels: jpegChannels, keptMetadata: keptMetadata))
+        }
+        return Parts(decodedSize: size, renderedSize: out, channels: channels, metered: metered,
+                     unmetered: unmetered + (options.allowFormatChange ? out.area * 3 : 0),   // flattened over white
+                     decoder: zlibBytes + 2 * (rowBytes + 1) + (64 << 10), encoder: encoder, output: output)
+    }
+
+    /// A still GIF, or the first frame of an animation a service shows as a still (`GIFDecoder.render`):
+    /// rows straight into the resampler, or through an RGBA canvas of the screen when the frame does not
+    /// cover it; encoded as a one-frame GIF (`GIFEncoder`).
+    static func stillGIF(_ info: ImageInfo, target: PixelSize, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        let screen = info.size
+        let channels = info.hasAlpha ? 4 : 3
+        let out = PixelSize(width: min(target.width, screen.width), height: min(target.height, screen.height))
+        // The canvas, and the rectangle a "restore to previous" first frame saves, each up to the screen.
+        let canvas = 2 * screen.area * 4
+        let metered = LanczosResampler.memoryEstimate(from: screen, to: out, channels: channels)
+            + screen.width * channels + canvas + gifFrameRowBytes
+        // `GIFEncoder`: an RGBA copy and the indices of the output.
+        let unmetered = out.area * 4 + out.area
+        // LZW codes are at most 12 bits per pixel: 1.5 bytes, plus sub-block lengths and headers.
+        let oneGIF = out.area * 3 / 2 + out.area / 255 + 2048 + keptMetadata
+        return Parts(decodedSize: screen, renderedSize: out, channels: channels, metered: metered, unmetered: unmetered,
+                     decoder: gifCodecBytes, encoder: gifCodecBytes, output: 6 * oneGIF)
+    }
+
+    /// An animated GIF (`AnimatedGIFPipeline`): the source canvas (RGBA) and the rectangle a "previous"
+    /// disposal restores (up to a second canvas); at the output size, the viewer model, the picture being
+    /// written, the next one, its indices and its changed pixels; the resampler between them.
+    static func animatedGIF(_ info: ImageInfo, target: PixelSize, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        let screen = info.size
+        let out = target
+        let metered = 2 * screen.area * 4 + gifFrameRowBytes
+            + LanczosResampler.memoryEstimate(from: screen, to: out, channels: 4)
+            + 3 * out.area * 4 + out.area + out.area * 4
+        // The changed-pixel mask (one Bool per output pixel) and the frame summary (a record and a possible
+        // local colour table per frame).
+        let unmetered = out.area + info.frameCount * 1024
+        // The writer holds the whole output. LZW's bound (1.5 bytes per pixel per frame) is far above what
+        // frame differencing produces, so the output is bounded by 4 × the larger of the input and the byte
+        // limit (a practical bound, not a strict one), and by LZW's, whichever is smaller; doubled for the
+        // growing buffer.
+        let lzw = info.frameCount * (out.area * 3 / 2 + out.area / 255 + 1024)
+        let practical = 4 * max(info.byteCount, options.animatedMaxBytes ?? 0) + (1 << 20)
+        let output = 2 * (min(lzw, practical) + keptMetadata + 2048)
+        return Parts(decodedSize: screen, renderedSize: out, channels: 4, metered: metered, unmetered: unmetered,
+                     decoder: gifCodecBytes, encoder: gifCodecBytes, output: output)
+    }
+
+    // MARK: - Shared pieces
+
+    /// Whether `Pipeline.prepare` tries the metadata-only rewrite (no resize, no rotation, not CMYK).
+    static func rewritesMetadataOnly(_ info: ImageInfo, target: PixelSize) -> Bool {
+        target == info.size && info.orientation == .up && info.colorModel != .cmyk && info.colorModel != .ycck
+            && info.format != .gif
+    }
+
+    /// The rewritten file is at most the input plus the kept metadata; its array grows by doubling.
+    static func rewriteOutputBytes(_ info: ImageInfo, keptMetadata: Int) -> Int {
+        2 * (info.byteCount + keptMetadata + 1024)
+    }
+
+    /// libjpeg's compressor with `optimize_coding` (always on in `JPEGEncoder`) keeps every coefficient of
+    /// the output for its second pass: 4:2:0 is 6 blocks of 128 bytes per 16×16 MCU (≈ w × h × 1.5 × 2
+    /// bytes), gray one block per 8×8. Plus its strip buffers and fixed tables.
+    static func jpegEncoderBytes(_ out: PixelSize, channels: Int) -> Int {
+        let coefficients = channels == 1
+            ? ((out.width + 7) / 8) * ((out.height + 7) / 8) * 128
+            : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 128
+        return jpegFixedBytes + coefficients + (out.width + 16) * channels * jpegStripRows
+    }
+
+    /// Encoded JPEGs held at once: the quality search can hold the ceiling's, the floor's and the best fit's
+    /// while a fourth is copied out of libjpeg's destination buffer (which doubles: 2×) — 6 outputs. One
+    /// output is bounded by one byte per coded sample (4:2:0: 1.5 per pixel): noise at quality 100 measures
+    /// 0.45 (`ServiceMemoryTests.noiseAtQuality100FitsTheOutputAllowance`).
+    static func jpegOutputBytes(_ out: PixelSize, channels: Int, keptMetadata: Int) -> Int {
+        let samples = channels == 1 ? out.area : (out.area * 3 + 1) / 2
+        return 6 * max(samples + keptMetadata + 4096, 64 << 10)
+    }
+
+    /// The largest window `InMemoryResample` may meter when `cpuFirst` resamples a kept render of `kept`
+    /// to any smaller size: the largest over the shrink factors the fitting search can reach.
+    static func inMemoryResampleBound(from kept: PixelSize, channels: Int) -> Int {
+        var largest = 0
+        var factor = 0.9
+        while factor > 0.02 {
+            let size = ScalePlan.scaled(kept, by: factor)
+            largest = max(largest, LanczosResampler.memoryEstimate(from: kept, to: size, channels: channels))
+            factor -= 0.01
+        }
+        return largest
+    }
+}
+
+extension MetadataBlock {
+    /// Bytes of the block's payload.
+    var payloadByteCount: Int {
+        switch self {
+        case .exif(let bytes), .xmp(let bytes), .extendedXMP(let bytes), .iptc(let bytes), .icc(let bytes),
+             .comment(let bytes):
+            return bytes.count
+        case .pngText(let type, let data): return type.utf8.count + data.count
+        case .other(let tag, let data): return tag.utf8.count + data.count
+        }
+    }
+}

@@ -1,0 +1,434 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import Logging
+
+/// SharePipe for a posting service: many uploads prepared at once, in process, within a memory budget.
+///
+/// Each call prepares one input for one or more service profiles. Before anything is decoded, the input's
+/// header is probed and every profile's peak memory is planned (`MemoryEstimate`); the call then waits in
+/// the budget's first-in-first-out queue until that much memory is free. The admission unit is the
+/// upload: its profiles run one after another inside one reservation of the input plus the largest
+/// profile's estimate, so the input is counted once and no call ever waits while holding memory (no
+/// deadlock). Work runs on Dispatch threads, so the Swift concurrency pool stays free for I/O, and
+/// Task cancellation is honoured while waiting, between pipeline steps and between fitting attempts: a
+/// cancelled call throws `SharePipeError.cancelled`, releases its reservation and removes its spool file.
+///
+/// ```swift
+/// let pipeline = SharePipeline(configuration: .init(memoryBudget: 512 << 20))
+/// let results = try await pipeline.prepare(.file(path: "IMG_0001.jpg"), for: [.x, .weibo])
+/// for result in results { print(result.profile.name, try result.get().byteCount) }
+/// ```
+///
+/// One structured log line is written per profile job (see `Configuration`); it carries sizes, counts,
+/// timings and the outcome, never image data or metadata values.
+public struct SharePipeline: Sendable {
+    /// How a `SharePipeline` admits and runs work.
+    public struct Configuration: Sendable {
+        /// Bytes of memory the pipeline's jobs and uploads may hold at once (`MemoryEstimate.totalBytes`).
+        public var memoryBudget: Int
+        /// Jobs that may run at once whatever the memory (CPU work); defaults to the number of active cores.
+        public var maxConcurrentJobs: Int
+        /// What happens to an input whose estimate exceeds the whole budget.
+        public var oversizedJobs: OversizedJobPolicy
+        /// Streamed uploads up to this many bytes stay in memory; larger ones are spooled to a file.
+        public var spoolThreshold: Int
+        /// Where spool files are made (`mkstemp`, mode 0600, unlinked when the call ends).
+        public var spoolDirectory: String
+        /// Options every profile starts from (strip mode, quality, limits); the profile sets the caps and
+        /// the byte limit through `ServiceProfile.options(basedOn:)`.
+        public var baseOptions: PrepareOptions
+
+        /// - Parameters:
+        ///   - memoryBudget: bytes the pipeline may hold at once.
+        ///   - maxConcurrentJobs: jobs at once (nil: the number of active cores).
+        ///   - oversizedJobs: `.runAlone` (default) or `.refuse` for inputs larger than the budget.
+        ///   - spoolThreshold: uploads above this many bytes go to a spool file (default 1 MiB).
+        ///   - spoolDirectory: where spool files go (nil: `$TMPDIR`, else `/tmp`).
+        ///   - baseOptions: options every profile starts from.
+        public init(memoryBudget: Int, maxConcurrentJobs: Int? = nil, oversizedJobs: OversizedJobPolicy = .runAlone,
+                    spoolThreshold: Int = 1 << 20, spoolDirectory: String? = nil,
+                    baseOptions: PrepareOptions = PrepareOptions()) {
+            self.memoryBudget = memoryBudget
+            self.maxConcurrentJobs = maxConcurrentJobs ?? max(1, ProcessInfo.processInfo.activeProcessorCount)
+            self.oversizedJobs = oversizedJobs
+            self.spoolThreshold = spoolThreshold
+            self.spoolDirectory = spoolDirectory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap {
+                $0.isEmpty ? nil : $0
+            } ?? "/tmp"
+            self.baseOptions = baseOptions
+        }
+    }
+
+    /// The configuration the pipeline was made with.
+    public let configuration: Configuration
+    /// The admission queue; its `usage` shows what is reserved, running and waiting.
+    public let budget: MemoryBudget
+    /// Where the one line per job goes.
+    public let logger: Logger
+    /// Test instrumentation: called around every job and at every pipeline checkpoint.
+    var hooks = JobHooks()
+
+    /// A pipeline with its own budget.
+    ///
+    /// - Throws: `SharePipeError.invalidOptions` when the configuration or its base options make no sense.
+    public init(configuration: Configuration, logger: Logger = Logger(label: "SharePipe.SharePipeline")) throws {
+        if configuration.memoryBudget < 1 {
+            throw SharePipeError.invalidOptions("expected a positive number of bytes for `memoryBudget`, got \(configuration.memoryBudget)")
+        }
+        if configuration.maxConcurrentJobs < 1 {
+            throw SharePipeError.invalidOptions("expected at least 1 for `maxConcurrentJobs`, got \(configuration.maxConcurrentJobs)")
+        }
+        if configuration.spoolThreshold < 0 {
+            throw SharePipeError.invalidOptions("expected 0 or more bytes for `spoolThreshold`, got \(configuration.spoolThreshold)")
+        }
+        try configuration.baseOptions.validate()
+        self.configuration = configuration
+        self.budget = MemoryBudget(capacity: configuration.memoryBudget, maxConcurrentJobs: configuration.maxConcurrentJobs,
+                                   oversizedJobs: configuration.oversizedJobs)
+        self.logger = logger
+    }
+
+    // MARK: - Entry points
+
+    /// Prepares a file or in-memory image for each profile, within the memory budget.
+    ///
+    /// - Parameters:
+    ///   - source: `.file(path:)` (or `.url(_:)`), read through small buffers; or `.bytes(_:)`, whose size is
+    ///     counted in the budget while the call runs.
+    ///   - name: the input's name in logs and errors (default: the path, or "<memory>").
+    ///   - profiles: the services to prepare for; one result each, in the same order.
+    /// - Returns: one `ServiceResult` per profile; a profile that cannot be met (`cannotMeetLimit`) is a
+    ///   failed result, not a thrown error.
+    /// - Throws: `SharePipeError` for the input as a whole: `cancelled`, `unsupportedFormat`, `corrupt` or
+    ///   `tooLarge` header, `unreadable`, `invalidOptions`, or `tooLarge` against the budget under `.refuse`.
+    public func prepare(_ source: ImageSource, named name: String? = nil,
+                        for profiles: [ServiceProfile]) async throws -> [ServiceResult] {
+        let start = ContinuousClock.now
+        let name = name ?? source.displayName
+        let residence: InputResidence
+        if case .bytes = source { residence = .memory } else { residence = .file }
+        let plans = try plan(source, named: name, residence: residence, profiles: profiles)
+        let reservation = try await admit(plans, named: name)
+        return try await run(source, named: name, plans: plans, holding: reservation, since: start)
+    }
+
+    /// Prepares a streamed upload (an HTTP request body, say) for each profile, within the memory budget.
+    ///
+    /// The body is received into memory up to `spoolThreshold` bytes; past that it is written to a spool
+    /// file (`mkstemp` in `spoolDirectory`), so memory stays bounded whatever the upload's size. Receiving
+    /// reserves `MemoryEstimate.receiving(spoolThreshold:)` bytes from the budget (without a job slot). A
+    /// small upload that would have to wait for memory once it has arrived is spooled too, so nothing waits
+    /// in line holding memory the budget does not count. The spool file is removed when the call ends,
+    /// however it ends.
+    ///
+    /// - Parameters:
+    ///   - chunks: the body, as an async sequence of byte chunks (`[UInt8]`, `ArraySlice<UInt8>`, …).
+    ///   - name: the upload's name in logs and errors.
+    ///   - profiles: the services to prepare for.
+    /// - Throws: as `prepare(_:named:for:)`; also `tooLarge` past `baseOptions.limits.maxInputBytes` and
+    ///   `unreadable` when the sequence throws.
+    public func prepare<Chunks: AsyncSequence>(upload chunks: Chunks, named name: String = "<upload>",
+                                               for profiles: [ServiceProfile]) async throws -> [ServiceResult]
+    where Chunks.Element: Sequence, Chunks.Element.Element == UInt8 {
+        let start = ContinuousClock.now
+        let receiver = UploadReceiver(threshold: configuration.spoolThreshold, directory: configuration.spoolDirectory,
+                                      maxBytes: configuration.baseOptions.limits.maxInputBytes, name: name)
+        let receiving: MemoryBudget.Reservation
+        var received: ReceivedUpload
+        do {
+            receiving = try await reserve(MemoryEstimate.receiving(spoolThreshold: configuration.spoolThreshold),
+                                          holdingJobSlot: false, name: name)
+            do {
+                received = try await receiver.receive(chunks)
+            } catch {
+                await budget.release(receiving)
+                throw error
+            }
+        } catch {
+            throw failed(error, named: name, profiles: profiles, plans: nil)
+        }
+
+        switch received {
+        case .spooled(let file):
+            defer { file.remove() }
+            await budget.release(receiving)
+            let source = ImageSource.file(path: file.path)
+            let plans = try plan(source, named: name, residence: .file, profiles: profiles, spoolPath: file.path)
+            let reservation = try await admit(plans, named: name)
+            return try await run(source, named: name, plans: plans, holding: reservation, since: start,
+                                 spoolPath: file.path)
+
+        case .memory(var bytes):
+            received = .memory([])   // `bytes` is now the only reference to the upload
+            let plans: [JobPlan]
+            do {
+                plans = try plan(.bytes(bytes), named: name, residence: .memory, profiles: profiles)
+            } catch {
+                await budget.release(receiving)
+                throw error   // logged by `plan`
+            }
+            do {
+                try refuseIfOversized(plans, named: name)
+            } catch {
+                await budget.release(receiving)
+                throw failed(error, named: name, profiles: profiles, plans: plans)
+            }
+            if let granted = await budget.exchange(receiving, for: Self.need(plans)) {
+                return try await run(.bytes(bytes), named: name, plans: plans, holding: granted, since: start)
+            }
+            // It would have to wait: wait on disk, not in memory.
+            let file: SpoolFile
+            do {
+                file = try UploadReceiver.spool(bytes, in: configuration.spoolDirectory)
+            } catch {
+                await budget.release(receiving)
+                throw failed(error, named: name, profiles: profiles, plans: plans)
+            }
+            defer { file.remove() }
+            bytes = []
+            await budget.release(receiving)
+            let onDisk = plans.map { $0.replanned(input: .file) }
+            let reservation = try await admit(onDisk, named: name)
+            return try await run(.file(path: file.path), named: name, plans: onDisk, holding: reservation,
+                                 since: start, spoolPath: file.path)
+        }
+    }
+
+    // MARK: - The work
+
+    /// Probes the header (no pixels) and plans every profile's job. Logs and throws input-level failures.
+    private func plan(_ source: ImageSource, named name: String, residence: InputResidence, profiles: [ServiceProfile],
+                      spoolPath: String? = nil) throws -> [JobPlan] {
+        do {
+            if profiles.isEmpty { throw SharePipeError.invalidOptions("expected at least one profile, got none") }
+            if Task.isCancelled { throw SharePipeError.cancelled(file: name) }
+            let info = try SharePipe.inspect(source, limits: configuration.baseOptions.limits)
+            return try profiles.map { profile in
+                let options = profile.options(basedOn: configuration.baseOptions)
+                try options.validate()
+                return JobPlan(profile: profile, info: info, options: options,
+                               estimate: MemoryEstimate(info: info, options: options, input: residence))
+            }
+        } catch {
+            throw failed(error, named: name, profiles: profiles, plans: nil, spoolPath: spoolPath ?? source.displayName)
+        }
+    }
+
+    /// Waits in line for the upload's memory: the largest profile's estimate (each counts the input once).
+    private func admit(_ plans: [JobPlan], named name: String) async throws -> MemoryBudget.Reservation {
+        do {
+            try refuseIfOversized(plans, named: name)
+            return try await reserve(Self.need(plans), holdingJobSlot: true, name: name)
+        } catch {
+            throw failed(error, named: name, profiles: plans.map(\.profile), plans: plans)
+        }
+    }
+
+    /// Under `.refuse`, an input larger than the whole budget is `tooLarge`.
+    private func refuseIfOversized(_ plans: [JobPlan], named name: String) throws {
+        let need = Self.need(plans)
+        guard need > configuration.memoryBudget, configuration.oversizedJobs == .refuse, let info = plans.first?.info else { return }
+        throw SharePipeError.tooLarge(file: name, width: info.size.width, height: info.size.height,
+                                      limit: "the memory budget of \(configuration.memoryBudget) bytes (preparing it needs about \(need))")
+    }
+
+    private static func need(_ plans: [JobPlan]) -> Int { plans.map(\.estimate.totalBytes).max() ?? 0 }
+
+    /// Runs the admitted jobs one after another inside `reservation`, then releases it. Throws only when
+    /// cancelled; every other failure is that profile's result.
+    private func run(_ source: ImageSource, named name: String, plans: [JobPlan], holding reservation: MemoryBudget.Reservation,
+                     since start: ContinuousClock.Instant, spoolPath: String? = nil) async throws -> [ServiceResult] {
+        let waited = ContinuousClock.now - start
+        var results: [ServiceResult] = []
+        for plan in plans {
+            await hooks.willRun?(name)
+            let began = ContinuousClock.now
+            let outcome: Result<PreparedImage, SharePipeError>
+            do {
+                outcome = .success(try await runBlocking(source, options: plan.options, name: name))
+            } catch {
+                outcome = .failure(Self.sharePipeError(error, renaming: spoolPath ?? source.displayName, to: name))
+            }
+            let ran = ContinuousClock.now - began
+            await hooks.didRun?(name)
+            log(name: name, profile: plan.profile, plan: plan, outcome: outcome, waited: waited, ran: ran)
+            if case .failure(.cancelled) = outcome {
+                await budget.release(reservation)
+                throw SharePipeError.cancelled(file: name)
+            }
+            results.append(ServiceResult(profile: plan.profile, outcome: outcome, estimate: plan.estimate,
+                                         waitDuration: waited, runDuration: ran))
+        }
+        await budget.release(reservation)
+        return results
+    }
+
+    /// Logs one failed line per profile and returns the error as a `SharePipeError` naming the input.
+    private func failed(_ error: any Error, named name: String, profiles: [ServiceProfile], plans: [JobPlan]?,
+                        spoolPath: String? = nil) -> SharePipeError {
+        let failure = Self.sharePipeError(error, renaming: spoolPath, to: name)
+        for (index, profile) in profiles.enumerated() {
+            log(name: name, profile: profile, plan: plans?[index], outcome: .failure(failure), waited: nil, ran: nil)
+        }
+        return failure
+    }
+
+    /// Runs the synchronous pipeline on a Dispatch thread; Task cancellation raises a flag that the
+    /// pipeline's checkpoints (between steps and between fitting attempts) turn into `cancelled`.
+    private func runBlocking(_ source: ImageSource, options: PrepareOptions, name: String) async throws -> PreparedImage {
+        let flag = CancellationFlag()
+        let checkpointHook = hooks.checkpoint
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PreparedImage, any Error>) in
+                DispatchQueue.global(qos: .userInitiated).async {
+                    continuation.resume(with: Result {
+                        if flag.isRaised { throw SharePipeError.cancelled(file: name) }
+                        return try Pipeline.prepare(source, options: options) {
+                            checkpointHook?()
+                            if flag.isRaised { throw SharePipeError.cancelled(file: name) }
+                        }
+                    })
+                }
+            }
+        } onCancel: {
+            flag.raise()
+        }
+    }
+
+    /// Waits for a reservation, turning a cancelled wait into `SharePipeError.cancelled`.
+    private func reserve(_ bytes: Int, holdingJobSlot: Bool, name: String) async throws -> MemoryBudget.Reservation {
+        do {
+            return try await budget.reserve(bytes, holdingJobSlot: holdingJobSlot, for: name)
+        } catch is CancellationError {
+            throw SharePipeError.cancelled(file: name)
+        }
+    }
+
+    // MARK: - Logging
+
+    /// One line per job: what went in, what came out, how long, how much memory. Sizes, counts and kinds
+    /// only: no pixels, no bytes, no metadata values (no GPS, no camera serials, no captions).
+    private func log(name: String, profile: ServiceProfile, plan: JobPlan?, outcome: Result<PreparedImage, SharePipeError>,
+                     waited: Duration?, ran: Duration?) {
+        var metadata: Logger.Metadata = [
+            "input": "\(name)",
+            "profile": "\(profile.name)",
+        ]
+        if let plan {
+            metadata["estimate_bytes"] = "\(plan.estimate.totalBytes)"
+            metadata["estimate_pixel_bytes"] = "\(plan.estimate.meteredPixelBytes)"
+        }
+        if let waited { metadata["wait_ms"] = "\(Self.milliseconds(waited))" }
+        if let ran { metadata["duration_ms"] = "\(Self.milliseconds(ran))" }
+        switch outcome {
+        case .success(let image):
+            metadata["outcome"] = "prepared"
+            metadata["input_format"] = "\(image.inputFormat.rawValue)"
+            metadata["input_size"] = "\(image.inputSize.width)x\(image.inputSize.height)"
+            metadata["input_bytes"] = "\(image.inputByteCount)"
+            metadata["output_format"] = "\(image.format.rawValue)"
+            metadata["output_size"] = "\(image.size.width)x\(image.size.height)"
+            metadata["output_bytes"] = "\(image.byteCount)"
+            metadata["quality"] = "\(image.quality.map(String.init) ?? "-")"
+            metadata["method"] = "\(image.method.rawValue)"
+            metadata["attempts"] = "\(image.attempts.count)"
+            metadata["peak_pixel_bytes"] = "\(image.peakPixelBytes)"
+            metadata["removed_metadata"] = "\(image.removedMetadata.sorted().map(\.rawValue).joined(separator: ","))"
+            logger.info("job finished", metadata: metadata)
+        case .failure(let error):
+            metadata["outcome"] = error.kind == "cancelled" ? "cancelled" : "failed"
+            metadata["error_kind"] = "\(error.kind)"
+            metadata["error"] = "\(error)"
+            if error.kind == "cancelled" {
+                logger.notice("job cancelled", metadata: metadata)
+            } else {
+                logger.warning("job failed", metadata: metadata)
+            }
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// Any error as a `SharePipeError`, with a spool file's path replaced by the upload's name.
+    static func sharePipeError(_ error: any Error, renaming path: String?, to name: String) -> SharePipeError {
+        guard let error = error as? SharePipeError else {
+            if error is CancellationError { return .cancelled(file: name) }
+            return .corrupt(file: name, reason: "\(error)")
+        }
+        guard let path, path != name else { return error }
+        func rename(_ file: String) -> String { file == path ? name : file }
+        switch error {
+        case .unsupportedFormat(let file, let reason): return .unsupportedFormat(file: rename(file), reason: reason)
+        case .corrupt(let file, let reason): return .corrupt(file: rename(file), reason: reason)
+        case .tooLarge(let file, let width, let height, let limit):
+            return .tooLarge(file: rename(file), width: width, height: height, limit: limit)
+        case .cannotMeetLimit(let file, let limit, let best): return .cannotMeetLimit(file: rename(file), limit: limit, bestBytes: best)
+        case .unreadable(let file, let reason): return .unreadable(file: rename(file), reason: reason)
+        case .unwritable(let file, let reason): return .unwritable(file: rename(file), reason: reason)
+        case .invalidOptions: return error
+        case .cancelled(let file): return .cancelled(file: rename(file))
+        }
+    }
+}
+
+/// One profile's prepared image (or why there is none), with what it was planned to need.
+public struct ServiceResult: Sendable {
+    /// The service the image was prepared for.
+    public var profile: ServiceProfile
+    /// The prepared image, or the reason this profile could not be met (`cannotMeetLimit`, `corrupt`, …).
+    public var outcome: Result<PreparedImage, SharePipeError>
+    /// The memory planned for this job before it ran.
+    public var estimate: MemoryEstimate
+    /// Time from the call until its memory was granted (receiving included, for uploads).
+    public var waitDuration: Duration
+    /// Time the job itself ran.
+    public var runDuration: Duration
+
+    /// The prepared image, or the profile's error thrown.
+    public func get() throws -> PreparedImage { try outcome.get() }
+}
+
+/// One profile's job, planned before it runs.
+struct JobPlan: Sendable {
+    var profile: ServiceProfile
+    var info: ImageInfo
+    var options: PrepareOptions
+    var estimate: MemoryEstimate
+
+    /// The same job with its input somewhere else (an upload moved from memory to a spool file).
+    func replanned(input: InputResidence) -> JobPlan {
+        var plan = self
+        plan.estimate = MemoryEstimate(info: info, options: options, input: input)
+        return plan
+    }
+}
+
+/// Callbacks the tests use to watch jobs run (a counter of concurrent jobs, a cancellation at a set point).
+struct JobHooks: Sendable {
+    /// Called after admission, before each profile's job starts.
+    var willRun: (@Sendable (String) async -> Void)?
+    /// Called after each profile's job ends, however it ended.
+    var didRun: (@Sendable (String) async -> Void)?
+    /// Called on the job's thread at every pipeline checkpoint, before the cancellation check.
+    var checkpoint: (@Sendable () -> Void)?
+}
+
+/// A flag raised from a Task cancellation handler and read on a Dispatch thread.
+final class CancellationFlag: @unchecked Sendable {
+    private let lock = Mutex()
+    private var raised = false
+    var isRaised: Bool { lock.locked { raised } }
+    func raise() { lock.locked { raised = true } }
+}

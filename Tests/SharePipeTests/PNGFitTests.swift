@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+@testable import SharePipe
+
+@Suite("PNG encoding and the byte limit")
+struct PNGFitTests {
+    /// Encoded sizes of a fixture at the default and the strongest setting, as the fitter will see them.
+    private func encodedSizes(_ name: String) throws -> (zlib6: Int, zlib9: Int) {
+        let bitmap = try Decode.bitmap(try PNGFixtures.bytes(name))
+        let encoder = PNGEncoder()
+        let zlib6 = try encoder.encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false, effort: 6), metadata: [])
+        let zlib9 = try encoder.encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false, effort: 9), metadata: [])
+        return (zlib6.count, zlib9.count)
+    }
+
+    @Test("over the limit at the default setting, the strongest lossless setting is tried first")
+    func strongestLosslessFirst() throws {
+        // Fine detail gains from zlib 9's longer matches (the noisy photo does not: grain is incompressible).
+        let sizes = try encodedSizes("detail-rgba-8.png")
+        try #require(sizes.zlib9 < sizes.zlib6 - 1, "zlib 9 must be smaller for this test to mean anything")
+        let limit = (sizes.zlib6 + sizes.zlib9) / 2
+        let result = try Pipeline.prepare(PNGFixtures.source("detail-rgba-8.png"),
+                                          options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
+        #expect(result.format == .png)
+        #expect(result.size == PixelSize(width: 123, height: 97))
+        #expect(result.byteCount <= limit)
+        #expect(result.adjustments == ["zlib 9"])
+        #expect(result.attempts.map(\.note) == ["zlib 6", "zlib 9"])
+        #expect(result.attempts.last?.fits == true)
+        #expect(result.quality == nil)
+    }
+
+    @Test("where a format change is allowed and nothing is transparent, the PNG becomes a JPEG before shrinking")
+    func formatChange() throws {
+        let sizes = try encodedSizes("photo-160x120.png")
+        let limit = 20_000
+        try #require(sizes.zlib9 > limit)
+        let result = try Pipeline.prepare(PNGFixtures.source("photo-160x120.png"),
+                                          options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
+        #expect(result.format == .jpeg)
+        #expect(result.size == PixelSize(width: 160, height: 120))
+        #expect(result.byteCount <= limit)
+        #expect(result.adjustments == ["PNG → JPEG"])
+        #expect(result.quality != nil)
+        #expect(result.attempts.prefix(2).map(\.note) == ["zlib 6", "zlib 9"])
+        #expect(result.attempts.dropFirst(2).allSatisfy { $0.format == .jpeg && $0.note == "PNG → JPEG" })
+        #expect(ImageFormat.sniff(result.bytes) == .jpeg)
+        #expect(try Decode.bitmap(result.bytes).size == PixelSize(width: 160, height: 120))
+    }
+
+    @Test("without a format change the PNG gets smaller dimensions, at the strongest setting")
+    func smallerDimensions() throws {
+        let limit = 20_000
+        let result = try Pipeline.prepare(PNGFixtures.source("photo-160x120.png"),
+                                          options: PrepareOptions(maxBytes: limit, allowFormatChange: false))
+        #expect(result.format == .png)
+        #expect(result.byteCount <= limit)
+        #expect(result.size.width < 160 && result.size.height < 120)
+        #expect(result.adjustments == ["zlib 9", "dimensions reduced to fit"])
+        #expect(result.attempts.allSatisfy { $0.format == .png })
+        #expect(result.attempts.dropFirst(2).allSatisfy { $0.note == "zlib 9" }, "smaller sizes start at zlib 9")
+        #expect(try Decode.bitmap(result.bytes).size == result.size)
+    }
+
+    @Test("cpuFirst (one decode, resampled again for smaller sizes) makes the same PNG as memoryFirst")
+    func cpuFirstMatches() throws {
+        var options = PrepareOptions(maxBytes: 20_000, allowFormatChange: false)
+        let memoryFirst = try Pipeline.prepare(PNGFixtures.source("photo-160x120.png"), options: options)
+        options.strategy = .cpuFirst
+        let cpuFirst = try Pipeline.prepare(PNGFixtures.source("photo-160x120.png"), options: options)
+        #expect(cpuFirst.attempts.map(\.size) == memoryFirst.attempts.map(\.size))
+        #expect(cpuFirst.size == memoryFirst.size)
+        #expect(cpuFirst.byteCount <= 20_000)
+    }
+
+    @Test("meaningful alpha blocks the format change: the PNG shrinks instead")
+    func alphaKeepsPNG() throws {
+        let limit = 20_000
+        let result = try Pipeline.prepare(PNGFixtures.source("photo-alpha-160x120.png"),
+                                          options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
+        #expect(result.format == .png)
+        #expect(result.byteCount <= limit)
+        #expect(result.attempts.allSatisfy { $0.format == .png })
+        #expect(try Decode.bitmap(result.bytes).layout == .rgba)
+    }
+
+    @Test("a limit nothing can meet above the smallest short edge is an error, not an oversize file")
+    func cannotMeetLimit() throws {
+        #expect {
+            try Pipeline.prepare(PNGFixtures.source("photo-alpha-160x120.png"),
+                                 options: PrepareOptions(maxBytes: 1024, minShortEdge: 100))
+        } throws: { error in
+            guard case SharePipeError.cannotMeetLimit(_, 1024, let best) = error else { return false }
+            return best > 1024
+        }
+    }
+
+    // MARK: Stored form
+
+    private func encodeAndList(_ bitmap: Bitmap, metadata: [MetadataBlock] = []) throws -> (PNGListing, Bitmap) {
+        let bytes = try PNGEncoder().encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: metadata)
+        return (try PNGListing(bytes), try Decode.bitmap(bytes))
+    }
+
+    /// A 40×30 bitmap whose pixels come from `pixel(x, y)`.
+    private func bitmap(_ layout: PixelLayout, _ pixel: (Int, Int) -> [UInt8]) -> Bitmap {
+        var pixels: [UInt8] = []
+        for y in 0..<30 { for x in 0..<40 { pixels += pixel(x, y) } }
+        return Bitmap(size: PixelSize(width: 40, height: 30), layout: layout, pixels: pixels)
+    }
+
+    @Test("an opaque RGBA bitmap is written as RGB, losslessly")
+    func opaqueRGBAasRGB() throws {
+        let source = bitmap(.rgba) { x, y in [UInt8(x * 6), UInt8(y * 8), UInt8((x * y) & 255), 255] }
+        let (listing, decoded) = try encodeAndList(source)
+        #expect(listing.colorType == 2)
+        #expect(decoded == source.droppingAlpha())
+    }
+
+    @Test("an RGB bitmap whose channels are equal is written as gray, losslessly")
+    func grayAsGray() throws {
+        let source = bitmap(.rgb) { x, y in let v = UInt8((x * 7 + y * 3) & 255); return [v, v, v] }
+        let (listing, decoded) = try encodeAndList(source)
+        #expect(listing.colorType == 0)
+        #expect(decoded.layout == .gray)
+        #expect(decoded.rgb(13, 17) == source.rgb(13, 17))
+    }
+
+    @Test("few colours become a palette of the smallest depth, translucent entries first in tRNS",
+          arguments: [(2, 1), (4, 2), (9, 4), (200, 8)])
+    func palette(colours: Int, depth: Int) throws {
+        let source = bitmap(.rgba) { x, y in
+            let c = (x + y * 40) % colours
+            return [UInt8(c), UInt8(255 - c), UInt8(c * 7 & 255), c == 1 ? 100 : 255]
+        }
+        let (listing, decoded) = try encodeAndList(source)
+        #expect(listing.colorType == 3)
+        #expect(listing.bitDepth == depth)
+        #expect(listing.data("PLTE")?.count == colours * 3)
+        #expect(listing.data("tRNS") == [100], "only the one translucent entry, sorted first")
+        #expect(decoded == source)
+    }
+
+    @Test("a gray ICC profile keeps the image out of the palette; an RGB profile keeps it out of gray")
+    func profileConstrainsReduction() throws {
+        let stored = PNGStoredImage(reducing: bitmap(.gray) { x, _ in [UInt8(x % 3 * 100)] }, profileColorSpace: "GRAY")
+        #expect(stored.colorType == 0)
+        let colour = PNGStoredImage(reducing: bitmap(.rgb) { x, _ in let v = UInt8(x * 5); return [v, v, v] },
+                                    profileColorSpace: "RGB")
+        #expect(colour.colorType == 3 || colour.colorType == 2)
+        let free = PNGStoredImage(reducing: bitmap(.rgb) { x, _ in let v = UInt8(x * 5); return [v, v, v] },
+                                  profileColorSpace: nil)
+        #expect(free.colorType == 0)
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import Testing
+@testable import SharePipe
+
+/// `MemoryEstimate`: the planner by a table of cases, and its bound against the pipeline's own meter on
+/// every committed test image the pipeline supports.
+@Suite struct ServiceMemoryTests {
+    // MARK: - The planner, by table
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var info: ImageInfo
+        var options: PrepareOptions = PrepareOptions()
+        var input: InputResidence = .file
+        var decoded: PixelSize
+        var target: PixelSize
+        /// The metered part, worked out by hand from the decoder's buffers.
+        var metered: Int
+        var testDescription: String { name }
+    }
+
+    static func info(_ format: ImageFormat, _ width: Int, _ height: Int, _ color: ColorModel = .rgb,
+                     progressive: Bool = false, orientation: Int = 1, bitDepth: Int = 8, alpha: Bool = false,
+                     frames: Int = 1, bytes: Int = 1_000_000) -> ImageInfo {
+        ImageInfo(format: format, size: PixelSize(width: width, height: height), colorModel: color, bitDepth: bitDepth,
+                  progressive: progressive, orientation: Orientation(exifValue: orientation),
+                  storedOrientationValue: orientation, frameCount: frames, hasAlpha: alpha, metadata: [], byteCount: bytes)
+    }
+
+    static func window(_ from: (Int, Int), _ to: (Int, Int), _ channels: Int) -> Int {
+        LanczosResampler.memoryEstimate(from: PixelSize(width: from.0, height: from.1),
+                                        to: PixelSize(width: to.0, height: to.1), channels: channels)
+    }
+
+    static let cases: [Case] = {
+        var cpuFirst = PrepareOptions()
+        cpuFirst.strategy = .cpuFirst
+        return [
+            // 4000×3000 → 1440×1080: DCT scale 3/8 decodes 1500×1125; 16 RGB rows of 1500 are the batch.
+            Case(name: "12 MP baseline JPEG", info: info(.jpeg, 4000, 3000),
+                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                 metered: window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16),
+            Case(name: "12 MP progressive JPEG", info: info(.jpeg, 4000, 3000, progressive: true),
+                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                 metered: window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16),
+            // 8000×6000 → 1440×1080: scale 2/8 decodes 2000×1500.
+            Case(name: "48 MP baseline JPEG", info: info(.jpeg, 8000, 6000, bytes: 12_000_000),
+                 decoded: PixelSize(width: 2000, height: 1500), target: PixelSize(width: 1440, height: 1080),
+                 metered: window((2000, 1500), (1440, 1080), 3) + 2000 * 3 * 16),
+            // Orientation 6: the caps apply to the displayed 4000×3000; the decoder works on stored 3000×4000.
+            Case(name: "rotated JPEG", info: info(.jpeg, 3000, 4000, orientation: 6),
+                 decoded: PixelSize(width: 1125, height: 1500), target: PixelSize(width: 1080, height: 1440),
+                 metered: window((1125, 1500), (1080, 1440), 3) + 1125 * 3 * 16),
+            Case(name: "gray JPEG", info: info(.jpeg, 2000, 1500, .gray),
+                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                 metered: window((1500, 1125), (1440, 1080), 1) + 1500 * 1 * 16),
+            // CMYK: four components decoded, converted to RGB one row at a time; never a metadata rewrite.
+            Case(name: "CMYK JPEG, no resize", info: info(.jpeg, 400, 400, .cmyk),
+                 decoded: PixelSize(width: 400, height: 400), target: PixelSize(width: 400, height: 400),
+                 metered: window((400, 400), (400, 400), 3) + 400 * 4 * 16 + 400 * 3),
+            // No resize, upright: the metadata rewrite's 1/8 probe decode is smaller than the full render.
+            Case(name: "small JPEG held in memory", info: info(.jpeg, 600, 400, bytes: 5_000), input: .memory,
+                 decoded: PixelSize(width: 600, height: 400), target: PixelSize(width: 600, height: 400),
+                 metered: window((600, 400), (600, 400), 3) + 600 * 3 * 16),
+            Case(name: "cpuFirst JPEG", info: info(.jpeg, 4000, 3000), options: cpuFirst,
+                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                 metered: max(window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16,
+                              MemoryEstimate.inMemoryResampleBound(from: PixelSize(width: 1440, height: 1080), channels: 3))),
+            // Adam7: ⌈6000 / 2⌉ even rows of 4000 RGBA pixels wait for the last pass (plus the odd row).
+            Case(name: "interlaced RGBA PNG", info: info(.png, 4000, 6000, .rgba, progressive: true, alpha: true),
+                 decoded: PixelSize(width: 4000, height: 6000), target: PixelSize(width: 1080, height: 1620),
+                 metered: window((4000, 6000), (1080, 1620), 4) + 3001 * 4000 * 4),
+            // 16-bit rows arrive as bytes and are widened to Float before the resampler.
+            Case(name: "16-bit RGB PNG", info: info(.png, 3000, 2000, .rgb, bitDepth: 16),
+                 decoded: PixelSize(width: 3000, height: 2000), target: PixelSize(width: 1620, height: 1080),
+                 metered: window((3000, 2000), (1620, 1080), 3) + 3000 * 3 * 2 + 3000 * 3 * 4),
+            // Animated: canvas and saved rectangle at the screen size, pictures and the viewer model at the output.
+            Case(name: "animated GIF", info: info(.gif, 500, 280, .palette, frames: 40, bytes: 400_000),
+                 decoded: PixelSize(width: 500, height: 280), target: PixelSize(width: 500, height: 280),
+                 metered: 2 * 500 * 280 * 4 + MemoryEstimate.gifFrameRowBytes + window((500, 280), (500, 280), 4)
+                     + 3 * 500 * 280 * 4 + 500 * 280 + 500 * 280 * 4),
+        ]
+    }()
+
+    @Test(arguments: cases)
+    func plansTheDecodeAndTheMeteredBuffers(_ row: Case) {
+        let estimate = MemoryEstimate(info: row.info, options: row.options, input: row.input)
+        #expect(estimate.decodedSize == row.decoded)
+        #expect(estimate.targetSize == row.target)
+        #expect(estimate.meteredPixelBytes == row.metered, "\(estimate)")
+        #expect(estimate.totalBytes == estimate.meteredPixelBytes + estimate.unmeteredBytes)
+        #expect(estimate.inputBytes == (row.input == .memory ? row.info.byteCount : MemoryEstimate.fileReadBufferBytes))
+    }
+
+    @Test func progressiveJPEGAddsLibjpegsWholeCoefficientBuffer() {
+        let baseline = MemoryEstimate(info: Self.info(.jpeg, 4000, 3000), options: PrepareOptions())
+        let progressive = MemoryEstimate(info: Self.info(.jpeg, 4000, 3000, progressive: true), options: PrepareOptions())
+        // width × height × components × 2 bytes (4:4:4 assumed; the probe does not report the sampling).
+        let extra = progressive.decoderLibraryBytes - baseline.decoderLibraryBytes
+        #expect(extra >= 4000 * 3000 * 3 * 2)
+        #expect(extra <= 4016 * 3016 * 3 * 2)
+        #expect(progressive.meteredPixelBytes == baseline.meteredPixelBytes)   // the meter never sees it
+    }
+
+    @Test func libjpegsCoefficientBufferIsCappedByTheDecoderMemoryLimit() {
+        var options = PrepareOptions()
+        options.limits.maxDecoderMemory = 100 << 20
+        let capped = MemoryEstimate(info: Self.info(.jpeg, 8000, 6000, progressive: true), options: options)
+        let baseline = MemoryEstimate(info: Self.info(.jpeg, 8000, 6000), options: options)
+        #expect(capped.decoderLibraryBytes - baseline.decoderLibraryBytes == 100 << 20)
+    }
+
+    @Test func encoderBuffersFollowTheOutputNotTheInput() {
+        let small = MemoryEstimate(info: Self.info(.jpeg, 4000, 3000), options: PrepareOptions())
+        let large = MemoryEstimate(info: Self.info(.jpeg, 8000, 6000), options: PrepareOptions())
+        #expect(small.encoderLibraryBytes == large.encoderLibraryBytes)
+        // optimize_coding: 1440×1080 at 4:2:0 is 90 × 68 MCUs of 6 blocks of 128 bytes ≈ w × h × 1.5 × 2.
+        #expect(small.encoderLibraryBytes >= 90 * 68 * 6 * 128)
+        #expect(small.outputBytes >= 6 * 1440 * 1080 * 3 / 2)
+    }
+
+    @Test func anInputHeldInMemoryIsCountedWhole() {
+        let info = Self.info(.jpeg, 4000, 3000, bytes: 9_000_000)
+        let onDisk = MemoryEstimate(info: info, options: PrepareOptions(), input: .file)
+        let inMemory = MemoryEstimate(info: info, options: PrepareOptions(), input: .memory)
+        #expect(inMemory.totalBytes - onDisk.totalBytes == 9_000_000 - MemoryEstimate.fileReadBufferBytes)
+    }
+
+    @Test func rotationAndCPUFirstAddUnmeteredBitmaps() {
+        let upright = MemoryEstimate(info: Self.info(.jpeg, 3000, 4000), options: PrepareOptions())
+        let rotated = MemoryEstimate(info: Self.info(.jpeg, 3000, 4000, orientation: 6), options: PrepareOptions())
+        #expect(upright.unmeteredPixelBytes == 0)
+        #expect(rotated.unmeteredPixelBytes == 1080 * 1440 * 3)
+        var options = PrepareOptions()
+        options.strategy = .cpuFirst
+        let kept = MemoryEstimate(info: Self.info(.jpeg, 3000, 4000), options: options)
+        #expect(kept.unmeteredPixelBytes == 1080 * 1440 * 3)
+    }
+
+    @Test func receivingAnUploadReservesTheThresholdTwiceAndAChunk() {
+        #expect(MemoryEstimate.receiving(spoolThreshold: 1 << 20) == (2 << 20) + MemoryEstimate.spoolWriteBufferBytes)
+    }
+
+    // MARK: - The bound, against the meter
+
+    /// Options the upper-bound check runs every image under.
+    static let boundOptions: [(String, PrepareOptions)] = {
+        var cpuFirst = PrepareOptions()
+        cpuFirst.strategy = .cpuFirst
+        return [("default", PrepareOptions()), ("x", ServiceProfile.x.options()), ("cpuFirst", cpuFirst)]
+    }()
+
+    /// Every image in every `TestImages/` folder (but `broken/`) under each option set: the estimate's
+    /// metered part is at least `PreparedImage.peakPixelBytes`. Formats the pipeline does not read yet, and
+    /// images refused at the header, are skipped and listed.
+    @Test func estimateIsAnUpperBoundOfTheMeteredPeakForEveryTestImage() throws {
+        let root = Fixtures.path("")
+        let folders = try FileManager.default.contentsOfDirectory(atPath: root).sorted().filter {
+            $0 != "broken" && FileIO.isDirectory(root + $0)
+        }
+        var report = ["image | options | estimate (metered) | measured peakPixelBytes | estimate (total) | headroom"]
+        var skipped: [String] = []
+        var measured = 0
+        for folder in folders {
+            let files = try FileManager.default.contentsOfDirectory(atPath: root + folder).sorted()
+                .filter { !$0.hasPrefix(".") && !Batch.isSidecar($0) }
+            for file in files {
+                let source = ImageSource.file(path: root + folder + "/" + file)
+                let info: ImageInfo
+                do {
+                    info = try SharePipe.inspect(source)
+                } catch let error as SharePipeError {
+                    skipped.append("\(folder)/\(file): \(error.kind)")
+                    continue
+                }
+                for (label, options) in Self.boundOptions {
+                    let estimate = MemoryEstimate(info: info, options: options)
+                    let result: PreparedImage
+                    do {
+                        result = try SharePipe.prepare(source, options: options)
+                    } catch let error as SharePipeError {
+                        skipped.append("\(folder)/\(file) [\(label)]: \(error.kind)")
+                        continue
+                    }
+                    measured += 1
+                    #expect(result.peakPixelBytes <= estimate.meteredPixelBytes,
+                            "\(folder)/\(file) [\(label)]: measured \(result.peakPixelBytes) > estimated \(estimate.meteredPixelBytes)")
+                    // The planner's first size is the pipeline's (displayed orientation in the attempts).
+                    if let first = result.attempts.first {
+                        let planned = info.orientation.swapsAxes && !(info.format == .gif && info.frameCount > 1)
+                            ? estimate.targetSize.transposed : estimate.targetSize
+                        #expect(first.size.width <= planned.width && first.size.height <= planned.height,
+                                "\(folder)/\(file) [\(label)]: first attempt \(first.size), planned \(planned)")
+                    }
+                    let headroom = Double(estimate.meteredPixelBytes) / Double(max(1, result.peakPixelBytes))
+                    report.append("\(folder)/\(file) | \(label) | \(estimate.meteredPixelBytes) | \(result.peakPixelBytes) | "
+                                  + "\(estimate.totalBytes) | \(String(format: "%.2f", headroom))×")
+                }
+            }
+        }
+        print(report.joined(separator: "\n"))
+        print("skipped: " + (skipped.isEmpty ? "none" : skipped.joined(separator: "; ")))
+        #expect(measured > 0)
+    }
+
+    /// Shrinking under a tight byte limit re-renders at smaller sizes; every attempt stays within the plan.
+    @Test func fittingAttemptsStayUnderTheFirstAttemptsPlan() throws {
+        let source = ImageSource.file(path: Fixtures.path("jpeg/noisy-2000x1500.jpg"))
+        let info = try SharePipe.inspect(source)
+        for strategy in FitStrategy.allCases {
+            var options = PrepareOptions(maxBytes: 12_000)
+            options.strategy = strategy
+            let result = try SharePipe.prepare(source, options: options)
+            #expect(Set(result.attempts.map(\.size)).count > 1, "the byte limit should force smaller sizes")
+            #expect(result.peakPixelBytes <= MemoryEstimate(info: info, options: options).meteredPixelBytes)
+        }
+    }
+
+    /// The output allowance (one byte per coded sample) holds for pure noise at quality 100.
+    @Test func noiseAtQuality100FitsTheOutputAllowance() throws {
+        let source = ImageSource.file(path: Fixtures.path("jpeg/noisy-2000x1500.jpg"))
+        let options = PrepareOptions(maxShortEdge: 1499, quality: 100, minQuality: 100)
+        let result = try SharePipe.prepare(source, options: options)
+        let estimate = MemoryEstimate(info: try SharePipe.inspect(source), options: options)
+        print("noise at quality 100: \(result.byteCount) bytes for \(result.size), "
+              + "\(String(format: "%.2f", Double(result.byteCount) / Double(result.size.area * 3 / 2))) bytes per 4:2:0 sample")
+        #expect(result.method == .reencoded)
+        #expect(6 * result.byteCount <= estimate.outputBytes)
+    }
+}
