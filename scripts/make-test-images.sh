@@ -1186,6 +1186,10 @@ make_gif() {
   rm -rf "$out"
   mkdir -p "$out"
   gt all "$out"
+  # Files that must fail go with the other deliberately broken inputs.
+  mkdir -p "$ROOT_BROKEN"
+  mv "$out/truncated.gif" "$ROOT_BROKEN/truncated.gif"
+  mv "$out/bad-lzw-code-size.gif" "$ROOT_BROKEN/bad-lzw-code-size.gif"
   verify_gif "$out"
 }
 
@@ -1231,10 +1235,10 @@ verify_gif() {
   expect "interlaced.gif frame 2 at 55,5 (local entry 0)" "$("$CONVERT" "$out/interlaced.gif[2]" -format \
     '%[fx:int(255*p{55,5}.r+0.5)],%[fx:int(255*p{55,5}.g+0.5)],%[fx:int(255*p{55,5}.b+0.5)]' info:)" "160,40,80"
   echo "-- damaged files"
-  expect "truncated.gif size (70% of disposals.gif)" "$(stat -c %s "$out/truncated.gif")" \
+  expect "truncated.gif size (70% of disposals.gif)" "$(stat -c %s "$ROOT_BROKEN/truncated.gif")" \
     "$(($(stat -c %s "$out/disposals.gif") * 70 / 100))"
-  expect "truncated.gif walk" "$(gt walk "$out/truncated.gif")" "codesizes=4,4 end=truncated"
-  expect "bad-lzw-code-size.gif walk" "$(gt walk "$out/bad-lzw-code-size.gif")" "codesizes=3,12 end=trailer"
+  expect "truncated.gif walk" "$(gt walk "$ROOT_BROKEN/truncated.gif")" "codesizes=4,4 end=truncated"
+  expect "bad-lzw-code-size.gif walk" "$(gt walk "$ROOT_BROKEN/bad-lzw-code-size.gif")" "codesizes=3,12 end=trailer"
   expect "frame-outside.gif walk" "$(gt walk "$out/frame-outside.gif")" \
     "codesizes=3,3,3,3 end=trailer rects=100x80+0+0,60x50+70+50,20x20+200+200,20x20+10+10"
 

@@ -98,7 +98,7 @@ struct GIFReadingTests {
 
     @Test("a truncated GIF is a clear error naming the file")
     func truncated() throws {
-        let path = GIFFixtures.path("truncated.gif")
+        let path = Fixtures.path("broken/truncated.gif")
         #expect {
             _ = try SharePipe.prepare(.file(path: path))
         } throws: { error in
@@ -109,7 +109,7 @@ struct GIFReadingTests {
 
     @Test("an LZW code size over 8 is named as such")
     func badCodeSize() throws {
-        let path = GIFFixtures.path("bad-lzw-code-size.gif")
+        let path = Fixtures.path("broken/bad-lzw-code-size.gif")
         #expect {
             _ = try SharePipe.prepare(.file(path: path))
         } throws: { error in

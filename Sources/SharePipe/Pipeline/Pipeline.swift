@@ -61,8 +61,9 @@ enum Pipeline {
         if target == info.size, info.orientation == .up, info.colorModel != .cmyk, info.colorModel != .ycck,
            let rewrite = Codecs.metadataRewriter(for: format) {
             // A throwaway 1/8-scale decode proves the image data is whole before it is passed on.
-            _ = try decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
-                                   limits: options.limits, meter: meter)
+            // Its warnings (recoverable damage) are reported with the copy.
+            let check = try decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
+                                           limits: options.limits, meter: meter)
             let bytes = try rewrite(source, metadata.kept)
             if options.maxBytes.map({ bytes.count <= $0 }) ?? true {
                 return PreparedImage(bytes: bytes, format: format, size: info.size, inputFormat: format,
@@ -72,7 +73,7 @@ enum Pipeline {
                                                            note: "metadata rewrite", bytes: bytes.count,
                                                            fits: true)],
                                      removedMetadata: metadata.removed, keptMetadata: MetadataOutcome.kinds(of: metadata.kept),
-                                     frameCount: 1, peakPixelBytes: meter.peakBytes, warnings: [], adjustments: [])
+                                     frameCount: 1, peakPixelBytes: meter.peakBytes, warnings: check.warnings, adjustments: [])
             }
         }
         try checkpoint()
