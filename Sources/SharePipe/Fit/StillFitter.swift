@@ -16,9 +16,20 @@ struct StillFitter {
     var cache: RenderCache? = nil
 
     func fit(startingAt target: PixelSize, checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
-        if info.format == .png { return try fitLossless(startingAt: target, checkpoint: checkpoint) }
-        let outputFormat = info.format
+        let outputFormat = options.outputFormat(for: info.format)
+        if outputFormat == .png { return try fitLossless(startingAt: target, checkpoint: checkpoint) }
         let encoder = try Codecs.encoder(for: outputFormat)
+        var adjustments: [String] = []
+        if outputFormat != info.format {
+            adjustments.append("\(info.format.rawValue.uppercased()) → \(outputFormat.rawValue.uppercased()) (accepted formats)")
+        }
+        // Never spend more quality than the source had: a q73 photo saved at q85 grows for nothing.
+        var ceiling = options.quality
+        if info.format == .jpeg, outputFormat == .jpeg, let sourceQuality = try? JPEGQuality.estimate(source),
+           sourceQuality < ceiling {
+            ceiling = max(options.minQuality, sourceQuality)
+            adjustments.append("quality capped at the source's q\(sourceQuality)")
+        }
         let limit = options.maxBytes ?? Int.max
         var size = target
         var attempts: [FitAttempt] = []
@@ -41,7 +52,7 @@ struct StillFitter {
             meter.allocate(oriented.byteCount)
             defer { meter.release(oriented.byteCount) }
 
-            let range = options.minQuality...options.quality
+            let range = options.minQuality...ceiling
             let search = try QualitySearch.highestFitting(range: range, limit: limit) { quality in
                 try checkpoint()
                 let bytes = try encoder.encode(oriented, settings: EncodeSettings(quality: quality, progressive: options.progressive),
@@ -60,7 +71,7 @@ struct StillFitter {
                                      attempts: attempts, removedMetadata: metadata.removed,
                                      keptMetadata: MetadataOutcome.kinds(of: metadata.kept), frameCount: 1,
                                      peakPixelBytes: meter.peakBytes, warnings: warnings,
-                                     adjustments: size == info.size ? [] : [])
+                                     adjustments: adjustments + (size == target ? [] : ["dimensions reduced to fit"]))
             }
             let next = ScalePlan.shrink(size, bytes: search.smallestBytes, limit: limit)
             if next.shortEdge < options.minShortEdge || next == size {

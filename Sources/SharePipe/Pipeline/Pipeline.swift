@@ -46,7 +46,7 @@ enum Pipeline {
         let decoder = try withFile(file) { try Codecs.decoder(for: format) }
         let info = try decoder.probe(source, limits: options.limits)
         try checkpoint()
-        if info.format == .gif && info.frameCount > 1 && options.animation.allowed {
+        if info.format == .gif && info.frameCount > 1 && options.animation.allowed && options.outputFormat(for: .gif) == .gif {
             return try AnimatedGIFPipeline.prepare(source, info: info, options: options, meter: meter, checkpoint: checkpoint)
         }
 
@@ -59,7 +59,7 @@ enum Pipeline {
 
         // 4. Nothing to do to the pixels: copy the image data, rewrite only the metadata.
         if target == info.size, info.orientation == .up, info.colorModel != .cmyk, info.colorModel != .ycck,
-           let rewrite = Codecs.metadataRewriter(for: format) {
+           options.outputFormat(for: format) == format, let rewrite = Codecs.metadataRewriter(for: format) {
             // A throwaway 1/8-scale decode proves the image data is whole before it is passed on.
             // Its warnings (recoverable damage) are reported with the copy.
             let check = try decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),

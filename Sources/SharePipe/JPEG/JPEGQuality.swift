@@ -1,0 +1,67 @@
+/// Estimates the quality a JPEG was saved at from its luminance quantization table, so a re-encode does
+/// not spend more bytes than the source ever had: a q73 photo downscaled and saved at q85 comes out
+/// larger than it went in, for no visible gain.
+///
+/// libjpeg's `jpeg_quality_scaling` scales the standard table (ITU T.81 Annex K) by 5000/q below 50 and
+/// by 200 − 2q above; the estimate inverts that from the ratio of the file's table to the standard one.
+enum JPEGQuality {
+    /// ITU T.81 Annex K luminance table, in natural (row-major) order.
+    static let standardLuminance: [Int] = [
+        16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55,
+        14, 13, 16, 24, 40, 57, 69, 56, 14, 17, 22, 29, 51, 87, 80, 62,
+        18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92,
+        49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99,
+    ]
+
+    /// Zig-zag position → natural position.
+    static let zigzag: [Int] = [
+        0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21,
+        28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61,
+        54, 47, 55, 62, 63,
+    ]
+
+    /// The quality (1...100) of the luminance table 0 of `source`, or nil when there is none.
+    static func estimate(_ source: ImageSource) throws -> Int? {
+        guard let table = try luminanceTable(source) else { return nil }
+        return estimate(table: table)
+    }
+
+    /// The quality whose scaled standard table is closest to `table` (64 values, natural order).
+    static func estimate(table: [Int]) -> Int? {
+        guard table.count == 64 else { return nil }
+        let total = table.reduce(0, +), standard = standardLuminance.reduce(0, +)
+        guard total > 0 else { return nil }
+        let scale = Double(total) * 100 / Double(standard)
+        let quality = scale <= 100 ? (200 - scale) / 2 : 5000 / scale
+        return min(100, max(1, Int(quality.rounded())))
+    }
+
+    /// Reads marker segments up to the first scan and returns quantization table 0, if defined there.
+    static func luminanceTable(_ source: ImageSource) throws -> [Int]? {
+        let reader = try ByteReader(source)
+        guard try reader.next() == 0xFF, try reader.next() == 0xD8 else { return nil }
+        while true {
+            guard try reader.next() == 0xFF else { return nil }
+            var code = try reader.byte()
+            while code == 0xFF { code = try reader.byte() }
+            if code == 0xDA || code == 0xD9 { return nil }   // no table 0 before the image data
+            let length = Int(try reader.byte()) << 8 | Int(try reader.byte())
+            guard length >= 2 else { return nil }
+            guard code == 0xDB else { try reader.skip(length - 2); continue }
+            var remaining = length - 2
+            while remaining > 0 {
+                let header = try reader.byte()
+                let sixteenBit = header >> 4 != 0, id = header & 0x0F
+                let size = sixteenBit ? 128 : 64
+                guard remaining >= 1 + size else { return nil }
+                var values = [Int](repeating: 0, count: 64)
+                for position in 0..<64 {
+                    let value = sixteenBit ? Int(try reader.byte()) << 8 | Int(try reader.byte()) : Int(try reader.byte())
+                    values[zigzag[position]] = value
+                }
+                if id == 0 { return values }
+                remaining -= 1 + size
+            }
+        }
+    }
+}
