@@ -40,9 +40,7 @@ final class ByteReader {
 
     /// The next byte; the end of data is an error (truncated file).
     func byte() throws -> UInt8 {
-        guard let value = try next() else {
-            throw SharePipeError.corrupt(file: name, reason: "data ends at byte \(offset) (file is truncated)")
-        }
+        guard let value = try next() else { throw truncated() }
         return value
     }
 
@@ -50,13 +48,37 @@ final class ByteReader {
     func bytes(_ count: Int) throws -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(count)
-        for _ in 0..<count { out.append(try byte()) }
+        try copy(count, into: &out)
         return out
     }
 
-    /// Skips `count` bytes.
+    /// Appends the next `count` bytes to `out`, a buffer at a time; fewer is an error.
+    func copy(_ count: Int, into out: inout [UInt8]) throws {
+        var remaining = count
+        while remaining > 0 {
+            if position == limit, try !refill() { throw truncated() }
+            let take = min(remaining, limit - position)
+            if file == nil { out += memory[position..<position + take] } else { out += buffer[position..<position + take] }
+            position += take
+            offset += take
+            remaining -= take
+        }
+    }
+
+    /// Skips `count` bytes; fewer is an error.
     func skip(_ count: Int) throws {
-        for _ in 0..<count { _ = try byte() }
+        var remaining = count
+        while remaining > 0 {
+            if position == limit, try !refill() { throw truncated() }
+            let take = min(remaining, limit - position)
+            position += take
+            offset += take
+            remaining -= take
+        }
+    }
+
+    private func truncated() -> SharePipeError {
+        .corrupt(file: name, reason: "data ends at byte \(offset) (file is truncated)")
     }
 
     private func refill() throws -> Bool {

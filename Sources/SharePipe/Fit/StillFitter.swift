@@ -39,30 +39,13 @@ struct StillFitter {
 
         while true {
             try checkpoint()
-            let bitmap: Bitmap
-            if let cached = cache?.bitmap(covering: size) {
-                bitmap = InMemoryResample.resize(cached, to: size, meter: meter)
-            } else {
-                let rendered = try decoder.render(source, info: info, target: size, limits: options.limits, meter: meter)
-                warnings += rendered.warnings
-                bitmap = rendered.bitmap
-                cache?.keep(bitmap)
-            }
-            let oriented = meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
+            let oriented = try renderOriented(size, cache: cache, warnings: &warnings)
             meter.allocate(oriented.byteCount)
             defer { meter.release(oriented.byteCount) }
 
             let range = options.minQuality...ceiling
-            let search = try QualitySearch.highestFitting(range: range, limit: limit) { quality in
-                try checkpoint()
-                let bytes = try encoder.encode(oriented, settings: EncodeSettings(quality: quality, progressive: options.progressive),
-                                               metadata: metadata.kept)
-                return (bytes, bytes.count)
-            }
-            for (quality, bytes) in search.attempts {
-                attempts.append(FitAttempt(size: oriented.size, format: outputFormat, quality: quality, note: nil,
-                                           bytes: bytes, fits: bytes <= limit))
-            }
+            let search = try searchQuality(oriented, encoder: encoder, range: range, limit: limit, metadata: metadata.kept,
+                                           note: nil, attempts: &attempts, checkpoint: checkpoint)
             smallest = min(smallest, search.smallestBytes)
             if let best = search.best {
                 return PreparedImage(bytes: best.encoded, format: outputFormat, size: oriented.size,
@@ -79,6 +62,40 @@ struct StillFitter {
             }
             size = next
         }
+    }
+}
+
+extension StillFitter {
+    /// Renders `size` — resampled from the `cpuFirst` cache when it covers the size, else decoded afresh
+    /// from the source — and turns it upright.
+    func renderOriented(_ size: PixelSize, cache: RenderCache?, warnings: inout [String]) throws -> Bitmap {
+        let bitmap: Bitmap
+        if let cached = cache?.bitmap(covering: size) {
+            bitmap = InMemoryResample.resize(cached, to: size, meter: meter)
+        } else {
+            let rendered = try decoder.render(source, info: info, target: size, limits: options.limits, meter: meter)
+            warnings += rendered.warnings
+            bitmap = rendered.bitmap
+            cache?.keep(bitmap)
+        }
+        return meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
+    }
+
+    /// The highest quality in `range` whose encode fits `limit`, every encode recorded as an attempt.
+    func searchQuality(_ oriented: Bitmap, encoder: any ImageEncoder, range: ClosedRange<Int>, limit: Int,
+                       metadata: [MetadataBlock], note: String?, attempts: inout [FitAttempt],
+                       checkpoint: Pipeline.Checkpoint) throws -> QualitySearch.Outcome<[UInt8]> {
+        let search = try QualitySearch.highestFitting(range: range, limit: limit) { quality in
+            try checkpoint()
+            let bytes = try encoder.encode(oriented, settings: EncodeSettings(quality: quality, progressive: options.progressive),
+                                           metadata: metadata)
+            return (bytes, bytes.count)
+        }
+        for (quality, bytes) in search.attempts {
+            attempts.append(FitAttempt(size: oriented.size, format: encoder.format, quality: quality, note: note,
+                                       bytes: bytes, fits: bytes <= limit))
+        }
+        return search
     }
 }
 
@@ -145,16 +162,7 @@ extension StillFitter {
 
         while true {
             try checkpoint()
-            let bitmap: Bitmap
-            if let cached = cache?.bitmap(covering: size) {
-                bitmap = InMemoryResample.resize(cached, to: size, meter: meter)
-            } else {
-                let rendered = try decoder.render(source, info: info, target: size, limits: options.limits, meter: meter)
-                warnings += rendered.warnings
-                bitmap = rendered.bitmap
-                cache?.keep(bitmap)
-            }
-            let oriented = meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
+            let oriented = try renderOriented(size, cache: cache, warnings: &warnings)
             meter.allocate(oriented.byteCount)
             defer { meter.release(oriented.byteCount) }
 
@@ -178,16 +186,9 @@ extension StillFitter {
                 writesJPEG = options.allowFormatChange && !oriented.hasTransparency
             }
             if writesJPEG {
-                let search = try QualitySearch.highestFitting(range: options.minQuality...options.quality, limit: limit) { quality in
-                    try checkpoint()
-                    let bytes = try jpegEncoder.encode(oriented, settings: EncodeSettings(quality: quality, progressive: options.progressive),
-                                                       metadata: jpegMetadata.kept)
-                    return (bytes, bytes.count)
-                }
-                for (quality, bytes) in search.attempts {
-                    attempts.append(FitAttempt(size: oriented.size, format: .jpeg, quality: quality, note: "PNG → JPEG",
-                                               bytes: bytes, fits: bytes <= limit))
-                }
+                let search = try searchQuality(oriented, encoder: jpegEncoder, range: options.minQuality...options.quality,
+                                               limit: limit, metadata: jpegMetadata.kept, note: "PNG → JPEG",
+                                               attempts: &attempts, checkpoint: checkpoint)
                 smallest = min(smallest, search.smallestBytes)
                 if let best = search.best {
                     return prepared(best.encoded, outputSize: oriented.size, quality: best.quality, adjustments: ["PNG → JPEG"])

@@ -133,43 +133,26 @@ final class PNGChunkWalker {
         var offset: Int
     }
 
-    let name: String
-    private let file: InputFile?
-    private let memory: [UInt8]
-    private var buffer: [UInt8]
-    private var position = 0
-    private var limit = 0
+    private let reader: ByteReader
+    var name: String { reader.name }
     /// Bytes consumed so far.
-    private(set) var offset = 0
+    var offset: Int { reader.offset }
     /// The current chunk's payload + CRC bytes not yet consumed.
     private var pendingBytes = 0
 
     /// Opens `source` and checks the PNG signature.
-    init(_ source: ImageSource, bufferSize: Int = 65536) throws {
-        name = source.displayName
-        switch source {
-        case .file(let path):
-            file = try InputFile(path: path)
-            memory = []
-            buffer = [UInt8](repeating: 0, count: bufferSize)
-        case .bytes(let bytes):
-            file = nil
-            memory = bytes
-            buffer = []
-            limit = bytes.count
-        }
-        guard try read(8) == PNGChunkWalker.signature else {
-            throw SharePipeError.corrupt(file: name, reason: "missing PNG signature")
+    init(_ source: ImageSource) throws {
+        reader = try ByteReader(source)
+        guard try reader.bytes(8) == PNGChunkWalker.signature else {
+            throw SharePipeError.corrupt(file: reader.name, reason: "missing PNG signature")
         }
     }
 
-    deinit { file?.close() }
-
     /// The next chunk's header (skipping whatever is left of the previous chunk).
     func nextChunk() throws -> Header {
-        if pendingBytes > 0 { try skip(pendingBytes) }
+        if pendingBytes > 0 { try reader.skip(pendingBytes) }
         let start = offset
-        let fields = try read(8)
+        let fields = try reader.bytes(8)
         let length = Int(fields[0]) << 24 | Int(fields[1]) << 16 | Int(fields[2]) << 8 | Int(fields[3])
         let type = PNGChunkType(bytes: fields[4], fields[5], fields[6], fields[7])
         guard type.isWellFormed else {
@@ -188,8 +171,8 @@ final class PNGChunkWalker {
             throw SharePipeError.tooLarge(file: name, width: 0, height: 0,
                                           limit: "the chunk limit of \(PNGLimits.maxChunkBytes) bytes (\(header.type) chunk has \(header.length))")
         }
-        let data = try read(header.length)
-        let stored = try read(4)
+        let data = try reader.bytes(header.length)
+        let stored = try reader.bytes(4)
         pendingBytes = 0
         let crc = UInt32(stored[0]) << 24 | UInt32(stored[1]) << 16 | UInt32(stored[2]) << 8 | UInt32(stored[3])
         return (data, crc == PNGCRC.checksum(type: header.type, data: data))
@@ -200,51 +183,7 @@ final class PNGChunkWalker {
         out += [UInt8(header.length >> 24), UInt8((header.length >> 16) & 0xFF),
                 UInt8((header.length >> 8) & 0xFF), UInt8(header.length & 0xFF)]
         out += header.type.bytes
-        try copy(header.length + 4, into: &out)
+        try reader.copy(header.length + 4, into: &out)
         pendingBytes = 0
-    }
-
-    // MARK: Bytes
-
-    private func read(_ count: Int) throws -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(count)
-        try copy(count, into: &out)
-        return out
-    }
-
-    private func copy(_ count: Int, into out: inout [UInt8]) throws {
-        var remaining = count
-        while remaining > 0 {
-            if position == limit, try !refill() { throw truncated() }
-            let take = min(remaining, limit - position)
-            if file == nil { out += memory[position..<position + take] } else { out += buffer[position..<position + take] }
-            position += take
-            offset += take
-            remaining -= take
-        }
-    }
-
-    private func skip(_ count: Int) throws {
-        var remaining = count
-        while remaining > 0 {
-            if position == limit, try !refill() { throw truncated() }
-            let take = min(remaining, limit - position)
-            position += take
-            offset += take
-            remaining -= take
-        }
-    }
-
-    private func refill() throws -> Bool {
-        guard let file else { return false }
-        let got = try buffer.withUnsafeMutableBytes { try file.read(into: $0) }
-        position = 0
-        limit = got
-        return got > 0
-    }
-
-    private func truncated() -> SharePipeError {
-        .corrupt(file: name, reason: "data ends at byte \(offset) (file is truncated)")
     }
 }
