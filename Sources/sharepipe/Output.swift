@@ -188,10 +188,14 @@ final class Reporter: @unchecked Sendable {
 enum SignalCleanup {
     nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
 
+    /// One serial queue for both signals: a second signal arriving during the cleanup waits behind the
+    /// first handler, which exits, instead of running a second exit() concurrently.
+    static let queue = DispatchQueue(label: "sharepipe.signals")
+
     static func install() {
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
             source.setEventHandler {
                 TemporaryFiles.shared.removeAll()
                 writeStandardError("\ninterrupted: temporary files removed; re-run with --skip-existing to finish\n")

@@ -106,7 +106,7 @@ import Testing
     @Test func zeroByteFileFailsInTheCLIWithItsName() throws {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
-        FileManager.default.createFile(atPath: directory + "/empty.png", contents: Data())
+        _ = FileManager.default.createFile(atPath: directory + "/empty.png", contents: Data())
         let run = try Tool.run(Tool.sharepipe, ["prepare", directory + "/empty.png", "--out", directory + "/out"])
         #expect(run.status == 1)
         #expect(run.stderr.contains("FAILED \(directory)/empty.png: unsupported format: file is empty"), "\(run.stderr)")
@@ -133,6 +133,20 @@ import Testing
         #expect(try Decode.bitmap(copied.bytes).size == PixelSize(width: 16, height: 16))
         #expect(!copied.bytes.contains(bytes: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]))
         #expect(copied.warnings.contains { $0.contains("extraneous bytes") }, "\(copied.warnings)")
+    }
+
+    /// Found by the JPEG fuzzer: a stuffed 0xFF 0x00 between segments is garbage to libjpeg, and the
+    /// metadata-only copy read it as a marker and wrote a JPEG nothing could decode.
+    @Test func stuffedZeroBetweenSegmentsIsSkippedLikeLibjpegDoes() throws {
+        var tiny = try Fixtures.bytes(Fixtures.path("jpeg/tiny-16x16.jpg"))
+        let sof = try #require((0..<tiny.count - 1).first { tiny[$0] == 0xFF && tiny[$0 + 1] == 0xC0 })
+        tiny.insert(contentsOf: [0xFF, 0x00, 0x02, 0xFF, 0xFF, 0x00], at: sof)
+        for strip in StripMode.allCases {
+            let result = try SharePipe.prepare(.bytes(tiny), options: PrepareOptions(strip: strip))
+            #expect(result.method == .metadataRewrite)
+            #expect(try Decode.bitmap(result.bytes).size == PixelSize(width: 16, height: 16))
+            #expect(!result.warnings.isEmpty)
+        }
     }
 
     @Test func recoverablePNGDamageIsReportedAndPrepared() throws {

@@ -9,10 +9,29 @@ final class InputFile {
     private var handle: UnsafeMutablePointer<FILE>?
     let path: String
 
+    /// Opens `path` for reading. Only regular files are accepted: a FIFO would block the job until some
+    /// writer appeared (it is opened non-blocking so the check itself cannot hang), and a device such as
+    /// /dev/zero would never end.
     init(path: String) throws {
         self.path = path
-        guard let handle = fopen(path, "rb") else {
-            throw SharePipeError.unreadable(file: path, reason: FileIO.errnoText())
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { throw SharePipeError.unreadable(file: path, reason: FileIO.errnoText()) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            let reason = FileIO.errnoText()
+            closeDescriptor(descriptor)
+            throw SharePipeError.unreadable(file: path, reason: reason)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            closeDescriptor(descriptor)
+            throw SharePipeError.unreadable(file: path, reason: (info.st_mode & S_IFMT) == S_IFDIR
+                                            ? "is a directory" : "not a regular file")
+        }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        guard let handle = fdopen(descriptor, "rb") else {
+            let reason = FileIO.errnoText()
+            closeDescriptor(descriptor)
+            throw SharePipeError.unreadable(file: path, reason: reason)
         }
         self.handle = handle
     }
@@ -108,7 +127,16 @@ enum FileIO {
     }
 
     /// Files below `path` (sorted, hidden entries skipped); with `recursive` false only its direct children.
+    /// Symbolic links to directories are followed, but each directory is listed once: a link back up the
+    /// tree cannot make the walk list the same photos again and again.
     static func listFiles(in path: String, recursive: Bool) -> [String] {
+        var visited = Set<[UInt64]>()
+        return listFiles(in: path, recursive: recursive, visited: &visited)
+    }
+
+    private static func listFiles(in path: String, recursive: Bool, visited: inout Set<[UInt64]>) -> [String] {
+        var info = stat()
+        guard stat(path, &info) == 0, visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else { return [] }
         guard let directory = opendir(path) else { return [] }
         var names: [String] = []
         while let entry = readdir(directory) {
@@ -123,7 +151,7 @@ enum FileIO {
         for name in names.sorted() {
             let child = path.hasSuffix("/") ? path + name : path + "/" + name
             if isDirectory(child) {
-                if recursive { files += listFiles(in: child, recursive: true) }
+                if recursive { files += listFiles(in: child, recursive: true, visited: &visited) }
             } else {
                 files.append(child)
             }
@@ -131,6 +159,8 @@ enum FileIO {
         return files
     }
 }
+
+private func closeDescriptor(_ descriptor: Int32) { _ = close(descriptor) }
 
 /// Temporary output names in flight, so a SIGINT/SIGTERM handler can remove them before exiting.
 public final class TemporaryFiles: @unchecked Sendable {

@@ -3,9 +3,15 @@
 /// same frame count, order, delays and loop count, under the byte limit.
 ///
 /// Streaming: one pass reads the source record by record and writes the output frame by frame. Memory is
-/// the source canvas (plus the rectangle a `previous` frame must restore), the resampler's window, and at
-/// the output size two pictures (the frame being written and the one after it), the viewer model and one
-/// frame of indices, whatever the frame count. Each fitting attempt is a fresh pass over the source.
+/// the source canvas (plus the rectangle a `previous` frame must restore), the resampler's window and
+/// output picture, and at the output size the picture being written and the one after it (the latter shared
+/// with the resampler's output), the viewer model, the changed-pixel mask and one frame of indices, whatever
+/// the frame count. Each fitting attempt is a fresh pass over the source.
+///
+/// Incremental: each picture is the previous one updated where the canvas changed (the frame's rectangle and
+/// the areas disposal cleared or restored), widened by the resampling filter's reach (`GIFPictureResampler`);
+/// the encoder then looks for changed pixels only there. The result is byte for byte that of resampling and
+/// comparing whole pictures (`AnimatedGIFPass.incremental = false`, which the tests compare against).
 enum AnimatedGIFPipeline {
     static func prepare(_ source: ImageSource, info: ImageInfo, options: PrepareOptions, meter: PixelMemoryMeter,
                         checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
@@ -80,6 +86,9 @@ struct AnimatedGIFPass {
     let summary: GIFSummary
     let metadata: [MetadataBlock]
     let meter: PixelMemoryMeter
+    /// false: resample the whole canvas for every picture and let the encoder compare whole pictures (the
+    /// reference the incremental path is tested against).
+    var incremental = true
 
     struct Output {
         var bytes: [UInt8]
@@ -103,7 +112,7 @@ struct AnimatedGIFPass {
                 // Leave a slot free so frames can add their transparent index without a local table.
                 container.globalPalette = GIFQuantizer.reduce(global, to: max(1, min(budget, 256) - 1), usage: globalUsage)
                 let (r, g, b) = global.color(min(container.backgroundIndex, global.count - 1))
-                var nearest = GIFNearestColor(palette: container.globalPalette!)
+                let nearest = GIFNearestColor(palette: container.globalPalette!)
                 container.backgroundIndex = nearest.index(r, g, b)
             } else if let global = container.globalPalette, container.backgroundIndex >= global.count {
                 container.backgroundIndex = 0
@@ -111,6 +120,7 @@ struct AnimatedGIFPass {
             let writer = try GIFWriter()
             try writer.begin(container)
             let canvas = GIFCanvas(size: screen, meter: meter)
+            let resampler = incremental && plan.size != screen ? GIFPictureResampler(from: screen, to: plan.size, meter: meter) : nil
             let encoder = GIFAnimationEncoder(size: plan.size, globalPalette: container.globalPalette,
                                               colorBudget: plan.colorBudget, writer: writer, meter: meter)
             var index = 0
@@ -119,9 +129,23 @@ struct AnimatedGIFPass {
                 try checkpoint()
                 try canvas.draw(frame, index: index, globalPalette: summary.container.globalPalette, from: stream)
                 if index % plan.keepEvery == 0 {
-                    let pixels = Self.picture(of: canvas, at: plan.size, meter: meter)
+                    let pixels: [UInt8], changed: GIFRect?
+                    let canvasChanges = canvas.takeChanges()
+                    if !incremental {
+                        pixels = Self.picture(of: canvas, at: plan.size, meter: meter)
+                        changed = nil
+                    } else if let resampler {
+                        changed = canvasChanges.map { area in
+                            canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: area) }
+                        } ?? .empty
+                        pixels = resampler.output
+                    } else {
+                        pixels = canvas.pixels
+                        changed = canvasChanges ?? .empty
+                    }
                     let mayDrop = clearedSinceLastPicture.map { Self.outputArea(of: $0, from: screen, to: plan.size) }
-                    try encoder.add(.init(pixels: pixels, source: frame, delay: frame.delay, coverageMayDrop: mayDrop))
+                    try encoder.add(.init(pixels: pixels, source: frame, delay: frame.delay, coverageMayDrop: mayDrop,
+                                          changed: changed))
                     clearedSinceLastPicture = nil
                 } else {
                     encoder.extendLatestDelay(by: frame.delay)

@@ -28,6 +28,10 @@ final class GIFAnimationEncoder {
         /// swing alpha near edges as neighbours change, and a viewer cannot make a pixel transparent again
         /// without clearing (and so rewriting) a whole rectangle.
         var coverageMayDrop: GIFRect?
+        /// Where, in output pixels, the picture may differ from the previous picture; nil: anywhere (the
+        /// first picture always counts as changed everywhere). Outside it, the encoder does not look for
+        /// changed pixels.
+        var changed: GIFRect? = nil
     }
 
     /// What was done, for reports.
@@ -54,6 +58,15 @@ final class GIFAnimationEncoder {
     private var shown: [UInt8]
     private var pending: Picture?
     private var indices: [UInt8] = []
+    /// Whether each output pixel changed, for the frame being written; all false between frames (only the
+    /// changed pixels' bounding box is ever set, and it is cleared after the frame).
+    private var dirty: [Bool]
+    /// Where the viewer model may not show the latest written picture's opaque pixels (after a `previous`
+    /// or `background` disposal, and everywhere before the first frame). Together with the next picture's
+    /// `changed` area, the only place changed pixels can be.
+    private var stale: GIFRect
+    /// The nearest-colour mappers used last (the global palette's, and the frame's own), most recent first.
+    private var mappers: [GIFNearestColor] = []
 
     /// Mean squared RGB error (summed over the three channels) under which a source palette "serves".
     static let paletteServesBelow = 300
@@ -66,11 +79,13 @@ final class GIFAnimationEncoder {
         self.meter = meter
         globalUsage = [Int](repeating: 0, count: globalPalette?.count ?? 0)
         shown = [UInt8](repeating: 0, count: size.area * 4)
-        meter.allocate(shown.count)
+        dirty = [Bool](repeating: false, count: size.area)
+        stale = GIFRect(left: 0, top: 0, width: size.width, height: size.height)
+        meter.allocate(shown.count + dirty.count)
     }
 
     deinit {
-        meter.release(shown.count + (pending?.pixels.count ?? 0) + indices.count)
+        meter.release(shown.count + dirty.count + (pending?.pixels.count ?? 0) + indices.count)
     }
 
     /// Adds the next picture; writes the one before it, now that its successor is known.
@@ -103,18 +118,43 @@ final class GIFAnimationEncoder {
         let width = size.width
         var disposal = picture.source.disposal
 
-        // 1. Pixels whose target changed, and their bounding box.
-        var dirty = [Bool](repeating: false, count: size.area)
-        meter.allocate(dirty.count)
-        defer { meter.release(dirty.count) }
+        // 1. Pixels whose target changed, and their bounding box: only where the picture changed or the
+        //    viewer model was left behind by the last frame.
+        let whole = GIFRect(left: 0, top: 0, width: size.width, height: size.height)
+        let scan = (picture.changed.map { $0.union(stale) } ?? whole).clipped(to: size)
         var box = BoundingBox()
-        picture.pixels.withUnsafeBufferPointer { q in
-            shown.withUnsafeBufferPointer { s in
-                for p in 0..<size.area where q[p * 4 + 3] >= 128 {
-                    let o = p * 4
-                    if s[o + 3] != 255 || s[o] != q[o] || s[o + 1] != q[o + 1] || s[o + 2] != q[o + 2] {
-                        dirty[p] = true
-                        box.add(x: p % width, y: p / width)
+        dirty.withUnsafeMutableBufferPointer { dirtyBuffer in
+            picture.pixels.withUnsafeBytes { qBytes in
+                shown.withUnsafeBytes { sBytes in
+                    let d = dirtyBuffer.baseAddress!, q = qBytes.baseAddress!, s = sBytes.baseAddress!
+                    for y in scan.top..<scan.bottom {
+                        var first = Int.max, last = -1
+                        for x in scan.left..<scan.right {
+                            let p = y * width + x
+                            // RGBA as a little-endian word: alpha is the top byte.
+                            let target = UInt32(littleEndian: q.loadUnaligned(fromByteOffset: p * 4, as: UInt32.self))
+                            guard target >= 0x8000_0000 else { continue }
+                            let seen = UInt32(littleEndian: s.loadUnaligned(fromByteOffset: p * 4, as: UInt32.self))
+                            if seen != target | 0xFF00_0000 {
+                                d[p] = true
+                                if x < first { first = x }
+                                last = x
+                            }
+                        }
+                        if last >= 0 {
+                            box.add(x: first, y: y)
+                            box.add(x: last, y: y)
+                        }
+                    }
+                }
+            }
+        }
+        defer {
+            // Leave the mask all false for the next frame.
+            if let changed = box.rect {
+                dirty.withUnsafeMutableBufferPointer { d in
+                    for y in changed.top..<changed.bottom {
+                        (d.baseAddress! + y * width + changed.left).update(repeating: false, count: changed.width)
                     }
                 }
             }
@@ -154,7 +194,12 @@ final class GIFAnimationEncoder {
         try writer.putFrame(frame, indices: &indices)
         statistics.framesWritten += 1
 
-        // 4. Update the viewer model: draw, then dispose.
+        // 4. Update the viewer model: draw, then dispose. What it may then not show of this picture.
+        switch disposal {
+        case .previous: stale = box.rect ?? .empty
+        case .background: stale = rect
+        default: stale = .empty
+        }
         if disposal != .previous {
             picture.pixels.withUnsafeBufferPointer { q in
                 shown.withUnsafeMutableBufferPointer { s in
@@ -254,7 +299,9 @@ final class GIFAnimationEncoder {
         }
 
         // Unchanged pixels inside the rectangle: "leave as is" where possible, else their colour again.
-        var nearest = GIFNearestColor(palette: table, excluding: transparent)
+        // (The mapper is made only without a transparent index: a one-entry table whose entry is the
+        // transparent index has nothing else to map to.)
+        let nearest = transparent == nil ? mapper(for: table, excluding: nil) : nil
         shown.withUnsafeBufferPointer { s in
             for y in rect.top..<rect.bottom {
                 for x in rect.left..<rect.right {
@@ -264,7 +311,7 @@ final class GIFAnimationEncoder {
                         indices[i] = UInt8(transparent)
                     } else {
                         // No transparent index (no control extension, or a full table): repeat what is shown.
-                        indices[i] = UInt8(nearest.index(s[p * 4], s[p * 4 + 1], s[p * 4 + 2]))
+                        indices[i] = UInt8(nearest!.index(s[p * 4], s[p * 4 + 1], s[p * 4 + 2]))
                     }
                 }
             }
@@ -290,23 +337,32 @@ final class GIFAnimationEncoder {
     /// squared error per pixel (nil when no pixel changed).
     private func mapDirty(_ picture: Picture, rect: GIFRect, dirty: [Bool], palette: GIFPalette, excluding: Int?,
                           usage: inout [Int]) -> Int? {
-        var nearest = GIFNearestColor(palette: palette, excluding: excluding)
+        let nearest = mapper(for: palette, excluding: excluding)
         var error = 0, count = 0
         let width = size.width
-        picture.pixels.withUnsafeBufferPointer { q in
-            palette.rgb.withUnsafeBufferPointer { rgb in
-                for y in rect.top..<rect.bottom {
-                    for x in rect.left..<rect.right {
-                        let p = y * width + x
-                        guard dirty[p] else { continue }
-                        let r = q[p * 4], g = q[p * 4 + 1], b = q[p * 4 + 2]
-                        let entry = nearest.index(r, g, b)
-                        indices[(y - rect.top) * rect.width + (x - rect.left)] = UInt8(entry)
-                        usage[entry] += 1
-                        let dr = Int(rgb[entry * 3]) - Int(r), dg = Int(rgb[entry * 3 + 1]) - Int(g)
-                        let db = Int(rgb[entry * 3 + 2]) - Int(b)
-                        error += dr * dr + dg * dg + db * db
-                        count += 1
+        picture.pixels.withUnsafeBufferPointer { qBuffer in
+            palette.rgb.withUnsafeBufferPointer { rgbBuffer in
+                dirty.withUnsafeBufferPointer { dirtyBuffer in
+                    indices.withUnsafeMutableBufferPointer { indicesBuffer in
+                        usage.withUnsafeMutableBufferPointer { usageBuffer in
+                            let q = qBuffer.baseAddress!, rgb = rgbBuffer.baseAddress!, d = dirtyBuffer.baseAddress!
+                            let out = indicesBuffer.baseAddress!, used = usageBuffer.baseAddress!
+                            for y in rect.top..<rect.bottom {
+                                let row = out + (y - rect.top) * rect.width - rect.left
+                                for x in rect.left..<rect.right {
+                                    let p = y * width + x
+                                    guard d[p] else { continue }
+                                    let r = q[p * 4], g = q[p * 4 + 1], b = q[p * 4 + 2]
+                                    let entry = nearest.index(r, g, b)
+                                    row[x] = UInt8(truncatingIfNeeded: entry)
+                                    used[entry] += 1
+                                    let dr = Int(rgb[entry * 3]) - Int(r), dg = Int(rgb[entry * 3 + 1]) - Int(g)
+                                    let db = Int(rgb[entry * 3 + 2]) - Int(b)
+                                    error += dr * dr + dg * dg + db * db
+                                    count += 1
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -314,9 +370,19 @@ final class GIFAnimationEncoder {
         return count == 0 ? nil : error / count
     }
 
+    /// A nearest-colour mapper for `palette` without `excluded`: the last one made when it serves (most frames
+    /// use the global palette, so its cache stays warm from frame to frame), else a new one.
+    private func mapper(for palette: GIFPalette, excluding excluded: Int?) -> GIFNearestColor {
+        if let cached = mappers.first(where: { $0.serves(palette, excluding: excluded) }) { return cached }
+        let made = GIFNearestColor(palette: palette, excluding: excluded)
+        mappers.insert(made, at: 0)
+        if mappers.count > 2 { mappers.removeLast() }
+        return made
+    }
+
     /// Re-maps the changed pixels that use `entry` to their nearest other entry (so `entry` can be transparent).
     private func remap(_ picture: Picture, rect: GIFRect, dirty: [Bool], from entry: Int, palette: GIFPalette) {
-        var nearest = GIFNearestColor(palette: palette, excluding: entry)
+        let nearest = mapper(for: palette, excluding: entry)
         let width = size.width
         picture.pixels.withUnsafeBufferPointer { q in
             for y in rect.top..<rect.bottom {
@@ -366,9 +432,15 @@ struct BoundingBox {
 }
 
 extension GIFRect {
+    /// No pixels.
+    static let empty = GIFRect(left: 0, top: 0, width: 0, height: 0)
+
     func contains(x: Int, y: Int) -> Bool { x >= left && x < right && y >= top && y < bottom }
 
+    /// The smallest rectangle holding both (an empty one adds nothing).
     func union(_ other: GIFRect) -> GIFRect {
+        if other.isEmpty { return self }
+        if isEmpty { return other }
         let l = min(left, other.left), t = min(top, other.top)
         return GIFRect(left: l, top: t, width: max(right, other.right) - l, height: max(bottom, other.bottom) - t)
     }

@@ -6,6 +6,9 @@
 ///
 /// Memory: the canvas (4 bytes per screen pixel), one row of indices, and for `previous` a copy of the
 /// frame's clipped rectangle, all counted in the meter.
+///
+/// The canvas keeps a rectangle holding every pixel drawing or disposal may have changed since the last
+/// `takeChanges()`, so a picture made from it can be updated where it changed instead of remade whole.
 final class GIFCanvas {
     let size: PixelSize
     /// RGBA rows, straight alpha (0 or 255), top to bottom.
@@ -13,6 +16,8 @@ final class GIFCanvas {
     private var saved: [UInt8] = []
     private var savedRect: GIFRect?
     private let meter: PixelMemoryMeter
+    /// Holds every pixel changed since the last `takeChanges()`; nil when none may have.
+    private(set) var changes: GIFRect?
 
     init(size: PixelSize, meter: PixelMemoryMeter) {
         self.size = size
@@ -39,6 +44,7 @@ final class GIFCanvas {
             return visible
         }
         if frame.disposal == .previous { save(visible) }
+        noteChange(visible)
 
         // One lookup per index: packed RGBA, or 0 for "leave the pixel" (transparent or out of range).
         var lookup = [UInt32](repeating: 0, count: 256)
@@ -76,19 +82,31 @@ final class GIFCanvas {
         guard !visible.isEmpty else { return }
         switch frame.disposal {
         case .background:
+            noteChange(visible)
             let width = size.width
             pixels.withUnsafeMutableBufferPointer { canvas in
                 for y in visible.top..<visible.bottom {
-                    let start = (y * width + visible.left) * 4
-                    for i in start..<start + visible.width * 4 { canvas[i] = 0 }
+                    (canvas.baseAddress! + (y * width + visible.left) * 4).update(repeating: 0, count: visible.width * 4)
                 }
             }
         case .previous:
             guard let rect = savedRect, rect == visible else { return }
+            noteChange(rect)
             copyRegion(rect, from: saved, toCanvas: true)
         default:
             break
         }
+    }
+
+    /// The rectangle holding every pixel changed since the last call (nil when none may have), and starts afresh.
+    func takeChanges() -> GIFRect? {
+        defer { changes = nil }
+        return changes
+    }
+
+    private func noteChange(_ rect: GIFRect) {
+        guard !rect.isEmpty else { return }
+        changes = changes.map { $0.union(rect) } ?? rect
     }
 
     /// Whether any pixel is transparent.

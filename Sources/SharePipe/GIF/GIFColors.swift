@@ -1,47 +1,102 @@
-/// Maps colours to the nearest entry of a palette (squared RGB distance), with a direct-mapped cache:
-/// neighbouring pixels repeat colours, so most lookups never scan the palette.
-struct GIFNearestColor {
+/// Maps colours to the nearest entry of a palette (squared RGB distance; of equally near entries, the lowest
+/// index), with a direct-mapped cache: neighbouring pixels and successive frames repeat colours, so most
+/// lookups never search the palette. A search walks the entries in order of green outwards from the colour's
+/// green and stops once green alone is farther than the best match, which finds exactly what a scan of every
+/// entry finds.
+final class GIFNearestColor {
     let palette: GIFPalette
     /// An index that must never be chosen (the frame's transparent index).
     let excluded: Int?
-    private var keys: [UInt32]
-    private var values: [UInt8]
-    private static let cacheBits = 12
+    private static let cacheBits = 14
+    private let keys: UnsafeMutablePointer<UInt32>
+    private let values: UnsafeMutablePointer<UInt8>
+    /// A candidate entry, green first.
+    private struct Entry {
+        var g: Int32, r: Int32, b: Int32, index: Int32
+    }
+    /// The candidate entries sorted by (green, index).
+    private let sorted: UnsafeMutablePointer<Entry>
+    private let candidates: Int
 
     init(palette: GIFPalette, excluding excluded: Int? = nil) {
         precondition(palette.count > 0 && (excluded == nil || palette.count > 1), "nothing to map to")
         self.palette = palette
         self.excluded = excluded
-        keys = [UInt32](repeating: UInt32.max, count: 1 << Self.cacheBits)
-        values = [UInt8](repeating: 0, count: 1 << Self.cacheBits)
+        let slots = 1 << Self.cacheBits
+        keys = .allocate(capacity: slots)
+        keys.initialize(repeating: UInt32.max, count: slots)  // no colour has all 32 bits set
+        values = .allocate(capacity: slots)
+        values.initialize(repeating: 0, count: slots)
+        var entries: [Entry] = []
+        for entry in 0..<palette.count where entry != excluded {
+            let (r, g, b) = palette.color(entry)
+            entries.append(Entry(g: Int32(g), r: Int32(r), b: Int32(b), index: Int32(entry)))
+        }
+        entries.sort { $0.g != $1.g ? $0.g < $1.g : $0.index < $1.index }
+        candidates = entries.count
+        sorted = .allocate(capacity: entries.count)
+        sorted.initialize(from: entries, count: entries.count)
+    }
+
+    deinit {
+        keys.deallocate()
+        values.deallocate()
+        sorted.deallocate()
+    }
+
+    /// Whether this mapper maps to `palette` without `excluded` (and so can be used again for them).
+    func serves(_ palette: GIFPalette, excluding excluded: Int?) -> Bool {
+        self.excluded == excluded && self.palette.rgb == palette.rgb
     }
 
     /// The index of the nearest entry to (r, g, b).
     @inline(__always)
-    mutating func index(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> Int {
+    func index(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> Int {
         let key = UInt32(r) << 16 | UInt32(g) << 8 | UInt32(b)
         let slot = Int((key &* 0x9E37_79B1) >> UInt32(32 - Self.cacheBits))
         if keys[slot] == key { return Int(values[slot]) }
-        let found = search(Int(r), Int(g), Int(b))
+        let found = search(Int32(r), Int32(g), Int32(b))
         keys[slot] = key
         values[slot] = UInt8(found)
         return found
     }
 
-    private func search(_ r: Int, _ g: Int, _ b: Int) -> Int {
-        var best = 0, bestDistance = Int.max
-        palette.rgb.withUnsafeBufferPointer { rgb in
-            for entry in 0..<palette.count where entry != excluded {
-                let dr = Int(rgb[entry * 3]) - r, dg = Int(rgb[entry * 3 + 1]) - g, db = Int(rgb[entry * 3 + 2]) - b
-                let distance = dr * dr + dg * dg + db * db
-                if distance < bestDistance {
-                    bestDistance = distance
-                    best = entry
-                    if distance == 0 { break }
+    private func search(_ r: Int32, _ g: Int32, _ b: Int32) -> Int {
+        // The first entry with green ≥ g, then outwards in both directions.
+        var low = 0, high = candidates
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid].g < g { low = mid + 1 } else { high = mid }
+        }
+        var best = Int32.max, bestIndex = Int32.max
+        var up = low, down = low - 1
+        while up < candidates || down >= 0 {
+            if up < candidates {
+                let e = sorted[up]
+                let dg = e.g - g
+                if dg * dg > best {
+                    up = candidates
+                } else {
+                    let dr = e.r - r, db = e.b - b
+                    let d = dr * dr + dg * dg + db * db
+                    if d < best || (d == best && e.index < bestIndex) { best = d; bestIndex = e.index }
+                    up += 1
+                }
+            }
+            if down >= 0 {
+                let e = sorted[down]
+                let dg = g - e.g
+                if dg * dg > best {
+                    down = -1
+                } else {
+                    let dr = e.r - r, db = e.b - b
+                    let d = dr * dr + dg * dg + db * db
+                    if d < best || (d == best && e.index < bestIndex) { best = d; bestIndex = e.index }
+                    down -= 1
                 }
             }
         }
-        return best
+        return Int(bestIndex)
     }
 }
 

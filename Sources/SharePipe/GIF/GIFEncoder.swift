@@ -24,7 +24,7 @@ struct GIFEncoder: ImageEncoder {
             transparentIndex = palette.count
             palette = GIFPalette(rgb: palette.rgb + [0, 0, 0])
         }
-        var nearest = GIFNearestColor(palette: palette, excluding: transparentIndex)
+        let nearest = GIFNearestColor(palette: palette, excluding: transparentIndex)
         var indices = [UInt8](repeating: 0, count: bitmap.size.area)
         rgba.withUnsafeBufferPointer { pixels in
             for p in 0..<bitmap.size.area {

@@ -6,8 +6,27 @@
 /// APP0, Adobe APP14) and metadata (dropped: APP1–APP13, APP15, COM, JFXX thumbnails); the kept metadata
 /// blocks are written once, after SOI or the JFIF APP0. Everything after EOI (multi-picture trailers,
 /// vendor data) is dropped.
+///
+/// The markers are found as libjpeg finds them (`next_marker` in jdmarker.c): bytes up to an 0xFF are
+/// garbage, fill bytes are swallowed, and a stuffed 0xFF 0x00 outside entropy data is garbage too. The
+/// output is decoded once at 1/8 scale before it is returned, so a file the rewriter reads differently from
+/// libjpeg ends in an error, never in an output nothing can read.
 enum JPEGRewriter {
     static func rewrite(_ source: ImageSource, keeping blocks: [MetadataBlock]) throws -> [UInt8] {
+        let out = try copy(source, keeping: blocks)
+        do {
+            let check = ImageSource.bytes(out)
+            let info = try JPEGDecoder().probe(check, limits: ImageLimits())
+            _ = try JPEGDecoder().render(check, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
+                                         limits: ImageLimits(), meter: PixelMemoryMeter())
+        } catch let error as SharePipeError {
+            let why = error.description.dropFirst(ImageSource.bytes([]).displayName.count + 2)  // "<memory>: "
+            throw SharePipeError.corrupt(file: source.displayName, reason: "the metadata-only copy does not decode (\(why))")
+        }
+        return out
+    }
+
+    private static func copy(_ source: ImageSource, keeping blocks: [MetadataBlock]) throws -> [UInt8] {
         let reader = try ByteReader(source)
         var out: [UInt8] = []
         if case .bytes(let bytes) = source { out.reserveCapacity(bytes.count) }
@@ -34,9 +53,11 @@ enum JPEGRewriter {
                 // Bytes between segments are garbage that libjpeg skips with a warning ("extraneous bytes
                 // before marker"); the throwaway decode has already accepted them, so skip them too (and
                 // leave them out of the output) rather than refuse a file the decoder reads.
-                while try reader.byte() != 0xFF {}
-                code = try reader.byte()
-                while code == 0xFF { code = try reader.byte() }  // fill bytes
+                repeat {
+                    while try reader.byte() != 0xFF {}
+                    code = try reader.byte()
+                    while code == 0xFF { code = try reader.byte() }  // fill bytes
+                } while code == 0x00  // a stuffed zero outside entropy data: garbage, as for libjpeg
             }
             if code == 0xD9 {  // EOI
                 writeMetadata()

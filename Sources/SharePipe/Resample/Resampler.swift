@@ -67,31 +67,35 @@ struct LanczosResampler: Resampler {
 
     mutating func push(row: UnsafeBufferPointer<UInt8>) {
         precondition(row.count >= source.width * channels)
+        let count = source.width * channels
         inputRow.withUnsafeMutableBufferPointer { floats in
-            for i in 0..<source.width * channels { floats[i] = Float(row[i]) }
+            ResampleKernels.load(row.baseAddress!, count: count, into: floats.baseAddress!)
         }
         consumeInputRow()
     }
 
     mutating func push(row: UnsafeBufferPointer<Float>) {
         precondition(row.count >= source.width * channels)
+        let count = source.width * channels
         inputRow.withUnsafeMutableBufferPointer { floats in
-            for i in 0..<source.width * channels { floats[i] = row[i] }
+            floats.baseAddress!.update(from: row.baseAddress!, count: count)
         }
         consumeInputRow()
     }
 
     private mutating func consumeInputRow() {
         guard rowsIn < source.height else { return }
-        if layout.hasAlpha { premultiply(&inputRow, pixels: source.width) }
         let slot = rowsIn % ringRows
         let rowLength = target.width * channels
         let channels = self.channels
         let horizontal = self.horizontal
-        inputRow.withUnsafeBufferPointer { input in
+        let pixels = source.width
+        let hasAlpha = layout.hasAlpha
+        inputRow.withUnsafeMutableBufferPointer { input in
+            if hasAlpha { ResampleKernels.premultiply(input.baseAddress!, pixels: pixels, channels: channels) }
             ring.withUnsafeMutableBufferPointer { ringBuffer in
                 let out = ringBuffer.baseAddress! + slot * rowLength
-                horizontal.apply(input: input.baseAddress!, output: out, channels: channels)
+                horizontal.apply(input: UnsafePointer(input.baseAddress!), output: out, channels: channels)
             }
         }
         rowsIn += 1
@@ -106,32 +110,22 @@ struct LanczosResampler: Resampler {
         let start = vertical.start(y), taps = vertical.count(y)
         let ringRows = self.ringRows
         let vertical = self.vertical
-        accumulator.withUnsafeMutableBufferPointer { acc in
-            for i in 0..<rowLength { acc[i] = 0 }
-            ring.withUnsafeBufferPointer { ringBuffer in
-                for t in 0..<taps {
-                    let weight = vertical.weight(y, t)
-                    let row = ringBuffer.baseAddress! + ((start + t) % ringRows) * rowLength
-                    for i in 0..<rowLength { acc[i] += weight * row[i] }
-                }
-            }
-        }
-        let outOffset = y * rowLength
         let channels = self.channels
         let hasAlpha = layout.hasAlpha
-        accumulator.withUnsafeBufferPointer { acc in
-            output.withUnsafeMutableBufferPointer { out in
-                if hasAlpha {
-                    var p = 0
-                    while p < rowLength {
-                        let alpha = min(max(acc[p + channels - 1], 0), 255)
-                        let scale: Float = alpha > 0.001 ? 255 / alpha : 0
-                        for c in 0..<(channels - 1) { out[outOffset + p + c] = clampToByte(acc[p + c] * scale) }
-                        out[outOffset + p + channels - 1] = clampToByte(alpha)
-                        p += channels
+        ring.withUnsafeBufferPointer { ringBuffer in
+            accumulator.withUnsafeMutableBufferPointer { acc in
+                output.withUnsafeMutableBufferPointer { out in
+                    vertical.withWeights(of: y) { weights in
+                        withUnsafeTemporaryAllocation(of: UnsafePointer<Float>.self, capacity: taps) { rows in
+                            for t in 0..<taps {
+                                rows[t] = ringBuffer.baseAddress! + ((start + t) % ringRows) * rowLength
+                            }
+                            ResampleKernels.verticalSum(rows: UnsafePointer(rows.baseAddress!), weights: weights, taps: taps,
+                                                        length: rowLength, into: acc.baseAddress!)
+                        }
                     }
-                } else {
-                    for i in 0..<rowLength { out[outOffset + i] = clampToByte(acc[i]) }
+                    ResampleKernels.store(UnsafePointer(acc.baseAddress!), count: rowLength, channels: channels,
+                                          hasAlpha: hasAlpha, into: out.baseAddress! + y * rowLength)
                 }
             }
         }
@@ -145,15 +139,76 @@ struct LanczosResampler: Resampler {
         }
         return Bitmap(size: target, layout: layout, pixels: output)
     }
+}
 
-    private func premultiply(_ row: inout [Float], pixels: Int) {
-        let channels = self.channels
-        row.withUnsafeMutableBufferPointer { buffer in
-            for p in 0..<pixels {
-                let base = p * channels
-                let alpha = buffer[base + channels - 1] / 255
-                for c in 0..<(channels - 1) { buffer[base + c] *= alpha }
+/// The row kernels the resamplers share (the streaming `LanczosResampler` and the GIF picture resampler), so
+/// the same input always gives the same bits whichever of them computes it. Raw pointers, no bounds checks;
+/// each sum runs over the taps in order from 0, as the scalar code always did, so vectorised code gives
+/// exactly the scalar result.
+enum ResampleKernels {
+    /// 8-bit samples to floats.
+    @inline(__always)
+    static func load(_ row: UnsafePointer<UInt8>, count: Int, into out: UnsafeMutablePointer<Float>) {
+        for i in 0..<count { out[i] = Float(row[i]) }
+    }
+
+    /// Multiplies the colour samples of each pixel by its alpha / 255 (alpha is the last channel).
+    static func premultiply(_ row: UnsafeMutablePointer<Float>, pixels: Int, channels: Int) {
+        if channels == 4 {
+            var p = row
+            for _ in 0..<pixels {
+                let alpha = p[3] / 255
+                p[0] *= alpha; p[1] *= alpha; p[2] *= alpha
+                p += 4
             }
+            return
+        }
+        for p in 0..<pixels {
+            let base = p * channels
+            let alpha = row[base + channels - 1] / 255
+            for c in 0..<(channels - 1) { row[base + c] *= alpha }
+        }
+    }
+
+    /// `out[i] = Σ weights[t] × rows[t][i]` over the taps in order, for `length` samples. Tap by tap over the
+    /// whole row (the sums stay in L1): the optimiser vectorises the inner loop, and debug builds stay fast,
+    /// which hand-written SIMD types are not (about 8× slower than scalar code without optimisation).
+    static func verticalSum(rows: UnsafePointer<UnsafePointer<Float>>, weights: UnsafePointer<Float>, taps: Int,
+                            length: Int, into out: UnsafeMutablePointer<Float>) {
+        out.update(repeating: 0, count: length)
+        for t in 0..<taps {
+            let w = weights[t], row = rows[t]
+            for i in 0..<length { out[i] += w * row[i] }
+        }
+    }
+
+    /// Filtered samples to bytes: with alpha, colours are divided by it again (un-premultiplied).
+    static func store(_ acc: UnsafePointer<Float>, count: Int, channels: Int, hasAlpha: Bool,
+                      into out: UnsafeMutablePointer<UInt8>) {
+        guard hasAlpha else {
+            for i in 0..<count { out[i] = clampToByte(acc[i]) }
+            return
+        }
+        if channels == 4 {
+            var p = 0
+            while p < count {
+                let alpha = min(max(acc[p + 3], 0), 255)
+                let scale: Float = alpha > 0.001 ? 255 / alpha : 0
+                out[p] = clampToByte(acc[p] * scale)
+                out[p + 1] = clampToByte(acc[p + 1] * scale)
+                out[p + 2] = clampToByte(acc[p + 2] * scale)
+                out[p + 3] = clampToByte(alpha)
+                p += 4
+            }
+            return
+        }
+        var p = 0
+        while p < count {
+            let alpha = min(max(acc[p + channels - 1], 0), 255)
+            let scale: Float = alpha > 0.001 ? 255 / alpha : 0
+            for c in 0..<(channels - 1) { out[p + c] = clampToByte(acc[p + c] * scale) }
+            out[p + channels - 1] = clampToByte(alpha)
+            p += channels
         }
     }
 }
@@ -232,40 +287,98 @@ struct FilterWeights: Sendable {
     @inline(__always) func end(_ i: Int) -> Int { starts[i] + counts[i] }
     @inline(__always) func weight(_ i: Int, _ tap: Int) -> Float { weights[i * maxTaps + tap] }
 
+    /// Calls `body` with the weights of output `i` (`count(i)` of them).
+    @inline(__always)
+    func withWeights<R>(of i: Int, _ body: (UnsafePointer<Float>) throws -> R) rethrows -> R {
+        try weights.withUnsafeBufferPointer { try body($0.baseAddress! + i * maxTaps) }
+    }
+
+    /// The outputs whose taps read any input position in `inputs` (empty when none do). Outputs outside it
+    /// do not change when only those inputs change.
+    func outputs(reading inputs: Range<Int>) -> Range<Int> {
+        guard !inputs.isEmpty else { return 0..<0 }
+        var first = Int.max, last = Int.min
+        for i in 0..<outputSize where starts[i] < inputs.upperBound && starts[i] + counts[i] > inputs.lowerBound {
+            if i < first { first = i }
+            last = i
+        }
+        return first == Int.max ? 0..<0 : first..<(last + 1)
+    }
+
+    /// The input positions that the outputs in `outputs` read.
+    func inputs(readBy outputs: Range<Int>) -> Range<Int> {
+        guard !outputs.isEmpty else { return 0..<0 }
+        var low = Int.max, high = Int.min
+        for i in outputs {
+            low = min(low, starts[i])
+            high = max(high, starts[i] + counts[i])
+        }
+        return low..<high
+    }
+
     /// Filters one row of interleaved samples.
     func apply(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, channels: Int) {
-        starts.withUnsafeBufferPointer { starts in
-            counts.withUnsafeBufferPointer { counts in
-                weights.withUnsafeBufferPointer { weights in
+        apply(input: input, inputOrigin: 0, output: output, outputs: 0..<outputSize, channels: channels)
+    }
+
+    /// Filters the outputs in `outputs` of one row of interleaved samples: `input` holds the row from input
+    /// position `inputOrigin` on (at least through `inputs(readBy: outputs)`), and output `outputs.lowerBound`
+    /// goes to `output[0]`. Each output is exactly what the whole-row call computes for it.
+    func apply(input: UnsafePointer<Float>, inputOrigin: Int, output: UnsafeMutablePointer<Float>, outputs: Range<Int>,
+               channels: Int) {
+        let maxTaps = self.maxTaps
+        starts.withUnsafeBufferPointer { startsBuffer in
+            counts.withUnsafeBufferPointer { countsBuffer in
+                weights.withUnsafeBufferPointer { weightsBuffer in
+                    let starts = startsBuffer.baseAddress!, counts = countsBuffer.baseAddress!
+                    let weights = weightsBuffer.baseAddress!
+                    let first = outputs.lowerBound
                     switch channels {
+                    case 4:
+                        // Four sums over the taps: the optimiser packs them into one SIMD4<Float> multiply-add
+                        // per tap (mulps/addps); written as scalars, because SIMD types are about 10× slower in
+                        // debug builds (every test that resamples runs one).
+                        for i in outputs {
+                            var r: Float = 0, g: Float = 0, b: Float = 0, a: Float = 0
+                            var p = input + (starts[i] - inputOrigin) * 4
+                            let w = weights + i * maxTaps
+                            for t in 0..<counts[i] {
+                                let k = w[t]
+                                r += k * p[0]; g += k * p[1]; b += k * p[2]; a += k * p[3]
+                                p += 4
+                            }
+                            let o = output + (i - first) * 4
+                            o[0] = r; o[1] = g; o[2] = b; o[3] = a
+                        }
                     case 3:
-                        for i in 0..<outputSize {
+                        for i in outputs {
                             var r: Float = 0, g: Float = 0, b: Float = 0
-                            var p = input + starts[i] * 3
-                            let w = weights.baseAddress! + i * maxTaps
+                            var p = input + (starts[i] - inputOrigin) * 3
+                            let w = weights + i * maxTaps
                             for t in 0..<counts[i] {
                                 let k = w[t]
                                 r += k * p[0]; g += k * p[1]; b += k * p[2]
                                 p += 3
                             }
-                            output[i * 3] = r; output[i * 3 + 1] = g; output[i * 3 + 2] = b
+                            let o = (i - first) * 3
+                            output[o] = r; output[o + 1] = g; output[o + 2] = b
                         }
                     case 1:
-                        for i in 0..<outputSize {
+                        for i in outputs {
                             var v: Float = 0
-                            let p = input + starts[i]
-                            let w = weights.baseAddress! + i * maxTaps
+                            let p = input + (starts[i] - inputOrigin)
+                            let w = weights + i * maxTaps
                             for t in 0..<counts[i] { v += w[t] * p[t] }
-                            output[i] = v
+                            output[i - first] = v
                         }
                     default:
-                        for i in 0..<outputSize {
-                            let w = weights.baseAddress! + i * maxTaps
+                        for i in outputs {
+                            let w = weights + i * maxTaps
                             for c in 0..<channels {
                                 var v: Float = 0
-                                var p = input + starts[i] * channels + c
+                                var p = input + (starts[i] - inputOrigin) * channels + c
                                 for t in 0..<counts[i] { v += w[t] * p[0]; p += channels }
-                                output[i * channels + c] = v
+                                output[(i - first) * channels + c] = v
                             }
                         }
                     }

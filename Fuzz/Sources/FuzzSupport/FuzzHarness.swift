@@ -1,0 +1,103 @@
+import CFuzzDriver
+import SharePipe
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What every fuzz target does with one input: run the public pipeline on `.bytes(data)` with small limits
+/// (so each run is fast and a header can never make it allocate much), and check what a caller relies on.
+///
+/// An input whose magic bytes are not the target's format is rejected (returns -1, so libFuzzer does not keep
+/// it): each target spends its time in its own decoder. The input's length picks the strip mode, the byte
+/// limit and the fit strategy, so the seed corpus (plain image files) reaches every metadata path without a
+/// header byte of its own.
+///
+/// Any of these ends the run with a crash report, which libFuzzer saves as a crasher:
+/// - an error that is not a `SharePipeError`, or one whose message does not name the source;
+/// - an output that is not an image of the reported format and size, when read back;
+/// - metadata the strip mode removes (GPS, thumbnail, XMP, IPTC, …) still present in the output;
+/// - an output over the byte limit, or with a short edge over the cap.
+public enum FuzzHarness {
+    /// The limits every target runs under: a 4 MP, 4096 px, 1 MiB, 64-frame world.
+    public static let limits = ImageLimits(maxDimension: 4096, maxPixels: 4_000_000, maxFrames: 64,
+                                           maxTotalFramePixels: 16_000_000, maxInputBytes: 1 << 20,
+                                           maxDecoderMemory: 64 << 20)
+
+    /// The options for an input of `count` bytes.
+    public static func options(forLength count: Int) -> PrepareOptions {
+        let strip = StripMode.allCases[count % StripMode.allCases.count]
+        var options = PrepareOptions(maxShortEdge: 96, maxBytes: (count / 3) % 2 == 1 ? 2048 : nil, strip: strip,
+                                     limits: limits, strategy: (count / 6) % 2 == 1 ? .cpuFirst : .memoryFirst,
+                                     minShortEdge: 16)
+        options.animation.maxFrames = 16
+        return options
+    }
+
+    /// Hands the process to libFuzzer (its flags and corpus directories come from the command line).
+    public static func main(_ entry: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> Never {
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv, entry))
+    }
+
+    public static func run(_ data: UnsafePointer<UInt8>?, _ count: Int, format: ImageFormat) -> CInt {
+        let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? []
+        guard ImageFormat.sniff(Array(bytes.prefix(16))) == format else { return -1 }
+        let options = options(forLength: count)
+        let result: PreparedImage
+        do {
+            result = try SharePipe.prepare(.bytes(bytes), options: options)
+        } catch let error as SharePipeError {
+            check(error)
+            return 0
+        } catch {
+            fatalError("prepare threw something that is not a SharePipeError: \(error)")
+        }
+        check(result, options: options)
+        return 0
+    }
+
+    static func check(_ error: SharePipeError) {
+        let text = error.description
+        guard text.hasPrefix("<memory>: ") else {
+            fatalError("error does not name the source: \(text)")
+        }
+        if case .tooLarge(_, let width, let height, let limit) = error {
+            guard width >= 0, height >= 0, !limit.isEmpty else { fatalError("tooLarge without its numbers: \(text)") }
+        }
+    }
+
+    static func check(_ result: PreparedImage, options: PrepareOptions) {
+        guard !result.bytes.isEmpty else { fatalError("empty output") }
+        guard ImageFormat.sniff(Array(result.bytes.prefix(16))) == result.format else {
+            fatalError("output is not a \(result.format) by its magic bytes")
+        }
+        let limit = result.frameCount > 1 ? options.animatedMaxBytes : options.maxBytes
+        if let limit, result.byteCount > limit {
+            fatalError("output has \(result.byteCount) bytes, over the limit of \(limit)")
+        }
+        let info: ImageInfo
+        do {
+            info = try SharePipe.inspect(.bytes(result.bytes))
+        } catch {
+            fatalError("output cannot be read back: \(error)")
+        }
+        guard info.format == result.format, info.size == result.size else {
+            fatalError("output reads back as \(info.format) \(info.size), reported \(result.format) \(result.size)")
+        }
+        if result.method == .reencoded, result.size.shortEdge > options.maxShortEdge {
+            fatalError("output short edge \(result.size.shortEdge) over the cap \(options.maxShortEdge)")
+        }
+        let kinds = info.metadataKinds
+        switch options.strip {
+        case .all:
+            let left = kinds.subtracting([.icc])
+            guard left.isEmpty else { fatalError("strip all left \(left.sorted()) in the output") }
+        case .gps:
+            let left = kinds.intersection([.gps, .exifThumbnail, .xmp, .iptc])
+            guard left.isEmpty else { fatalError("strip gps left \(left.sorted()) in the output") }
+        case .none:
+            break
+        }
+    }
+}

@@ -1,0 +1,113 @@
+/// Resamples an animation's canvas (RGBA, straight alpha) to the output size, picture after picture, keeping
+/// the last output and recomputing only the output pixels that read changed canvas pixels.
+///
+/// An output pixel reads the canvas pixels under its horizontal and vertical filter taps (`FilterWeights`),
+/// so when only the canvas pixels in a rectangle changed, only the outputs whose taps reach into it can
+/// change: `outputArea(reading:)`. Those are recomputed with the same weights and the same row kernels as
+/// `LanczosResampler` (`ResampleKernels`), so every picture is, byte for byte, what resampling the whole
+/// canvas gives. The output starts transparent, which is what the transparent starting canvas resamples to.
+///
+/// Memory (all counted in the meter, as `LanczosResampler.memoryEstimate`): a ring of horizontally filtered
+/// rows as tall as the vertical filter's taps, one canvas row as floats, one output row of sums, and the
+/// output picture. The output is a copy-on-write array: handing it on (to the encoder) shares it, and the
+/// next `update` copies it before writing into it.
+final class GIFPictureResampler {
+    let source: PixelSize
+    let target: PixelSize
+    private let horizontal: FilterWeights
+    private let vertical: FilterWeights
+    private let ringRows: Int
+    private var ring: [Float]
+    private var inputRow: [Float]
+    private var accumulator: [Float]
+    /// The current picture at the output size: RGBA, straight alpha.
+    private(set) var output: [UInt8]
+    private let meter: PixelMemoryMeter
+    private let countedBytes: Int
+
+    init(from source: PixelSize, to target: PixelSize, meter: PixelMemoryMeter) {
+        precondition(target.width >= 1 && target.height >= 1 && source.width >= 1 && source.height >= 1)
+        self.source = source
+        self.target = target
+        horizontal = FilterWeights(inputSize: source.width, outputSize: target.width)
+        vertical = FilterWeights(inputSize: source.height, outputSize: target.height)
+        ringRows = vertical.maxTaps
+        ring = [Float](repeating: 0, count: ringRows * target.width * 4)
+        inputRow = [Float](repeating: 0, count: source.width * 4)
+        accumulator = [Float](repeating: 0, count: target.width * 4)
+        output = [UInt8](repeating: 0, count: target.area * 4)
+        self.meter = meter
+        countedBytes = (ring.count + inputRow.count + accumulator.count) * MemoryLayout<Float>.stride + output.count
+        meter.allocate(countedBytes)
+    }
+
+    deinit { meter.release(countedBytes) }
+
+    /// The output pixels that read any canvas pixel in `rect` (empty when none do).
+    func outputArea(reading rect: GIFRect) -> GIFRect {
+        let visible = rect.clipped(to: source)
+        guard !visible.isEmpty else { return .empty }
+        let columns = horizontal.outputs(reading: visible.left..<visible.right)
+        let rows = vertical.outputs(reading: visible.top..<visible.bottom)
+        guard !columns.isEmpty, !rows.isEmpty else { return .empty }
+        return GIFRect(left: columns.lowerBound, top: rows.lowerBound, width: columns.count, height: rows.count)
+    }
+
+    /// Brings `output` up to date with `canvas` (`source.area * 4` bytes) when only the canvas pixels in
+    /// `changed` differ from the canvas of the last update. Returns the output rectangle recomputed: no pixel
+    /// outside it changed.
+    @discardableResult
+    func update(canvas: UnsafeBufferPointer<UInt8>, changed: GIFRect) -> GIFRect {
+        precondition(canvas.count >= source.area * 4, "canvas does not match the source size")
+        let area = outputArea(reading: changed)
+        if !area.isEmpty { resample(canvas.baseAddress!, area: area) }
+        return area
+    }
+
+    /// Recomputes the outputs in `area` from the canvas: the canvas rows and columns they read go through
+    /// the horizontal filter into the ring (only the area's output columns), and each output row is made as
+    /// soon as the ring holds its window, as in `LanczosResampler`.
+    private func resample(_ canvas: UnsafePointer<UInt8>, area: GIFRect) {
+        let columns = area.left..<area.right, rows = area.top..<area.bottom
+        let inputColumns = horizontal.inputs(readBy: columns)
+        let inputRows = vertical.inputs(readBy: rows)
+        let rowLength = columns.count * 4
+        let ringRows = self.ringRows, horizontal = self.horizontal, vertical = self.vertical
+        let sourceWidth = source.width, targetWidth = target.width
+        ring.withUnsafeMutableBufferPointer { ringBuffer in
+            inputRow.withUnsafeMutableBufferPointer { inputBuffer in
+                accumulator.withUnsafeMutableBufferPointer { accBuffer in
+                    output.withUnsafeMutableBufferPointer { outBuffer in
+                        let ring = ringBuffer.baseAddress!, input = inputBuffer.baseAddress!
+                        let acc = accBuffer.baseAddress!, out = outBuffer.baseAddress!
+                        var nextRow = rows.lowerBound
+                        for y in inputRows {
+                            ResampleKernels.load(canvas + (y * sourceWidth + inputColumns.lowerBound) * 4,
+                                                 count: inputColumns.count * 4, into: input)
+                            ResampleKernels.premultiply(input, pixels: inputColumns.count, channels: 4)
+                            horizontal.apply(input: input, inputOrigin: inputColumns.lowerBound,
+                                             output: ring + (y % ringRows) * rowLength, outputs: columns, channels: 4)
+                            while nextRow < rows.upperBound && vertical.end(nextRow) <= y + 1 {
+                                let start = vertical.start(nextRow), taps = vertical.count(nextRow)
+                                withUnsafeTemporaryAllocation(of: UnsafePointer<Float>.self, capacity: taps) { rowPointers in
+                                    for t in 0..<taps {
+                                        rowPointers[t] = UnsafePointer(ring + ((start + t) % ringRows) * rowLength)
+                                    }
+                                    vertical.withWeights(of: nextRow) { weights in
+                                        ResampleKernels.verticalSum(rows: UnsafePointer(rowPointers.baseAddress!),
+                                                                    weights: weights, taps: taps, length: rowLength,
+                                                                    into: acc)
+                                    }
+                                }
+                                ResampleKernels.store(UnsafePointer(acc), count: rowLength, channels: 4, hasAlpha: true,
+                                                      into: out + (nextRow * targetWidth + columns.lowerBound) * 4)
+                                nextRow += 1
+                            }
+                        }
+                        assert(nextRow == rows.upperBound, "every output row of the area is made")
+                    }
+                }
+            }
+        }
+    }
+}
