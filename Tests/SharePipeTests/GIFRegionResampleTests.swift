@@ -109,14 +109,15 @@ func sameBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
 @Suite("GIF region resampling")
 struct GIFRegionResampleTests {
     /// Updating the picture only where the canvas changed gives, after every frame, byte for byte what
-    /// resampling the whole canvas gives; and no pixel outside the reported area changed.
+    /// resampling the whole canvas gives (at the canvas's size: the canvas itself); and no pixel outside
+    /// the reported area changed.
     @Test func regionUpdatesEqualWholeCanvasResampling() throws {
         for (name, bytes) in try GIFRegionFixtures.all() {
             try GIFReader.with(.bytes(bytes)) { reader in
                 let stream = GIFStream(reader)
                 let screen = stream.container.screenSize
                 let canvas = GIFCanvas(size: screen, meter: PixelMemoryMeter())
-                let sizes = GIFRegionFixtures.sizes(for: screen).filter { $0 != screen }
+                let sizes = [screen] + GIFRegionFixtures.sizes(for: screen).filter { $0 != screen }
                 let resamplers = sizes.map { GIFPictureResampler(from: screen, to: $0, meter: PixelMemoryMeter()) }
                 var index = 0
                 while let frame = try stream.nextFrame() {
@@ -124,8 +125,9 @@ struct GIFRegionResampleTests {
                     let changes = canvas.takeChanges()
                     for (size, resampler) in zip(sizes, resamplers) {
                         let before = resampler.output
-                        let area = changes.map { c in canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: c) } }
-                            ?? .empty
+                        let area = changes.map { changed in
+                            canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: changed) }
+                        } ?? .empty
                         let whole = AnimatedGIFPass.picture(of: canvas, at: size, meter: PixelMemoryMeter())
                         #expect(sameBytes(resampler.output, whole), "\(name) → \(size), frame \(index): region update differs")
                         // The previous picture with only `area` taken from the new one is the new one.

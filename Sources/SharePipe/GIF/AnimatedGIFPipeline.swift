@@ -3,15 +3,16 @@
 /// same frame count, order, delays and loop count, under the byte limit.
 ///
 /// Streaming: one pass reads the source record by record and writes the output frame by frame. Memory is
-/// the source canvas (plus the rectangle a `previous` frame must restore), the resampler's window and
-/// output picture, and at the output size the picture being written and the one after it (the latter shared
-/// with the resampler's output), the viewer model, the changed-pixel mask and one frame of indices, whatever
-/// the frame count. Each fitting attempt is a fresh pass over the source.
+/// the source canvas (plus the rectangle a `previous` frame must restore), the resampler's window, and at
+/// the output size two pictures (the frame being written and the one after it: the resampler's two
+/// pictures), the viewer model, the changed-pixel mask and one frame of indices, whatever the frame count.
+/// Each fitting attempt is a fresh pass over the source.
 ///
 /// Incremental: each picture is the previous one updated where the canvas changed (the frame's rectangle and
-/// the areas disposal cleared or restored), widened by the resampling filter's reach (`GIFPictureResampler`);
-/// the encoder then looks for changed pixels only there. The result is byte for byte that of resampling and
-/// comparing whole pictures (`AnimatedGIFPass.incremental = false`, which the tests compare against).
+/// the areas disposal cleared or restored), widened by the resampling filter's reach, or copied from the
+/// canvas without resizing (`GIFPictureResampler`); the encoder then looks for changed pixels only there.
+/// The result is byte for byte that of resampling and comparing whole pictures
+/// (`AnimatedGIFPass.incremental = false`, which the tests compare against).
 enum AnimatedGIFPipeline {
     static func prepare(_ source: ImageSource, info: ImageInfo, options: PrepareOptions, meter: PixelMemoryMeter,
                         checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
@@ -120,9 +121,10 @@ struct AnimatedGIFPass {
             let writer = try GIFWriter()
             try writer.begin(container)
             let canvas = GIFCanvas(size: screen, meter: meter)
-            let resampler = incremental && plan.size != screen ? GIFPictureResampler(from: screen, to: plan.size, meter: meter) : nil
+            let resampler = incremental ? GIFPictureResampler(from: screen, to: plan.size, meter: meter) : nil
             let encoder = GIFAnimationEncoder(size: plan.size, globalPalette: container.globalPalette,
-                                              colorBudget: plan.colorBudget, writer: writer, meter: meter)
+                                              colorBudget: plan.colorBudget, writer: writer, meter: meter,
+                                              countsPictures: resampler == nil)
             var index = 0
             var clearedSinceLastPicture: GIFRect?  // source pixels disposal may have made transparent
             while let frame = try stream.nextFrame() {
@@ -131,17 +133,14 @@ struct AnimatedGIFPass {
                 if index % plan.keepEvery == 0 {
                     let pixels: [UInt8], changed: GIFRect?
                     let canvasChanges = canvas.takeChanges()
-                    if !incremental {
-                        pixels = Self.picture(of: canvas, at: plan.size, meter: meter)
-                        changed = nil
-                    } else if let resampler {
+                    if let resampler {
                         changed = canvasChanges.map { area in
                             canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: area) }
                         } ?? .empty
                         pixels = resampler.output
                     } else {
-                        pixels = canvas.pixels
-                        changed = canvasChanges ?? .empty
+                        pixels = Self.picture(of: canvas, at: plan.size, meter: meter)
+                        changed = nil
                     }
                     let mayDrop = clearedSinceLastPicture.map { Self.outputArea(of: $0, from: screen, to: plan.size) }
                     try encoder.add(.init(pixels: pixels, source: frame, delay: frame.delay, coverageMayDrop: mayDrop,

@@ -53,6 +53,9 @@ final class GIFAnimationEncoder {
 
     private let writer: GIFWriter
     private let meter: PixelMemoryMeter
+    /// Whether the pictures' arrays are counted here (false when their producer counts them: the
+    /// `GIFPictureResampler`'s two pictures).
+    private let countsPictures: Bool
     /// The viewer model: RGBA per pixel, alpha 255 where the viewer shows an opaque pixel, RGB the target
     /// colour it was last written for.
     private var shown: [UInt8]
@@ -71,7 +74,9 @@ final class GIFAnimationEncoder {
     /// Mean squared RGB error (summed over the three channels) under which a source palette "serves".
     static let paletteServesBelow = 300
 
-    init(size: PixelSize, globalPalette: GIFPalette?, colorBudget: Int?, writer: GIFWriter, meter: PixelMemoryMeter) {
+    init(size: PixelSize, globalPalette: GIFPalette?, colorBudget: Int?, writer: GIFWriter, meter: PixelMemoryMeter,
+         countsPictures: Bool = true) {
+        self.countsPictures = countsPictures
         self.size = size
         self.globalPalette = globalPalette
         self.colorBudget = colorBudget
@@ -85,16 +90,16 @@ final class GIFAnimationEncoder {
     }
 
     deinit {
-        meter.release(shown.count + dirty.count + (pending?.pixels.count ?? 0) + indices.count)
+        meter.release(shown.count + dirty.count + (countsPictures ? pending?.pixels.count ?? 0 : 0) + indices.count)
     }
 
     /// Adds the next picture; writes the one before it, now that its successor is known.
     func add(_ picture: Picture) throws {
         precondition(picture.pixels.count == size.area * 4, "picture does not match the output size")
-        meter.allocate(picture.pixels.count)
+        if countsPictures { meter.allocate(picture.pixels.count) }
         if let previous = pending {
             try write(previous, next: picture)
-            meter.release(previous.pixels.count)
+            if countsPictures { meter.release(previous.pixels.count) }
         }
         pending = picture
     }
@@ -108,7 +113,7 @@ final class GIFAnimationEncoder {
     func finish() throws {
         guard let last = pending else { return }
         try write(last, next: nil)
-        meter.release(last.pixels.count)
+        if countsPictures { meter.release(last.pixels.count) }
         pending = nil
     }
 
@@ -167,17 +172,19 @@ final class GIFAnimationEncoder {
             var conflicts = BoundingBox()
             next.pixels.withUnsafeBufferPointer { n in
                 shown.withUnsafeBufferPointer { s in
-                    for y in mayDrop.top..<mayDrop.bottom {
-                        for x in mayDrop.left..<mayDrop.right where n[(y * width + x) * 4 + 3] < 128 {
-                            let p = y * width + x
-                            let opaqueNow = s[p * 4 + 3] == 255
-                            let opaqueAfterDisposal: Bool
-                            switch disposal {
-                            case .previous: opaqueAfterDisposal = opaqueNow
-                            case .background where rect.contains(x: x, y: y): opaqueAfterDisposal = false
-                            default: opaqueAfterDisposal = opaqueNow || dirty[p]
+                    dirty.withUnsafeBufferPointer { dirty in
+                        for y in mayDrop.top..<mayDrop.bottom {
+                            for x in mayDrop.left..<mayDrop.right where n[(y * width + x) * 4 + 3] < 128 {
+                                let p = y * width + x
+                                let opaqueNow = s[p * 4 + 3] == 255
+                                let opaqueAfterDisposal: Bool
+                                switch disposal {
+                                case .previous: opaqueAfterDisposal = opaqueNow
+                                case .background where rect.contains(x: x, y: y): opaqueAfterDisposal = false
+                                default: opaqueAfterDisposal = opaqueNow || dirty[p]
+                                }
+                                if opaqueAfterDisposal { conflicts.add(x: x, y: y) }
                             }
-                            if opaqueAfterDisposal { conflicts.add(x: x, y: y) }
                         }
                     }
                 }
@@ -203,14 +210,16 @@ final class GIFAnimationEncoder {
         if disposal != .previous {
             picture.pixels.withUnsafeBufferPointer { q in
                 shown.withUnsafeMutableBufferPointer { s in
-                    for y in rect.top..<rect.bottom {
-                        for x in rect.left..<rect.right {
-                            let p = y * width + x
-                            if dirty[p] {
-                                s[p * 4] = q[p * 4]; s[p * 4 + 1] = q[p * 4 + 1]; s[p * 4 + 2] = q[p * 4 + 2]
-                                s[p * 4 + 3] = 255
+                    dirty.withUnsafeBufferPointer { dirty in
+                        for y in rect.top..<rect.bottom {
+                            for x in rect.left..<rect.right {
+                                let p = y * width + x
+                                if dirty[p] {
+                                    s[p * 4] = q[p * 4]; s[p * 4 + 1] = q[p * 4 + 1]; s[p * 4 + 2] = q[p * 4 + 2]
+                                    s[p * 4 + 3] = 255
+                                }
+                                if disposal == .background { s[p * 4 + 3] = 0 }
                             }
-                            if disposal == .background { s[p * 4 + 3] = 0 }
                         }
                     }
                 }
@@ -270,12 +279,14 @@ final class GIFAnimationEncoder {
         // are best written transparent too ("leave as is"), where the frame has a control extension anyway.
         var needsTransparency = false, hasUnchanged = false
         shown.withUnsafeBufferPointer { s in
-            outer: for y in rect.top..<rect.bottom {
-                for x in rect.left..<rect.right where !dirty[y * width + x] {
-                    hasUnchanged = true
-                    if s[(y * width + x) * 4 + 3] != 255 {
-                        needsTransparency = true
-                        break outer
+            dirty.withUnsafeBufferPointer { dirty in
+                outer: for y in rect.top..<rect.bottom {
+                    for x in rect.left..<rect.right where !dirty[y * width + x] {
+                        hasUnchanged = true
+                        if s[(y * width + x) * 4 + 3] != 255 {
+                            needsTransparency = true
+                            break outer
+                        }
                     }
                 }
             }
@@ -303,15 +314,19 @@ final class GIFAnimationEncoder {
         // transparent index has nothing else to map to.)
         let nearest = transparent == nil ? mapper(for: table, excluding: nil) : nil
         shown.withUnsafeBufferPointer { s in
-            for y in rect.top..<rect.bottom {
-                for x in rect.left..<rect.right {
-                    let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
-                    if dirty[p] { continue }
-                    if let transparent {
-                        indices[i] = UInt8(transparent)
-                    } else {
-                        // No transparent index (no control extension, or a full table): repeat what is shown.
-                        indices[i] = UInt8(nearest!.index(s[p * 4], s[p * 4 + 1], s[p * 4 + 2]))
+            dirty.withUnsafeBufferPointer { dirty in
+                indices.withUnsafeMutableBufferPointer { indices in
+                    for y in rect.top..<rect.bottom {
+                        for x in rect.left..<rect.right {
+                            let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
+                            if dirty[p] { continue }
+                            if let transparent {
+                                indices[i] = UInt8(transparent)
+                            } else {
+                                // No transparent index (no control extension, or a full table): repeat what is shown.
+                                indices[i] = UInt8(nearest!.index(s[p * 4], s[p * 4 + 1], s[p * 4 + 2]))
+                            }
+                        }
                     }
                 }
             }
@@ -385,11 +400,13 @@ final class GIFAnimationEncoder {
         let nearest = mapper(for: palette, excluding: entry)
         let width = size.width
         picture.pixels.withUnsafeBufferPointer { q in
-            for y in rect.top..<rect.bottom {
-                for x in rect.left..<rect.right {
-                    let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
-                    if dirty[p] && Int(indices[i]) == entry {
-                        indices[i] = UInt8(nearest.index(q[p * 4], q[p * 4 + 1], q[p * 4 + 2]))
+            indices.withUnsafeMutableBufferPointer { indices in
+                for y in rect.top..<rect.bottom {
+                    for x in rect.left..<rect.right {
+                        let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
+                        if dirty[p] && Int(indices[i]) == entry {
+                            indices[i] = UInt8(nearest.index(q[p * 4], q[p * 4 + 1], q[p * 4 + 2]))
+                        }
                     }
                 }
             }
@@ -405,7 +422,7 @@ final class GIFAnimationEncoder {
             for y in rect.top..<rect.bottom {
                 for x in rect.left..<rect.right where dirty[y * width + x] {
                     let o = (y * width + x) * 4
-                    changed += [q[o], q[o + 1], q[o + 2], 255]
+                    changed.append(q[o]); changed.append(q[o + 1]); changed.append(q[o + 2]); changed.append(255)
                 }
             }
         }

@@ -1,5 +1,6 @@
 /// Resamples an animation's canvas (RGBA, straight alpha) to the output size, picture after picture, keeping
-/// the last output and recomputing only the output pixels that read changed canvas pixels.
+/// the last output and recomputing only the output pixels that read changed canvas pixels. At the canvas's
+/// own size the pictures are copies of the canvas, made the same way: only changed areas are copied.
 ///
 /// An output pixel reads the canvas pixels under its horizontal and vertical filter taps (`FilterWeights`),
 /// so when only the canvas pixels in a rectangle changed, only the outputs whose taps reach into it can
@@ -7,13 +8,20 @@
 /// `LanczosResampler` (`ResampleKernels`), so every picture is, byte for byte, what resampling the whole
 /// canvas gives. The output starts transparent, which is what the transparent starting canvas resamples to.
 ///
-/// Memory (all counted in the meter, as `LanczosResampler.memoryEstimate`): a ring of horizontally filtered
-/// rows as tall as the vertical filter's taps, one canvas row as floats, one output row of sums, and the
-/// output picture. The output is a copy-on-write array: handing it on (to the encoder) shares it, and the
-/// next `update` copies it before writing into it.
+/// Two output pictures take turns: `output`, the current one, which is handed on (to the encoder, sharing the
+/// array), and a spare one update behind, into which the next update copies the area the last one changed
+/// and then resamples its own area. So an update touches only the changed areas, never copies a whole
+/// picture, and the encoder's two pictures (the one being written and the one after it) are these two
+/// arrays, counted here once.
+///
+/// Memory, all counted in the meter: `LanczosResampler.memoryEstimate` (a ring of horizontally filtered rows
+/// as tall as the vertical filter's taps, one canvas row as floats, one output row of sums, one output
+/// picture) plus the spare picture; without resizing, only the two pictures.
 final class GIFPictureResampler {
     let source: PixelSize
     let target: PixelSize
+    /// Same size: pictures are copies of the canvas.
+    private let copies: Bool
     private let horizontal: FilterWeights
     private let vertical: FilterWeights
     private let ringRows: Int
@@ -22,6 +30,9 @@ final class GIFPictureResampler {
     private var accumulator: [Float]
     /// The current picture at the output size: RGBA, straight alpha.
     private(set) var output: [UInt8]
+    /// The picture before `output` (empty until the first update), and where it differs from `output`.
+    private var spare: [UInt8] = []
+    private var spareBehind = GIFRect.empty
     private let meter: PixelMemoryMeter
     private let countedBytes: Int
 
@@ -29,24 +40,26 @@ final class GIFPictureResampler {
         precondition(target.width >= 1 && target.height >= 1 && source.width >= 1 && source.height >= 1)
         self.source = source
         self.target = target
-        horizontal = FilterWeights(inputSize: source.width, outputSize: target.width)
-        vertical = FilterWeights(inputSize: source.height, outputSize: target.height)
+        copies = source == target
+        horizontal = FilterWeights(inputSize: copies ? 1 : source.width, outputSize: copies ? 1 : target.width)
+        vertical = FilterWeights(inputSize: copies ? 1 : source.height, outputSize: copies ? 1 : target.height)
         ringRows = vertical.maxTaps
-        ring = [Float](repeating: 0, count: ringRows * target.width * 4)
-        inputRow = [Float](repeating: 0, count: source.width * 4)
-        accumulator = [Float](repeating: 0, count: target.width * 4)
+        ring = copies ? [] : [Float](repeating: 0, count: ringRows * target.width * 4)
+        inputRow = copies ? [] : [Float](repeating: 0, count: source.width * 4)
+        accumulator = copies ? [] : [Float](repeating: 0, count: target.width * 4)
         output = [UInt8](repeating: 0, count: target.area * 4)
         self.meter = meter
         countedBytes = (ring.count + inputRow.count + accumulator.count) * MemoryLayout<Float>.stride + output.count
         meter.allocate(countedBytes)
     }
 
-    deinit { meter.release(countedBytes) }
+    deinit { meter.release(countedBytes + spare.count) }
 
     /// The output pixels that read any canvas pixel in `rect` (empty when none do).
     func outputArea(reading rect: GIFRect) -> GIFRect {
         let visible = rect.clipped(to: source)
         guard !visible.isEmpty else { return .empty }
+        if copies { return visible }
         let columns = horizontal.outputs(reading: visible.left..<visible.right)
         let rows = vertical.outputs(reading: visible.top..<visible.bottom)
         guard !columns.isEmpty, !rows.isEmpty else { return .empty }
@@ -60,14 +73,45 @@ final class GIFPictureResampler {
     func update(canvas: UnsafeBufferPointer<UInt8>, changed: GIFRect) -> GIFRect {
         precondition(canvas.count >= source.area * 4, "canvas does not match the source size")
         let area = outputArea(reading: changed)
-        if !area.isEmpty { resample(canvas.baseAddress!, area: area) }
+        guard !area.isEmpty else { return area }
+        var next: [UInt8] = []
+        swap(&next, &spare)
+        if next.isEmpty {
+            next = output.withUnsafeBufferPointer { Array($0) }
+            meter.allocate(next.count)
+        } else {
+            // Bring the spare picture up to `output`: only the last update's area differs.
+            let width = target.width, behind = spareBehind
+            output.withUnsafeBufferPointer { current in
+                next.withUnsafeMutableBufferPointer { spare in
+                    for y in behind.top..<behind.bottom {
+                        let offset = (y * width + behind.left) * 4
+                        (spare.baseAddress! + offset).update(from: current.baseAddress! + offset, count: behind.width * 4)
+                    }
+                }
+            }
+        }
+        if copies {
+            let width = target.width
+            next.withUnsafeMutableBufferPointer { picture in
+                for y in area.top..<area.bottom {
+                    let offset = (y * width + area.left) * 4
+                    (picture.baseAddress! + offset).update(from: canvas.baseAddress! + offset, count: area.width * 4)
+                }
+            }
+        } else {
+            resample(canvas.baseAddress!, area: area, into: &next)
+        }
+        swap(&next, &output)
+        spare = next
+        spareBehind = area
         return area
     }
 
     /// Recomputes the outputs in `area` from the canvas: the canvas rows and columns they read go through
     /// the horizontal filter into the ring (only the area's output columns), and each output row is made as
     /// soon as the ring holds its window, as in `LanczosResampler`.
-    private func resample(_ canvas: UnsafePointer<UInt8>, area: GIFRect) {
+    private func resample(_ canvas: UnsafePointer<UInt8>, area: GIFRect, into picture: inout [UInt8]) {
         let columns = area.left..<area.right, rows = area.top..<area.bottom
         let inputColumns = horizontal.inputs(readBy: columns)
         let inputRows = vertical.inputs(readBy: rows)
@@ -77,7 +121,7 @@ final class GIFPictureResampler {
         ring.withUnsafeMutableBufferPointer { ringBuffer in
             inputRow.withUnsafeMutableBufferPointer { inputBuffer in
                 accumulator.withUnsafeMutableBufferPointer { accBuffer in
-                    output.withUnsafeMutableBufferPointer { outBuffer in
+                    picture.withUnsafeMutableBufferPointer { outBuffer in
                         let ring = ringBuffer.baseAddress!, input = inputBuffer.baseAddress!
                         let acc = accBuffer.baseAddress!, out = outBuffer.baseAddress!
                         var nextRow = rows.lowerBound
