@@ -13,14 +13,21 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
     ],
     targets: [
-        // The only C in the project: setjmp-guarded calls into libjpeg, libpng, giflib and libexif.
+        // The only C in the project: setjmp-guarded calls into libjpeg(-turbo), libpng, giflib, libexif,
+        // libheif, libwebp and Little CMS.
         .target(
             name: "CSharePipe",
             linkerSettings: [
                 .linkedLibrary("jpeg"),
+                .linkedLibrary("turbojpeg"),
                 .linkedLibrary("png16"),
                 .linkedLibrary("gif"),
                 .linkedLibrary("exif"),
+                .linkedLibrary("heif"),
+                .linkedLibrary("webp"),
+                .linkedLibrary("webpdemux"),
+                .linkedLibrary("webpmux"),
+                .linkedLibrary("lcms2"),
             ]
         ),
         .target(
