@@ -1,0 +1,33 @@
+/// An animation read frame by frame, each frame already composited onto the whole canvas.
+///
+/// This is how an animated input that is not a GIF (animated WebP, APNG) reaches the animation route:
+/// the format's decoder applies its own rectangles, dispose and blend operations and hands over what a
+/// browser would show at each step, one canvas at a time. The animation route resamples each canvas to
+/// the target size and writes an animated GIF (changed rectangles, delays, loop count) within the byte
+/// limit, or takes the first frame as a still where the service shows no animation.
+///
+/// Memory: a source holds at most the canvas it composits into plus what its codec needs for the
+/// next frame (and the previous canvas where a "restore previous" dispose asks for it). Frames are
+/// never collected.
+protocol AnimationFrameSource {
+    /// The canvas every frame is composited onto (stored orientation).
+    var canvasSize: PixelSize { get }
+    /// How many frames the container declares.
+    var frameCount: Int { get }
+    /// How often the animation repeats after its first play, as the container stores it for GIF's
+    /// NETSCAPE2.0 extension: `nil` means play once (no loop extension is written), 0 means forever.
+    /// Formats that store the total number of plays convert: APNG `num_plays` or WebP `loop_count` of
+    /// 0 → 0, 1 → nil, N → N − 1 (browsers play a GIF's NETSCAPE value + 1 times).
+    var loopCount: Int? { get }
+    /// The next composited frame (straight-alpha RGBA8, canvas size, rows top to bottom), or nil after
+    /// the last one. Throws `SharePipeError` naming the file on damage the format cannot recover from.
+    mutating func nextFrame() throws -> AnimationFrame?
+}
+
+/// One composited frame of an `AnimationFrameSource`.
+struct AnimationFrame {
+    /// Straight-alpha RGBA8 pixels of the whole canvas.
+    var canvas: Bitmap
+    /// How long the frame is shown, in milliseconds, as the source stores it (0 included).
+    var durationMilliseconds: Int
+}
