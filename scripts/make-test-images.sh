@@ -884,7 +884,7 @@ GIFSICLE=${GIFSICLE:-gifsicle}
 GIFTOOL_PY=$(cat <<'PY'
 # A small, exact GIF writer: every byte of the test GIFs is chosen here (palettes, rectangles, disposal,
 # delays, loop extensions, interlacing, LZW code size), so the files test what their names say.
-import struct, sys
+import os, struct, sys
 
 def lzw(indices, min_code_size):
     """GIF LZW with variable-width codes (late change, as decoders expect) and a clear before the table fills."""
@@ -1069,19 +1069,38 @@ def large():
         g.frame(left, top, 300, 300, checker(300, 300, 63, (n * 21) % 63, 60), delay=20, disposal=1)
     return g.bytes()
 
-def metadata():
-    g = GIF(80, 60, BASE[:8])
-    g.loop(0)
-    g.comment(b"private comment: shot at home")
+def gps_xmp(g):
+    """An XMP application extension with GPS in the packet, raw, followed by the magic trailer."""
     xmp = (b'<?xpacket begin="\xef\xbb\xbf" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/">'
            b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description rdf:about="" '
            b'xmlns:exif="http://ns.adobe.com/exif/1.0/" exif:GPSLatitude="52,31.2N" exif:GPSLongitude="13,24.3E"/>'
            b'</rdf:RDF></x:xmpmeta><?xpacket end="w"?>')
     trailer = bytes([1] + list(range(255, -1, -1))) + b"\0"
     g.application(b"XMP DataXMP", xmp + trailer, raw=True)
+
+def metadata():
+    g = GIF(80, 60, BASE[:8])
+    g.loop(0)
+    g.comment(b"private comment: shot at home")
+    gps_xmp(g)
     g.application(b"ICCRGBG1012", bytes(range(256)) * 3)
     simple_frames(g, 2, 80, 60, 30)
     g.comment(b"second comment, after the frames")
+    return g.bytes()
+
+def metadata_everywhere(frames):
+    """Every kind of GIF metadata: comment, XMP (with GPS), ICC, ImageMagick's IPTC and 8BIM extensions."""
+    g = GIF(80, 60, BASE[:8])
+    if frames > 1:
+        g.loop(0)
+    g.comment(b"private comment: shot at home")
+    gps_xmp(g)
+    g.application(b"ICCRGBG1012", open(os.environ["GIF_ICC"], "rb").read())
+    # IPTC-IIM records 2:90 City "Berlin" and 2:120 Caption, as ImageMagick writes them.
+    iptc = b"\x1c\x02\x5a\x00\x06Berlin" + b"\x1c\x02\x78\x00\x0fHome, at night."
+    g.application(b"MGKIPTC0000", iptc)
+    g.application(b"MGK8BIM0000", b"8BIM\x04\x04\x00\x00" + struct.pack(">I", len(iptc)) + iptc)
+    simple_frames(g, frames, 80, 60, 30)
     return g.bytes()
 
 def multiple_loops():
@@ -1156,6 +1175,7 @@ IMAGES = {
     "delays-loop0.gif": delays_loop0, "disposals.gif": disposals, "loop3.gif": loop3, "noloop.gif": noloop,
     "single-frame.gif": single_frame, "interlaced.gif": interlaced, "large-1600x1200.gif": large,
     "metadata.gif": metadata, "multiple-loops.gif": multiple_loops, "frame-outside.gif": frame_outside,
+    "metadata-all-kinds.gif": lambda: metadata_everywhere(2), "metadata-all-kinds-still.gif": lambda: metadata_everywhere(1),
     "bad-lzw-code-size.gif": bad_code_size,
 }
 
@@ -1185,7 +1205,9 @@ make_gif() {
   printf '%s\n' "$GIFTOOL_PY" >"$TMP/giftool.py"
   rm -rf "$out"
   mkdir -p "$out"
-  gt all "$out"
+  # metadata-all-kinds*.gif carry a real (synthesised, CC0) ICC profile, so converted outputs can keep it.
+  jt icc "$TMP/gif-p3.icc" p3
+  GIF_ICC="$TMP/gif-p3.icc" gt all "$out"
   # Files that must fail go with the other deliberately broken inputs.
   mkdir -p "$ROOT_BROKEN"
   mv "$out/truncated.gif" "$ROOT_BROKEN/truncated.gif"
@@ -1225,6 +1247,11 @@ verify_gif() {
   expect "metadata.gif comments" "$("$GIFSICLE" --info "$out/metadata.gif" | grep -c 'comment')" 2
   expect "metadata.gif XMP/ICC extensions" "$(grep -aoc -e 'XMP DataXMP' -e 'ICCRGBG1012' "$out/metadata.gif")" 2
   expect "frame-outside.gif frames" "$(gif_frames "$out/frame-outside.gif")" 4
+  for f in metadata-all-kinds metadata-all-kinds-still; do
+    expect "$f.gif extensions" "$(grep -ao -e 'XMP DataXMP' -e 'ICCRGBG1012' -e 'MGKIPTC0000' -e 'MGK8BIM0000' "$out/$f.gif" | wc -l)" 4
+  done
+  expect "metadata-all-kinds.gif frames" "$(gif_frames "$out/metadata-all-kinds.gif")" 2
+  expect "metadata-all-kinds-still.gif frames" "$(gif_frames "$out/metadata-all-kinds-still.gif")" 1
   echo "-- pixels (convert -coalesce: the writer's LZW decodes to the intended frames)"
   for f in delays-loop0 disposals loop3 noloop single-frame interlaced large-1600x1200 metadata frame-outside; do
     expect "$f.gif decodes" "$("$CONVERT" "$out/$f.gif" -coalesce -format '%wx%h ' info: 2>&1 | wc -w)" \

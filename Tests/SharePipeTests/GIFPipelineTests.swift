@@ -82,16 +82,16 @@ struct GIFPipelineTests {
         #expect(Array(several.bytes[offset + 3..<offset + 14]) == Array("NETSCAPE2.0".utf8))
     }
 
-    @Test("metadata: `all` drops comments, XMP and ICC but keeps the loop; `gps` drops XMP; `none` keeps comments")
+    @Test("metadata: `all` drops comments and XMP, keeps ICC and the loop; `gps` drops XMP; `none` keeps comments")
     func metadataModes() throws {
         let path = GIFFixtures.path("metadata.gif")
         let all = try SharePipe.prepare(.file(path: path), options: PrepareOptions(strip: .all))
         #expect(GIFFixtures.count("XMP DataXMP", in: all.bytes) == 0)
-        #expect(GIFFixtures.count("ICCRGBG1012", in: all.bytes) == 0)
+        #expect(GIFFixtures.count("ICCRGBG1012", in: all.bytes) == 1)
         #expect(GIFFixtures.count("private comment", in: all.bytes) == 0)
         #expect(GIFFixtures.count("NETSCAPE2.0", in: all.bytes) == 1)
-        #expect(all.removedMetadata == [.comment, .xmp, .icc])
-        #expect(all.keptMetadata.isEmpty)
+        #expect(all.removedMetadata == [.comment, .xmp])
+        #expect(all.keptMetadata == [.icc])
 
         let gps = try SharePipe.prepare(.file(path: path), options: PrepareOptions(strip: .gps))
         #expect(GIFFixtures.count("XMP DataXMP", in: gps.bytes) == 0)

@@ -1,59 +1,3 @@
-/// Prepares an animated GIF: every frame composited on the logical screen (honouring the previous frame's
-/// disposal), the whole screen resampled to the output size, and written back as an animation with the
-/// same frame count, order, delays and loop count, under the byte limit.
-///
-/// Streaming: one pass reads the source record by record and writes the output frame by frame. Memory is
-/// the source canvas (plus the rectangle a `previous` frame must restore), the resampler's window, and at
-/// the output size two pictures (the frame being written and the one after it: the resampler's two
-/// pictures), the viewer model, the changed-pixel mask and one frame of indices, whatever the frame count.
-/// Each fitting attempt is a fresh pass over the source.
-///
-/// Incremental: each picture is the previous one updated where the canvas changed (the frame's rectangle and
-/// the areas disposal cleared or restored), widened by the resampling filter's reach, or copied from the
-/// canvas without resizing (`GIFPictureResampler`); the encoder then looks for changed pixels only there.
-/// The result is byte for byte that of resampling and comparing whole pictures
-/// (`AnimatedGIFPass.incremental = false`, which the tests compare against).
-enum AnimatedGIFPipeline {
-    static func prepare(_ source: ImageSource, info: ImageInfo, options: PrepareOptions, meter: PixelMemoryMeter,
-                        checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
-        let summary = try GIFSummary.read(source, limits: options.limits)
-        try checkpoint()
-        let metadata = GIFMetadataPolicy().outcome(for: info, mode: options.strip)
-        let fitter = AnimatedGIFFitter(source: source, info: info, summary: summary, options: options,
-                                       metadata: metadata, meter: meter)
-        return try fitter.fit(startingAt: initialPlan(summary: summary, options: options), checkpoint: checkpoint)
-    }
-
-    /// The first plan: the size under the animation's caps, and the service's frame limits. Too many frames
-    /// are decimated (timing kept); too many pixels in all (width × height × frames) shrink the size, or
-    /// decimate when that would go under the smallest short edge.
-    static func initialPlan(summary: GIFSummary, options: PrepareOptions) -> AnimatedGIFPlan {
-        let screen = summary.container.screenSize
-        let frames = summary.frameCount
-        var plan = AnimatedGIFPlan(size: ScalePlan.targetSize(for: screen, caps: options.animatedSizeCaps), colorBudget: nil)
-        if let maxFrames = options.animation.maxFrames, frames > maxFrames {
-            plan.keepEvery = min(max(1, frames - 1), (frames + maxFrames - 1) / maxFrames)
-        }
-        if let maxTotal = options.animation.maxTotalPixels {
-            let kept = (frames + plan.keepEvery - 1) / plan.keepEvery
-            if plan.size.area * kept > maxTotal {
-                let factor = (Double(maxTotal) / Double(plan.size.area * kept)).squareRoot()
-                let smaller = ScalePlan.scaled(plan.size, by: factor)
-                if smaller.shortEdge >= options.minShortEdge {
-                    plan.size = smaller
-                    while plan.size.area * kept > maxTotal && plan.size.shortEdge > 1 {
-                        plan.size = ScalePlan.scaled(plan.size, by: 0.98)
-                    }
-                } else {
-                    let perFrame = max(1, maxTotal / max(1, plan.size.area))
-                    plan.keepEvery = min(max(1, frames - 1), max(plan.keepEvery, (frames + perFrame - 1) / perFrame))
-                }
-            }
-        }
-        return plan
-    }
-}
-
 /// One way of writing the animation: output size, colour budget, and which frames are shown.
 struct AnimatedGIFPlan: Equatable, Sendable {
     var size: PixelSize
@@ -81,6 +25,22 @@ struct AnimatedGIFPlan: Equatable, Sendable {
     }
 }
 
+/// GIF's native animation route (`AnimationSupport.nativeGIF`): every frame composited on the logical screen (honouring the previous frame's
+/// disposal), the whole screen resampled to the output size, and written back as an animation with the
+/// same frame count, order, delays and loop count, under the byte limit.
+///
+/// Streaming: one pass reads the source record by record and writes the output frame by frame. Memory is
+/// the source canvas (plus the rectangle a `previous` frame must restore), the resampler's window, and at
+/// the output size two pictures (the frame being written and the one after it: the resampler's two
+/// pictures), the viewer model, the changed-pixel mask and one frame of indices, whatever the frame count.
+/// Each fitting attempt is a fresh pass over the source.
+///
+/// Incremental: each picture is the previous one updated where the canvas changed (the frame's rectangle and
+/// the areas disposal cleared or restored), widened by the resampling filter's reach, or copied from the
+/// canvas without resizing (`GIFPictureResampler`); the encoder then looks for changed pixels only there.
+/// The result is byte for byte that of resampling and comparing whole pictures
+/// (`AnimatedGIFPass.incremental = false`, which the tests compare against). `AnimationLadder` runs the passes.
+///
 /// One pass: decode, composite, resample and encode the whole animation with a plan.
 struct AnimatedGIFPass {
     let source: ImageSource
@@ -193,111 +153,3 @@ struct AnimatedGIFPass {
     }
 }
 
-/// Meets the byte limit for an animation, in this order: smaller dimensions (down to half the planned short
-/// edge), fewer colours (128, 64, 32), then frame decimation (keep every 2nd, 3rd, ... frame, adding the
-/// dropped frames' delays to the kept ones so the total duration stays the same; at least 2 frames stay so
-/// the animation never becomes a still), and finally smaller dimensions again down to `minShortEdge`.
-/// Nothing over the limit is ever returned: the last resort is `cannotMeetLimit`.
-struct AnimatedGIFFitter {
-    let source: ImageSource
-    let info: ImageInfo
-    let summary: GIFSummary
-    let options: PrepareOptions
-    let metadata: MetadataOutcome
-    let meter: PixelMemoryMeter
-
-    static let colorSteps = [128, 64, 32]
-
-    func fit(startingAt initial: AnimatedGIFPlan, checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
-        let limit = options.animatedMaxBytes ?? Int.max
-        let pass = AnimatedGIFPass(source: source, summary: summary, metadata: metadata.kept, meter: meter)
-        let frameCount = summary.frameCount
-        let target = initial.size
-        let dimensionFloor = min(target.shortEdge, max(options.minShortEdge, target.shortEdge / 2))
-        var plan = initial
-        var attempts: [FitAttempt] = []
-        var smallest = Int.max
-        var globalUsage: [Int]?
-
-        while true {
-            try checkpoint()
-            let output = try pass.run(plan, globalUsage: globalUsage, checkpoint: checkpoint)
-            if globalUsage == nil { globalUsage = output.globalUsage }
-            let bytes = output.bytes.count
-            smallest = min(smallest, bytes)
-            attempts.append(FitAttempt(size: plan.size, format: .gif, quality: nil, note: plan.note(frameCount: frameCount),
-                                       bytes: bytes, fits: bytes <= limit))
-            if bytes <= limit {
-                return result(output, plan: plan, initial: initial, attempts: attempts)
-            }
-            guard let next = nextPlan(after: plan, bytes: bytes, limit: limit, floor: dimensionFloor) else {
-                throw SharePipeError.cannotMeetLimit(file: source.displayName, limit: limit, bestBytes: smallest)
-            }
-            plan = next
-        }
-    }
-
-    /// The next rung of the ladder, or nil when every lever is exhausted.
-    func nextPlan(after plan: AnimatedGIFPlan, bytes: Int, limit: Int, floor: Int) -> AnimatedGIFPlan? {
-        var next = plan
-        // 1. Dimensions, while colours and frames are untouched, down to the floor.
-        if plan.colorBudget == nil && plan.keepEvery == 1 && plan.size.shortEdge > floor {
-            next.size = Self.shrink(plan.size, bytes: bytes, limit: limit, floor: floor)
-            if next.size != plan.size { return next }
-        }
-        // 2. Fewer colours.
-        if plan.keepEvery == 1, let budget = Self.colorSteps.first(where: { $0 < (plan.colorBudget ?? 256) }) {
-            next.colorBudget = budget
-            return next
-        }
-        // 3. Frame decimation, estimated from how far over the limit the last attempt was.
-        let maxKeepEvery = max(1, summary.frameCount - 1)
-        if plan.keepEvery < maxKeepEvery {
-            let estimate = Int((Double(plan.keepEvery) * Double(bytes) / Double(limit)).rounded(.up))
-            next.keepEvery = min(maxKeepEvery, max(plan.keepEvery + 1, estimate))
-            return next
-        }
-        // 4. Dimensions again, down to the smallest short edge allowed.
-        let smaller = Self.shrink(plan.size, bytes: bytes, limit: limit, floor: options.minShortEdge)
-        if smaller != plan.size && smaller.shortEdge >= options.minShortEdge {
-            next.size = smaller
-            return next
-        }
-        return nil
-    }
-
-    /// `ScalePlan.shrink`, but never below a short edge of `floor` (landing on it exactly when it would).
-    static func shrink(_ size: PixelSize, bytes: Int, limit: Int, floor: Int) -> PixelSize {
-        let smaller = ScalePlan.shrink(size, bytes: bytes, limit: limit)
-        if smaller.shortEdge >= floor { return smaller }
-        if size.shortEdge <= floor { return size }
-        return ScalePlan.scaled(size, by: Double(floor) / Double(size.shortEdge), capShortEdge: floor)
-    }
-
-    private func result(_ output: AnimatedGIFPass.Output, plan: AnimatedGIFPlan, initial: AnimatedGIFPlan,
-                        attempts: [FitAttempt]) -> PreparedImage {
-        let screen = summary.container.screenSize
-        var adjustments: [String] = []
-        let capped = ScalePlan.targetSize(for: screen, caps: options.animatedSizeCaps)
-        if initial.size != capped {
-            adjustments.append("reduced to \(initial.size) (caps allow \(capped)) for the animation's total pixel limit")
-        }
-        if plan.size != initial.size {
-            adjustments.append("reduced to \(plan.size) (planned \(initial.size)) to meet the byte limit")
-        }
-        if let budget = plan.colorBudget { adjustments.append("palettes reduced to \(budget) colours to meet the byte limit") }
-        if plan.keepEvery > 1 {
-            let why = plan.keepEvery == initial.keepEvery ? "for the service's frame limits" : "to meet the byte limit"
-            adjustments.append("frames decimated \(plan.keepEvery):1 (\(summary.frameCount) → \(output.framesWritten)) \(why), "
-                               + "delays merged so the total duration is unchanged")
-        }
-        if output.statistics.delaysClamped > 0 {
-            adjustments.append("\(output.statistics.delaysClamped) merged delay(s) clamped to 655.35 s")
-        }
-        return PreparedImage(bytes: output.bytes, format: .gif, size: plan.size, inputFormat: .gif, inputSize: screen,
-                             inputByteCount: info.byteCount, appliedOrientation: .up, method: .reencoded, quality: nil,
-                             attempts: attempts, removedMetadata: metadata.removed,
-                             keptMetadata: MetadataOutcome.kinds(of: metadata.kept), frameCount: output.framesWritten,
-                             peakPixelBytes: meter.peakBytes, warnings: summary.warnings, adjustments: adjustments)
-    }
-}

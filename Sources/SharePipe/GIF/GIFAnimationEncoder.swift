@@ -119,12 +119,33 @@ final class GIFAnimationEncoder {
 
     // MARK: - One frame
 
+    /// Writes `picture` as one frame, knowing the picture after it (nil for the last):
+    /// 1. mark the pixels whose target changed (`markChangedPixels`);
+    /// 2. clear, by `background` disposal, what the next picture needs transparent (`clearForNext`);
+    /// 3. choose the palette and transparent index and fill the indices (`encodeFrame`), and write it;
+    /// 4. update the viewer model: draw, then dispose (`updateViewer`).
     private func write(_ picture: Picture, next: Picture?) throws {
-        let width = size.width
+        let box = markChangedPixels(picture)
+        defer { clearMask(box) }
+        // An unchanged picture still becomes a (1×1) frame, so the frame count and timing survive.
+        var rect = box ?? GIFRect(left: 0, top: 0, width: 1, height: 1)
         var disposal = picture.source.disposal
+        if let next, let mayDrop = next.coverageMayDrop,
+           let clear = conflicts(next, in: mayDrop, afterDisposal: disposal, of: rect) {
+            rect = box.map { $0.union(clear) } ?? clear
+            if disposal != .background { statistics.disposalsChanged += 1 }
+            disposal = .background
+        }
+        let frame = try encodeFrame(picture, rect: rect, dirty: dirty, disposal: disposal)
+        try writer.putFrame(frame, indices: &indices)
+        statistics.framesWritten += 1
+        updateViewer(picture, rect: rect, changed: box, disposal: disposal)
+    }
 
-        // 1. Pixels whose target changed, and their bounding box: only where the picture changed or the
-        //    viewer model was left behind by the last frame.
+    /// Sets `dirty` for every opaque target pixel the viewer does not show yet, looking only where the
+    /// picture changed or the viewer model was left behind by the last frame; returns their bounding box.
+    private func markChangedPixels(_ picture: Picture) -> GIFRect? {
+        let width = size.width
         let whole = GIFRect(left: 0, top: 0, width: size.width, height: size.height)
         let scan = (picture.changed.map { $0.union(stale) } ?? whole).clipped(to: size)
         var box = BoundingBox()
@@ -154,72 +175,68 @@ final class GIFAnimationEncoder {
                 }
             }
         }
-        defer {
-            // Leave the mask all false for the next frame.
-            if let changed = box.rect {
-                dirty.withUnsafeMutableBufferPointer { d in
-                    for y in changed.top..<changed.bottom {
-                        (d.baseAddress! + y * width + changed.left).update(repeating: false, count: changed.width)
-                    }
-                }
+        return box.rect
+    }
+
+    /// Leaves the mask all false for the next frame (only `changed` was ever set).
+    private func clearMask(_ changed: GIFRect?) {
+        guard let changed else { return }
+        let width = size.width
+        dirty.withUnsafeMutableBufferPointer { d in
+            for y in changed.top..<changed.bottom {
+                (d.baseAddress! + y * width + changed.left).update(repeating: false, count: changed.width)
             }
         }
-        // An unchanged picture still becomes a (1×1) frame, so the frame count and timing survive.
-        var rect = box.rect ?? GIFRect(left: 0, top: 0, width: 1, height: 1)
+    }
 
-        // 2. Would the viewer, after this frame's disposal, show a pixel the next picture needs transparent?
-        if let next, let mayDrop = next.coverageMayDrop {
-            var conflicts = BoundingBox()
-            next.pixels.withUnsafeBufferPointer { n in
-                shown.withUnsafeBufferPointer { s in
-                    dirty.withUnsafeBufferPointer { dirty in
-                        for y in mayDrop.top..<mayDrop.bottom {
-                            for x in mayDrop.left..<mayDrop.right where n[(y * width + x) * 4 + 3] < 128 {
-                                let p = y * width + x
-                                let opaqueNow = s[p * 4 + 3] == 255
-                                let opaqueAfterDisposal: Bool
-                                switch disposal {
-                                case .previous: opaqueAfterDisposal = opaqueNow
-                                case .background where rect.contains(x: x, y: y): opaqueAfterDisposal = false
-                                default: opaqueAfterDisposal = opaqueNow || dirty[p]
-                                }
-                                if opaqueAfterDisposal { conflicts.add(x: x, y: y) }
+    /// The pixels in `area` that `next` needs transparent but the viewer would still show opaque after
+    /// this frame (`rect`, drawn where `dirty`) and its `disposal`: their bounding box, or nil.
+    private func conflicts(_ next: Picture, in area: GIFRect, afterDisposal disposal: GIFDisposal, of rect: GIFRect) -> GIFRect? {
+        let width = size.width
+        var conflicts = BoundingBox()
+        next.pixels.withUnsafeBufferPointer { n in
+            shown.withUnsafeBufferPointer { s in
+                dirty.withUnsafeBufferPointer { dirty in
+                    for y in area.top..<area.bottom {
+                        for x in area.left..<area.right where n[(y * width + x) * 4 + 3] < 128 {
+                            let p = y * width + x
+                            let opaqueNow = s[p * 4 + 3] == 255
+                            let opaqueAfterDisposal: Bool
+                            switch disposal {
+                            case .previous: opaqueAfterDisposal = opaqueNow
+                            case .background where rect.contains(x: x, y: y): opaqueAfterDisposal = false
+                            default: opaqueAfterDisposal = opaqueNow || dirty[p]
                             }
+                            if opaqueAfterDisposal { conflicts.add(x: x, y: y) }
                         }
                     }
                 }
             }
-            if let clear = conflicts.rect {
-                rect = box.rect.map { $0.union(clear) } ?? clear
-                if disposal != .background { statistics.disposalsChanged += 1 }
-                disposal = .background
-            }
         }
+        return conflicts.rect
+    }
 
-        // 3. Palette and indices.
-        let frame = try encodeFrame(picture, rect: rect, dirty: dirty, disposal: disposal)
-        try writer.putFrame(frame, indices: &indices)
-        statistics.framesWritten += 1
-
-        // 4. Update the viewer model: draw, then dispose. What it may then not show of this picture.
+    /// The viewer after the frame: changed pixels drawn, then the disposal applied; and where it may now
+    /// not show this picture's opaque pixels (`stale`).
+    private func updateViewer(_ picture: Picture, rect: GIFRect, changed: GIFRect?, disposal: GIFDisposal) {
         switch disposal {
-        case .previous: stale = box.rect ?? .empty
+        case .previous: stale = changed ?? .empty
         case .background: stale = rect
         default: stale = .empty
         }
-        if disposal != .previous {
-            picture.pixels.withUnsafeBufferPointer { q in
-                shown.withUnsafeMutableBufferPointer { s in
-                    dirty.withUnsafeBufferPointer { dirty in
-                        for y in rect.top..<rect.bottom {
-                            for x in rect.left..<rect.right {
-                                let p = y * width + x
-                                if dirty[p] {
-                                    s[p * 4] = q[p * 4]; s[p * 4 + 1] = q[p * 4 + 1]; s[p * 4 + 2] = q[p * 4 + 2]
-                                    s[p * 4 + 3] = 255
-                                }
-                                if disposal == .background { s[p * 4 + 3] = 0 }
+        guard disposal != .previous else { return }
+        let width = size.width
+        picture.pixels.withUnsafeBufferPointer { q in
+            shown.withUnsafeMutableBufferPointer { s in
+                dirty.withUnsafeBufferPointer { dirty in
+                    for y in rect.top..<rect.bottom {
+                        for x in rect.left..<rect.right {
+                            let p = y * width + x
+                            if dirty[p] {
+                                s[p * 4] = q[p * 4]; s[p * 4 + 1] = q[p * 4 + 1]; s[p * 4 + 2] = q[p * 4 + 2]
+                                s[p * 4 + 3] = 255
                             }
+                            if disposal == .background { s[p * 4 + 3] = 0 }
                         }
                     }
                 }
@@ -227,19 +244,38 @@ final class GIFAnimationEncoder {
         }
     }
 
+    /// A frame's colour table as chosen: the entries, whether it is written as a local table, the source's
+    /// transparent index where it still means something, and how often each entry was used.
+    private struct TableChoice {
+        var palette: GIFPalette
+        var isLocal: Bool
+        var sourceTransparent: Int?
+        var usage: [Int]
+    }
+
     /// Chooses the frame's palette and transparent index, fills `indices` for `rect`, and returns the frame
     /// to write (its source's frame-level properties, with the new rectangle, palette, disposal and index).
     private func encodeFrame(_ picture: Picture, rect: GIFRect, dirty: [Bool], disposal: GIFDisposal) throws -> GIFFrame {
-        let source = picture.source
-        let width = size.width
-        let area = rect.area
-        if indices.count != area {
+        if indices.count != rect.area {
             meter.release(indices.count)
-            indices = [UInt8](repeating: 0, count: area)
-            meter.allocate(area)
+            indices = [UInt8](repeating: 0, count: rect.area)
+            meter.allocate(rect.area)
         }
+        var choice = chooseTable(picture, rect: rect, dirty: dirty)
+        let transparent = chooseTransparentIndex(picture, rect: rect, dirty: dirty, choice: &choice)
+        fillUnchangedPixels(rect, transparent: transparent, palette: choice.palette)
+        if !choice.isLocal {
+            for entry in 0..<min(globalUsage.count, 256) { globalUsage[entry] += choice.usage[entry] }
+        }
+        return GIFFrame(rect: rect, localPalette: choice.isLocal ? choice.palette : nil, interlaced: picture.source.interlaced,
+                        control: control(for: picture, transparent: transparent, disposal: disposal))
+    }
 
-        // Candidate: the source's own table. Reduced budgets drop local tables for per-frame palettes.
+    /// The source's own table where nearest-colour mapping serves the changed pixels (reduced budgets drop
+    /// local tables for per-frame palettes), else a table made of the frame's own changed pixels. Maps the
+    /// changed pixels into `indices`.
+    private func chooseTable(_ picture: Picture, rect: GIFRect, dirty: [Bool]) -> TableChoice {
+        let source = picture.source
         var palette: GIFPalette?
         var isLocal = false
         var sourceTransparent: Int?
@@ -251,30 +287,29 @@ final class GIFAnimationEncoder {
             palette = global
             if colorBudget == nil { sourceTransparent = source.transparentIndex.flatMap { $0 < global.count ? $0 : nil } }
         }
-
         var usage = [Int](repeating: 0, count: 256)
-        var candidate = palette.flatMap { palette -> GIFPalette? in
-            (sourceTransparent != nil && palette.count < 2) ? nil : palette
-        }
-        if let current = candidate {
-            let error = mapDirty(picture, rect: rect, dirty: dirty, palette: current, excluding: sourceTransparent,
+        if let candidate = palette, !(sourceTransparent != nil && candidate.count < 2) {
+            let error = mapDirty(picture, rect: rect, dirty: dirty, palette: candidate, excluding: sourceTransparent,
                                  usage: &usage)
-            if let error, error > Self.paletteServesBelow { candidate = nil }
+            if error == nil || error! <= Self.paletteServesBelow {
+                return TableChoice(palette: candidate, isLocal: isLocal, sourceTransparent: sourceTransparent, usage: usage)
+            }
         }
-        if candidate == nil {
-            // A palette of the frame's own changed pixels.
-            let budget = (colorBudget ?? 256) - 1
-            palette = ownPalette(picture, rect: rect, dirty: dirty, maxColors: max(1, budget))
-            isLocal = true
-            sourceTransparent = nil
-            usage = [Int](repeating: 0, count: 256)
-            _ = mapDirty(picture, rect: rect, dirty: dirty, palette: palette!, excluding: nil, usage: &usage)
-            statistics.framesWithOwnPalette += 1
-        }
-        var table = palette!
+        // A palette of the frame's own changed pixels.
+        let budget = (colorBudget ?? 256) - 1
+        let own = ownPalette(picture, rect: rect, dirty: dirty, maxColors: max(1, budget))
+        usage = [Int](repeating: 0, count: 256)
+        _ = mapDirty(picture, rect: rect, dirty: dirty, palette: own, excluding: nil, usage: &usage)
+        statistics.framesWithOwnPalette += 1
+        return TableChoice(palette: own, isLocal: true, sourceTransparent: nil, usage: usage)
+    }
 
-        // The transparent index: needed for transparent pixels inside the rectangle; wanted (to leave
-        // unchanged pixels alone) whenever the frame may have a control extension.
+    /// The transparent index: needed for transparent pixels inside the rectangle; wanted (to leave
+    /// unchanged pixels alone) whenever the frame may have a control extension. The source's where it still
+    /// means something, else an unused entry, else a slot added to the table, else (full table, and needed)
+    /// the least used entry, whose pixels are mapped to their next-nearest colour.
+    private func chooseTransparentIndex(_ picture: Picture, rect: GIFRect, dirty: [Bool], choice: inout TableChoice) -> Int? {
+        let width = size.width
         // Unchanged pixels the viewer shows transparent must be written transparent; unchanged opaque ones
         // are best written transparent too ("leave as is"), where the frame has a control extension anyway.
         var needsTransparency = false, hasUnchanged = false
@@ -291,28 +326,26 @@ final class GIFAnimationEncoder {
                 }
             }
         }
-        let wantsTransparency = needsTransparency || (hasUnchanged && source.control != nil)
-        var transparent: Int?
-        if wantsTransparency {
-            if let sourceTransparent {
-                transparent = sourceTransparent
-            } else if let unused = (0..<table.count).first(where: { usage[$0] == 0 }) {
-                transparent = unused
-            } else if table.count < 256 {
-                transparent = table.count
-                table = GIFPalette(rgb: table.rgb + [0, 0, 0], sorted: false)
-                isLocal = true
-            } else if needsTransparency {
-                let leastUsed = (0..<table.count).min { usage[$0] < usage[$1] }!
-                transparent = leastUsed
-                remap(picture, rect: rect, dirty: dirty, from: leastUsed, palette: table)
-            }
+        guard needsTransparency || (hasUnchanged && picture.source.control != nil) else { return nil }
+        if let sourceTransparent = choice.sourceTransparent { return sourceTransparent }
+        if let unused = (0..<choice.palette.count).first(where: { choice.usage[$0] == 0 }) { return unused }
+        if choice.palette.count < 256 {
+            choice.palette = GIFPalette(rgb: choice.palette.rgb + [0, 0, 0], sorted: false)
+            choice.isLocal = true
+            return choice.palette.count - 1
         }
+        guard needsTransparency else { return nil }
+        let leastUsed = (0..<choice.palette.count).min { choice.usage[$0] < choice.usage[$1] }!
+        remap(picture, rect: rect, dirty: dirty, from: leastUsed, palette: choice.palette)
+        return leastUsed
+    }
 
-        // Unchanged pixels inside the rectangle: "leave as is" where possible, else their colour again.
-        // (The mapper is made only without a transparent index: a one-entry table whose entry is the
-        // transparent index has nothing else to map to.)
-        let nearest = transparent == nil ? mapper(for: table, excluding: nil) : nil
+    /// Unchanged pixels inside the rectangle: "leave as is" (the transparent index) where there is one,
+    /// else their shown colour again. (The mapper is made only without a transparent index: a one-entry
+    /// table whose entry is the transparent index has nothing else to map to.)
+    private func fillUnchangedPixels(_ rect: GIFRect, transparent: Int?, palette: GIFPalette) {
+        let width = size.width
+        let nearest = transparent == nil ? mapper(for: palette, excluding: nil) : nil
         shown.withUnsafeBufferPointer { s in
             dirty.withUnsafeBufferPointer { dirty in
                 indices.withUnsafeMutableBufferPointer { indices in
@@ -323,7 +356,6 @@ final class GIFAnimationEncoder {
                             if let transparent {
                                 indices[i] = UInt8(transparent)
                             } else {
-                                // No transparent index (no control extension, or a full table): repeat what is shown.
                                 indices[i] = UInt8(nearest!.index(s[p * 4], s[p * 4 + 1], s[p * 4 + 2]))
                             }
                         }
@@ -331,21 +363,21 @@ final class GIFAnimationEncoder {
                 }
             }
         }
-        if !isLocal {
-            for entry in 0..<min(globalUsage.count, 256) { globalUsage[entry] += usage[entry] }
-        }
+    }
 
-        var control = source.control
+    /// The frame's Graphics Control Extension: the source's, or a new one where the frame needs one
+    /// (transparency, a disposal, a delay); delays over 655.35 s are clamped and counted.
+    private func control(for picture: Picture, transparent: Int?, disposal: GIFDisposal) -> GIFGraphicsControl? {
+        var control = picture.source.control
         if control == nil && (transparent != nil || disposal != .unspecified || picture.delay != 0) {
             control = GIFGraphicsControl()
         }
-        if control != nil {
-            if picture.delay > 0xFFFF { statistics.delaysClamped += 1 }
-            control!.delay = min(picture.delay, 0xFFFF)
-            control!.disposal = disposal
-            control!.transparentIndex = transparent
-        }
-        return GIFFrame(rect: rect, localPalette: isLocal ? table : nil, interlaced: source.interlaced, control: control)
+        guard control != nil else { return nil }
+        if picture.delay > 0xFFFF { statistics.delaysClamped += 1 }
+        control!.delay = min(picture.delay, 0xFFFF)
+        control!.disposal = disposal
+        control!.transparentIndex = transparent
+        return control
     }
 
     /// Maps the changed pixels in `rect` to `palette` into `indices`, counting entry use. Returns the mean

@@ -4,6 +4,9 @@ import CSharePipe
 /// into the resampler. The full-resolution image is never in memory (progressive files excepted: libjpeg
 /// keeps their coefficients, which `ImageLimits.maxDecoderMemory` caps).
 struct JPEGDecoder: ImageDecoder {
+    /// Rows asked of libjpeg at once (each call returns at most one iMCU row); `MemoryEstimate` prices them.
+    static let rowBatch = 16
+
     var format: ImageFormat { .jpeg }
 
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
@@ -47,7 +50,7 @@ struct JPEGDecoder: ImageDecoder {
             let outputTarget = PixelSize(width: min(target.width, decoded.width), height: min(target.height, decoded.height))
             var resampler = LanczosResampler(from: decoded, to: outputTarget, layout: layout, meter: meter)
 
-            let batch = 16
+            let batch = Self.rowBatch
             let rowBytes = decoded.width * components
             var rows = [UInt8](repeating: 0, count: rowBytes * batch)
             var rgbRow = [UInt8](repeating: 0, count: isCMYK ? decoded.width * 3 : 0)

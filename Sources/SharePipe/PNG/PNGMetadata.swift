@@ -190,7 +190,8 @@ extension MetadataOutcome {
         }
     }
 
-    private func restricted(present: Set<MetadataKind>, to writable: (MetadataBlock) -> Bool) -> MetadataOutcome {
+    /// The outcome with only the blocks `writable` accepts kept; the kinds that leaves out are removed.
+    func restricted(present: Set<MetadataKind>, to writable: (MetadataBlock) -> Bool) -> MetadataOutcome {
         let kept = self.kept.filter(writable)
         return MetadataOutcome(kept: kept, removed: present.subtracting(MetadataOutcome.kinds(of: kept)))
     }

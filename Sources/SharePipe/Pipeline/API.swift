@@ -20,6 +20,5 @@ public func prepare(_ source: ImageSource, options: PrepareOptions = PrepareOpti
 /// Reads only the header of an image: format, size, orientation, metadata present.
 public func inspect(_ source: ImageSource, limits: ImageLimits = ImageLimits()) throws -> ImageInfo {
     let format = try Pipeline.withFile(source.displayName) { try ImageFormat.detect(source) }
-    let decoder = try Pipeline.withFile(source.displayName) { try Codecs.decoder(for: format) }
-    return try decoder.probe(source, limits: limits)
+    return try FormatRegistry.descriptor(for: format).decoder.probe(source, limits: limits)
 }

@@ -1,9 +1,16 @@
 /// The order of work, in one place. The CLI and the library both come here.
 ///
-///   detect → probe (header only) → limits → plan size → metadata → [rewrite metadata only]
-///          → decode with shrink-on-load → resample row by row → orient → encode within the byte limit
+///   detect → probe (header only; limits) → plan (`PreparePlan`: route, size, output format, metadata, ladder)
+///   then one of three routes:
+///   - metadata rewrite: prove the data whole (1/8-scale decode) → copy it with the kept metadata
+///     (over the byte limit: continue as a still);
+///   - still: decode with shrink-on-load → resample row by row → orient → encode within the byte limit
+///     (`FittingDriver` climbing the plan's quality or lossless ladder);
+///   - animation: every frame composited → resampled → written as an animated GIF within the byte limit
+///     (`AnimationRoute`; GIF's native pass or any format's `AnimationFrameSource`).
 ///
-/// Each step that reads pixels opens the source afresh and closes it before the next step.
+/// Each step that reads pixels opens the source afresh and closes it before the next step. Formats are
+/// reached only through `FormatRegistry`.
 enum Pipeline {
     /// A hook called between steps and between fitting attempts; throws to cancel.
     typealias Checkpoint = () throws -> Void
@@ -43,45 +50,74 @@ enum Pipeline {
                                           limit: "the input limit of \(options.limits.maxInputBytes) bytes (file has \(inputBytes))")
         }
         let format = try withFile(file) { try ImageFormat.detect(source) }
-        let decoder = try withFile(file) { try Codecs.decoder(for: format) }
-        let info = try decoder.probe(source, limits: options.limits)
+        let input = FormatRegistry.descriptor(for: format)
+        let info = try input.decoder.probe(source, limits: options.limits)
         try checkpoint()
-        if info.format == .gif && info.frameCount > 1 && options.animation.allowed && options.outputFormat(for: .gif) == .gif {
-            return try AnimatedGIFPipeline.prepare(source, info: info, options: options, meter: meter, checkpoint: checkpoint)
-        }
 
-        // 2. Plan the output size. Caps apply to the image as displayed; decoding works in stored orientation.
-        let displayedTarget = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)
-        let target = info.orientation.swapsAxes ? displayedTarget.transposed : displayedTarget
+        // 2. Plan: route, size, output format, metadata, fitting ladder (`PreparePlan`, pure).
+        let plan = PreparePlan(info: info, options: options, sourceQuality: input.sourceQuality?(source))
+        let driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 
-        // 3. Decide which metadata survives.
-        let metadata = StandardMetadataPolicy().outcome(for: info, mode: options.strip)
-
-        // 4. Nothing to do to the pixels: copy the image data, rewrite only the metadata.
-        if target == info.size, info.orientation == .up, info.colorModel != .cmyk, info.colorModel != .ycck,
-           options.outputFormat(for: format) == format, let rewrite = Codecs.metadataRewriter(for: format) {
-            // A throwaway 1/8-scale decode proves the image data is whole before it is passed on.
-            // Its warnings (recoverable damage) are reported with the copy.
-            let check = try decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
-                                           limits: options.limits, meter: meter)
-            let bytes = try rewrite(source, metadata.kept)
-            if options.maxBytes.map({ bytes.count <= $0 }) ?? true {
-                return PreparedImage(bytes: bytes, format: format, size: info.size, inputFormat: format,
-                                     inputSize: info.size, inputByteCount: inputBytes, appliedOrientation: .up,
-                                     method: .metadataRewrite, quality: nil,
-                                     attempts: [FitAttempt(size: info.size, format: format, quality: nil,
-                                                           note: "metadata rewrite", bytes: bytes.count,
-                                                           fits: true)],
-                                     removedMetadata: metadata.removed, keptMetadata: MetadataOutcome.kinds(of: metadata.kept),
-                                     frameCount: 1, peakPixelBytes: meter.peakBytes, warnings: check.warnings, adjustments: [])
+        switch plan.route {
+        case .animation:
+            // 3a. Every frame, resampled, written as an animation within the byte limit.
+            var ladder = try AnimationRoute.ladder(source, info: info, plan: plan, options: options, meter: meter,
+                                                   checkpoint: checkpoint)
+            return try driver.run(&ladder, checkpoint: checkpoint)
+        case .metadataRewrite:
+            // 3b. Nothing to do to the pixels: copy the image data, rewrite only the metadata.
+            if let rewritten = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver) {
+                return rewritten
             }
+            fallthrough
+        case .still:
+            // 3c. Decode with shrink-on-load, resample row by row, orient, encode within the byte limit.
+            let renderer = StillRenderer(source: source, info: info, decoder: input.decoder, limits: options.limits,
+                                         meter: meter, cache: options.strategy == .cpuFirst ? (cache ?? RenderCache()) : nil)
+            try checkpoint()
+            return try runStillLadder(renderer, info: info, plan: plan, options: options, driver: driver,
+                                      checkpoint: checkpoint)
         }
-        try checkpoint()
+    }
 
-        // 5–8. Decode with shrink-on-load, resample row by row, orient, encode within the byte limit.
-        let fitter = StillFitter(source: source, info: info, options: options, decoder: decoder,
-                                 metadata: metadata, meter: meter, cache: cache)
-        return try fitter.fit(startingAt: target, checkpoint: checkpoint)
+    /// The metadata-only rewrite, or nil when its copy is over the byte limit. A throwaway 1/8-scale decode
+    /// first proves the image data whole before it is passed on; its warnings (recoverable damage) are
+    /// reported with the copy.
+    static func rewriteMetadata(_ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions,
+                                driver: FittingDriver) throws -> PreparedImage? {
+        let input = FormatRegistry.descriptor(for: info.format)
+        guard let rewrite = input.metadataRewriter else { return nil }
+        let check = try input.decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
+                                             limits: options.limits, meter: driver.meter)
+        let bytes = try rewrite(source, plan.metadata.kept)
+        var log = AttemptLog(limit: plan.byteLimit ?? Int.max)
+        guard log.record(size: info.size, format: info.format, quality: nil, note: "metadata rewrite", bytes: bytes.count) else {
+            return nil
+        }
+        return driver.prepared(FittingDriver.Fit(bytes: bytes, format: info.format, size: info.size, quality: nil,
+                                                 metadata: plan.metadata, method: .metadataRewrite),
+                               attempts: log.attempts, warnings: check.warnings)
+    }
+
+    /// Climbs the plan's still ladder with the output format's encoder.
+    static func runStillLadder(_ renderer: StillRenderer, info: ImageInfo, plan: PreparePlan, options: PrepareOptions,
+                               driver: FittingDriver, checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
+        let encoder = FormatRegistry.descriptor(for: plan.outputFormat).encoder(info)
+        switch plan.ladder {
+        case .quality(let range, let cap, let minShortEdge):
+            var ladder = QualityLadder(sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                                       encoder: encoder, range: range, progressive: options.progressive,
+                                       metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" })
+            return try driver.run(&ladder, checkpoint: checkpoint)
+        case .lossless(let efforts, let strongest, let change, let minShortEdge):
+            var ladder = LosslessLadder(sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                                        encoder: encoder, efforts: efforts, strongest: strongest, quality: options.quality,
+                                        progressive: options.progressive, metadata: plan.writtenMetadata, formatChange: change,
+                                        changedEncoder: change.map { FormatRegistry.descriptor(for: $0.format).encoder(info) })
+            return try driver.run(&ladder, checkpoint: checkpoint)
+        case .animation:
+            preconditionFailure("a still route never plans an animation ladder")
+        }
     }
 
     /// Fills in the file name for errors thrown by helpers that do not know it.

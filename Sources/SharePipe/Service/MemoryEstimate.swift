@@ -74,44 +74,36 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     ///   - options: the options the job runs with (caps, quality, strategy, limits).
     ///   - input: whether the encoded input is in memory for the whole job or read from a file.
     public init(info: ImageInfo, options: PrepareOptions, input: InputResidence = .file) {
-        let keptPayload = StandardMetadataPolicy().outcome(for: info, mode: options.strip).kept
-            .reduce(0) { $0 + $1.payloadByteCount }
-        let animated = info.format == .gif && info.frameCount > 1 && options.animation.allowed
-        let target: PixelSize
-        if animated {
-            target = ScalePlan.targetSize(for: info.size, caps: options.animatedSizeCaps)
-        } else {
-            // As `Pipeline.prepare`: the caps apply to the displayed image, decoding works in stored orientation.
-            let displayed = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)
-            target = info.orientation.swapsAxes ? displayed.transposed : displayed
-        }
-        var plan: Parts
-        switch info.format {
-        case .jpeg: plan = Self.jpeg(info, target: target, options: options, keptMetadata: keptPayload)
-        case .png: plan = Self.png(info, target: target, options: options, keptMetadata: keptPayload)
-        case .gif:
-            plan = animated ? Self.animatedGIF(info, target: target, options: options, keptMetadata: keptPayload)
-                : Self.stillGIF(info, target: target, options: options, keptMetadata: keptPayload)
-        }
+        self.init(plan: PreparePlan(info: info, options: options), info: info, options: options, input: input)
+    }
+
+    /// Prices `plan`, the same value `Pipeline.prepare` executes.
+    init(plan: PreparePlan, info: ImageInfo, options: PrepareOptions, input: InputResidence) {
+        let keptPayload = plan.metadata.kept.reduce(0) { $0 + $1.payloadByteCount }
+        let target = plan.target
+        let animated = plan.route == .animation
+        var parts = animated
+            ? Self.animatedGIF(info, plan: plan, options: options, keptMetadata: keptPayload)
+            : FormatRegistry.descriptor(for: info.format).memory(info, plan, options, keptPayload)
         if !animated {
             // Orienting holds the render, then the rotated copy, one at a time in the meter; the rotated copy
             // is made while the unrotated render is still referenced (not metered).
-            plan.metered = max(plan.metered, plan.renderedSize.area * plan.channels)
-            if info.orientation != .up { plan.unmetered += plan.renderedSize.area * plan.channels }
+            parts.metered = max(parts.metered, parts.renderedSize.area * parts.channels)
+            if info.orientation != .up { parts.unmetered += parts.renderedSize.area * parts.channels }
             if options.strategy == .cpuFirst {
                 // `cpuFirst` keeps the first render (unmetered once its resampler has finished) and resamples
                 // it in memory for every smaller size; the window of that resample is metered.
-                plan.unmetered += plan.renderedSize.area * plan.channels
-                plan.metered = max(plan.metered, Self.inMemoryResampleBound(from: plan.renderedSize, channels: plan.channels))
+                parts.unmetered += parts.renderedSize.area * parts.channels
+                parts.metered = max(parts.metered, Self.inMemoryResampleBound(from: parts.renderedSize, channels: parts.channels))
             }
         }
-        decodedSize = plan.decodedSize
+        decodedSize = parts.decodedSize
         targetSize = target
-        meteredPixelBytes = plan.metered
-        unmeteredPixelBytes = plan.unmetered
-        decoderLibraryBytes = plan.decoder
-        encoderLibraryBytes = plan.encoder
-        outputBytes = plan.output
+        meteredPixelBytes = parts.metered
+        unmeteredPixelBytes = parts.unmetered
+        decoderLibraryBytes = parts.decoder
+        encoderLibraryBytes = parts.encoder
+        outputBytes = parts.output
         inputBytes = input == .memory ? info.byteCount : Self.fileReadBufferBytes
         // The probe's blocks live for the whole job; the policy's kept copies and the encoder's pinned
         // marker copies exist beside them while encoding.
@@ -135,8 +127,6 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// Output rows libjpeg keeps per component in its strip buffers (context rows for fancy upsampling, the
     /// colour converter, the downsampler): at most 4 iMCU rows of 16 lines.
     static let jpegStripRows = 64
-    /// Rows `JPEGDecoder.render` asks libjpeg for at once.
-    static let jpegRowBatch = 16
     /// zlib's deflate state at level 9 (about 268 KiB with default windowBits and memLevel), or inflate's
     /// state and 32 KiB window, with libpng's structs: rounded up.
     static let zlibBytes = 320 << 10
@@ -162,26 +152,27 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// JPEG: DCT-scaled decode streamed into the resampler (`JPEGDecoder.render`), orient, libjpeg encode.
-    static func jpeg(_ info: ImageInfo, target: PixelSize, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func jpeg(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        let target = plan.target
         let isCMYK = info.colorModel == .cmyk || info.colorModel == .ycck
         let components = info.colorModel == .gray ? 1 : isCMYK ? 4 : 3
         let channels = info.colorModel == .gray ? 1 : 3
 
-        // What `JPEGDecoder.render` meters for one target: the resampler, the 16-row batch, the CMYK row.
+        // What `JPEGDecoder.render` meters for one target: the resampler, the row batch, the CMYK row.
         func render(_ wanted: PixelSize) -> (decoded: PixelSize, output: PixelSize, metered: Int) {
             let numerator = ScalePlan.jpegScaleNumerator(stored: info.size, target: wanted)
             let decoded = PixelSize(width: (info.size.width * numerator + 7) / 8,
                                     height: (info.size.height * numerator + 7) / 8)
             let output = PixelSize(width: min(wanted.width, decoded.width), height: min(wanted.height, decoded.height))
             let resampler = LanczosResampler.memoryEstimate(from: decoded, to: output, channels: channels)
-            let rows = decoded.width * components * jpegRowBatch + (isCMYK ? decoded.width * 3 : 0)
+            let rows = decoded.width * components * JPEGDecoder.rowBatch + (isCMYK ? decoded.width * 3 : 0)
             return (decoded, output, resampler + rows)
         }
 
         let main = render(target)
         var metered = main.metered
         var rewriteOutput = 0
-        if rewritesMetadataOnly(info, target: target) {
+        if plan.route == .metadataRewrite {
             // The metadata-only path first proves the data whole with a 1/8-scale decode.
             metered = max(metered, render(ScalePlan.scaled(info.size, by: 0.125)).metered)
             rewriteOutput = rewriteOutputBytes(info, keptMetadata: keptMetadata)
@@ -204,7 +195,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// PNG (`PNGDecoder.render`): no shrink-on-load; one row at a time, or for Adam7 the even rows
     /// (⌈height / 2⌉ rows) held until the last pass; 16-bit rows widened to Float; encoded as PNG (reduced
     /// to gray or a palette where lossless), or as JPEG where `allowFormatChange` lets it.
-    static func png(_ info: ImageInfo, target: PixelSize, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func png(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        let target = plan.target
         // `PNGRowFormat`: libpng's expanded rows (palette → RGB, tRNS → alpha, 1/2/4-bit → 8).
         let channels: Int
         switch info.colorModel {
@@ -225,7 +217,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         let main = render(target)
         var metered = main.metered
         var rewriteOutput = 0
-        if rewritesMetadataOnly(info, target: target) {
+        if plan.route == .metadataRewrite {
             metered = max(metered, render(ScalePlan.scaled(size, by: 0.125)).metered)
             rewriteOutput = rewriteOutputBytes(info, keptMetadata: keptMetadata)
         }
@@ -251,7 +243,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// A still GIF, or the first frame of an animation a service shows as a still (`GIFDecoder.render`):
     /// rows straight into the resampler, or through an RGBA canvas of the screen when the frame does not
     /// cover it; encoded as a one-frame GIF (`GIFEncoder`).
-    static func stillGIF(_ info: ImageInfo, target: PixelSize, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func stillGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        let target = plan.target
         let screen = info.size
         let channels = info.hasAlpha ? 4 : 3
         let out = PixelSize(width: min(target.width, screen.width), height: min(target.height, screen.height))
@@ -267,10 +260,12 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
                      decoder: gifCodecBytes, encoder: gifCodecBytes, output: 6 * oneGIF)
     }
 
-    /// An animated GIF (`AnimatedGIFPipeline`): the source canvas (RGBA) and the rectangle a "previous"
+    /// The animation route (`AnimationRoute`; priced on GIF's native pass, whose source canvas a frame
+    /// source's canvas matches): the source canvas (RGBA) and the rectangle a "previous"
     /// disposal restores (up to a second canvas); at the output size, the viewer model, the picture being
     /// written, the next one, its indices and its changed pixels; the resampler between them.
-    static func animatedGIF(_ info: ImageInfo, target: PixelSize, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func animatedGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        let target = plan.target
         let screen = info.size
         let out = target
         let metered = 2 * screen.area * 4 + gifFrameRowBytes
@@ -291,12 +286,6 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     }
 
     // MARK: - Shared pieces
-
-    /// Whether `Pipeline.prepare` tries the metadata-only rewrite (no resize, no rotation, not CMYK).
-    static func rewritesMetadataOnly(_ info: ImageInfo, target: PixelSize) -> Bool {
-        target == info.size && info.orientation == .up && info.colorModel != .cmyk && info.colorModel != .ycck
-            && info.format != .gif
-    }
 
     /// The rewritten file is at most the input plus the kept metadata; its array grows by doubling.
     static func rewriteOutputBytes(_ info: ImageInfo, keptMetadata: Int) -> Int {

@@ -76,7 +76,7 @@ enum Decode {
     static func bitmap(_ bytes: [UInt8]) throws -> Bitmap {
         let source = ImageSource.bytes(bytes)
         let format = try ImageFormat.detect(source)
-        let decoder = try Codecs.decoder(for: format)
+        let decoder = FormatRegistry.descriptor(for: format).decoder
         let info = try decoder.probe(source, limits: ImageLimits())
         return try decoder.render(source, info: info, target: info.size, limits: ImageLimits(),
                                   meter: PixelMemoryMeter()).bitmap

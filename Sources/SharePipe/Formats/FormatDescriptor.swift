@@ -1,0 +1,64 @@
+/// Everything the pipeline needs to know about one format, in one value: how to read it, how to write
+/// it, which of its metadata survives each strip mode, whether its metadata can be replaced without
+/// touching the image data, how an output in this format is fitted under a byte limit, whether (and how)
+/// it animates, and what memory its steps need.
+///
+/// `Pipeline`, `PreparePlan`, `FittingDriver` and `MemoryEstimate` work only through descriptors; the one
+/// place that maps a format to its descriptor is `FormatRegistry`. A new format is a new descriptor there
+/// plus its codec files (see docs/ARCHITECTURE.md, "Adding a format").
+struct FormatDescriptor: Sendable {
+    /// A metadata-only rewrite: copies the image data of `source` unchanged, writing `kept` instead of
+    /// the source's metadata.
+    typealias MetadataRewriter = @Sendable (_ source: ImageSource, _ kept: [MetadataBlock]) throws -> [UInt8]
+
+    let format: ImageFormat
+    /// Reads the header (`probe`) and renders the image (or an animation's first frame) scaled.
+    let decoder: any ImageDecoder
+    /// The encoder for an output in this format. It sees the input's probe, so an encoder can carry
+    /// structural facts of a same-format source (PNG's colour chunks).
+    let encoder: @Sendable (_ input: ImageInfo) -> any ImageEncoder
+    /// Decides, for an input in this format, which metadata blocks survive each strip mode. The same
+    /// policy holds on every route (metadata rewrite, still, animation, converted).
+    let metadataPolicy: any MetadataPolicy
+    /// What an output in this format can hold of the kept metadata, once the pixels are re-encoded
+    /// (blocks it cannot write move from kept to removed, so the report says what the file holds).
+    let writableMetadata: @Sendable (_ kept: MetadataOutcome, _ present: Set<MetadataKind>) -> MetadataOutcome
+    /// Replaces only the metadata, when the pixels need no change; nil where the format has none.
+    let metadataRewriter: MetadataRewriter?
+    /// The quality of the source's own encoding (read from its header), so an output in the same format
+    /// never spends more quality than the source had; nil where the format has no such notion.
+    let sourceQuality: (@Sendable (ImageSource) -> Int?)?
+    /// The fitting steps an output in this format offers under a byte limit.
+    let fitting: FittingSteps
+    /// How an animated input in this format reaches the animation route; nil: stills only (an animated
+    /// file is then prepared as its first frame).
+    let animation: AnimationSupport?
+    /// The memory the still and metadata-rewrite routes need for an input in this format.
+    let memory: MemoryModel
+}
+
+/// The fitting steps a format offers as an output, cheapest loss first. `PreparePlan` turns them into a
+/// `FittingLadder` with the options' numbers; `FittingDriver` runs the ladder.
+enum FittingSteps: Sendable, Equatable {
+    /// Search the encoder's quality range (JPEG quality; a GIF reads quality as a colour budget), then
+    /// smaller dimensions.
+    case qualitySearch
+    /// Lossless encodes at rising effort, then (where the options allow a format change and the image is
+    /// opaque) a JPEG quality search, then smaller dimensions.
+    case lossless(efforts: [Int], strongest: Int)
+}
+
+/// How an animated input reaches the animation route.
+enum AnimationSupport: Sendable {
+    /// GIF's own route: read record by record and written back frame by frame (`AnimatedGIFPipeline`),
+    /// keeping each frame's palette, disposal and rectangle where they serve.
+    case nativeGIF
+    /// Any other animated format: its decoder composites each frame onto the canvas and hands the
+    /// canvases over (`AnimationFrameSource`); the route resamples them and writes an animated GIF.
+    case frames(@Sendable (_ source: ImageSource, _ info: ImageInfo, _ limits: ImageLimits) throws -> any AnimationFrameSource)
+}
+
+/// A format's memory model: the parts of `MemoryEstimate` for the still and metadata-rewrite routes,
+/// priced from the plan (the animation route has its own model, `MemoryEstimate.animation`).
+typealias MemoryModel = @Sendable (_ info: ImageInfo, _ plan: PreparePlan, _ options: PrepareOptions,
+                                   _ keptMetadataBytes: Int) -> MemoryEstimate.Parts

@@ -1,0 +1,138 @@
+/// Every decision about one job that can be made from the header and the options, made once.
+///
+/// A pure value: a function of the probe (`ImageInfo`), the options and, where the input format has one,
+/// the quality of the source's own encoding. `Pipeline.prepare` executes it; `MemoryEstimate` prices the
+/// same value, so the two can never disagree about the route, the size or the metadata.
+struct PreparePlan: Sendable, Equatable {
+    /// Which way the job goes.
+    enum Route: Sendable, Equatable {
+        /// The pixels need nothing: copy the image data and rewrite only the metadata. When the copy is
+        /// over the byte limit the job continues on the still route with the same plan.
+        case metadataRewrite
+        /// Decode (shrinking on load), resample, orient and encode one picture within the byte limit.
+        case still
+        /// Keep the animation: every frame resampled to the target and written as an animated GIF within
+        /// the byte limit.
+        case animation
+    }
+
+    var route: Route
+    var inputFormat: ImageFormat
+    var outputFormat: ImageFormat
+    /// The first size the fitting tries: stored orientation for stills, the canvas for animations.
+    var target: PixelSize
+    /// The orientation applied to the pixels (always `.up` for animations and metadata rewrites).
+    var orientation: Orientation
+    /// The byte limit the output must meet (the animated one on the animation route).
+    var byteLimit: Int?
+    /// What survives of the input's metadata, decided by the input format's policy for the strip mode.
+    /// The metadata-only rewrite writes exactly this.
+    var metadata: MetadataOutcome
+    /// `metadata` as a re-encoded output in `outputFormat` holds it (blocks it cannot write are removed).
+    var writtenMetadata: MetadataOutcome
+    /// How the output is fitted under `byteLimit`.
+    var ladder: FittingLadder
+    /// Changes the user did not ask for that are known before any pixel is read, in report order.
+    var adjustments: [String]
+
+    /// Plans preparing an input with `info` under `options`. `sourceQuality` is the input's own encoding
+    /// quality (JPEG), which caps the quality search when the output keeps the input's format.
+    init(info: ImageInfo, options: PrepareOptions, sourceQuality: Int? = nil) {
+        let input = FormatRegistry.descriptor(for: info.format)
+        let decided = input.metadataPolicy.outcome(for: info, mode: options.strip)
+        inputFormat = info.format
+        metadata = decided
+        adjustments = []
+
+        let animated = info.frameCount > 1 && input.animation != nil && options.animation.allowed
+            && options.accepts(AnimationRoute.outputFormat)
+        if animated {
+            route = .animation
+            outputFormat = AnimationRoute.outputFormat
+            orientation = .up
+            byteLimit = options.animatedMaxBytes
+            writtenMetadata = FormatRegistry.descriptor(for: outputFormat).writableMetadata(decided, info.metadataKinds)
+            let capped = ScalePlan.targetSize(for: info.size, caps: options.animatedSizeCaps)
+            let initial = AnimationRoute.initialPlan(canvas: info.size, frameCount: info.frameCount, options: options)
+            target = initial.size
+            ladder = .animation(initial: initial, frameCount: info.frameCount,
+                                dimensionFloor: min(initial.size.shortEdge, max(options.minShortEdge, initial.size.shortEdge / 2)),
+                                minShortEdge: options.minShortEdge)
+            if info.format != outputFormat {
+                adjustments.append("\(info.format.displayName) → \(outputFormat.displayName) (animation)")
+            }
+            if initial.size != capped {
+                adjustments.append("reduced to \(initial.size) (caps allow \(capped)) for the animation's total pixel limit")
+            }
+            return
+        }
+
+        outputFormat = options.outputFormat(for: info.format)
+        let output = FormatRegistry.descriptor(for: outputFormat)
+        orientation = info.orientation
+        byteLimit = options.maxBytes
+        writtenMetadata = output.writableMetadata(decided, info.metadataKinds)
+        // Caps apply to the image as displayed; decoding works in stored orientation.
+        let displayed = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)
+        target = info.orientation.swapsAxes ? displayed.transposed : displayed
+
+        if info.frameCount > 1 {
+            let why = options.animation.allowed ? "animated \(outputFormat.displayName) not accepted" : "the service shows no animation"
+            adjustments.append("first frame only (of \(info.frameCount); \(why))")
+        }
+        if outputFormat != info.format {
+            adjustments.append("\(info.format.displayName) → \(outputFormat.displayName) (accepted formats)")
+        }
+        switch output.fitting {
+        case .qualitySearch:
+            // Never spend more quality than the source had: a q73 photo saved at q85 grows for nothing.
+            let cap = outputFormat == info.format ? sourceQuality.flatMap { $0 < options.quality ? $0 : nil } : nil
+            ladder = .quality(range: options.minQuality...max(options.minQuality, cap ?? options.quality),
+                              sourceQualityCap: cap, minShortEdge: options.minShortEdge)
+        case .lossless(let efforts, let strongest):
+            let jpeg = FormatRegistry.descriptor(for: .jpeg)
+            let change = options.allowFormatChange
+                ? FormatChange(format: .jpeg, range: options.minQuality...options.quality,
+                               metadata: jpeg.writableMetadata(decided, info.metadataKinds))
+                : nil
+            ladder = .lossless(efforts: efforts, strongest: strongest, formatChange: change, minShortEdge: options.minShortEdge)
+        }
+
+        let pixelsUnchanged = target == info.size && info.orientation == .up && info.colorModel != .cmyk
+            && info.colorModel != .ycck && info.frameCount == 1
+        route = pixelsUnchanged && outputFormat == info.format && input.metadataRewriter != nil ? .metadataRewrite : .still
+    }
+}
+
+/// How an output is fitted under the byte limit: the steps, with the options' numbers filled in.
+enum FittingLadder: Sendable, Equatable {
+    /// At each size: the quality range searched for the highest fitting quality; then a smaller size, by
+    /// about sqrt(limit / bytes), down to `minShortEdge`.
+    /// `sourceQualityCap` is the source's own quality where it lowered the range's ceiling (reported).
+    case quality(range: ClosedRange<Int>, sourceQualityCap: Int?, minShortEdge: Int)
+    /// At each size: the lossless efforts in order (after the first size only the strongest); then, once
+    /// an opaque image cannot fit losslessly and `formatChange` allows it, a quality search in that
+    /// format (kept for every smaller size); then a smaller size, down to `minShortEdge`.
+    case lossless(efforts: [Int], strongest: Int, formatChange: FormatChange?, minShortEdge: Int)
+    /// From the initial plan: smaller dimensions down to `dimensionFloor`, fewer colours, frame
+    /// decimation, then smaller dimensions down to `minShortEdge`.
+    case animation(initial: AnimatedGIFPlan, frameCount: Int, dimensionFloor: Int, minShortEdge: Int)
+}
+
+/// A lossless ladder's last resort before shrinking: a lossy format, searched over a quality range.
+struct FormatChange: Sendable, Equatable {
+    var format: ImageFormat
+    var range: ClosedRange<Int>
+    /// The kept metadata as the changed format holds it.
+    var metadata: MetadataOutcome
+}
+
+extension PrepareOptions {
+    /// Whether the destination accepts `format` as it is.
+    func accepts(_ format: ImageFormat) -> Bool { acceptedFormats.map { $0.contains(format) } ?? true }
+}
+
+extension ImageFormat {
+    /// The name used in reports ("JPEG", "PNG", "GIF").
+    var displayName: String { rawValue.uppercased() }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+@testable import SharePipe
+
+/// The planner by table (format × mode × service → plan), the GIF metadata rule on every route, the
+/// estimate priced from the plan, and the animation route fed by an `AnimationFrameSource`.
+@Suite struct PreparePlanTests {
+    /// A probe as a decoder would report it, without a file.
+    static func info(_ format: ImageFormat, _ width: Int, _ height: Int, frames: Int = 1, orientation: Orientation = .up,
+                     colorModel: ColorModel = .rgb, metadata: [MetadataBlock] = []) -> ImageInfo {
+        ImageInfo(format: format, size: PixelSize(width: width, height: height), colorModel: colorModel, bitDepth: 8,
+                  progressive: false, orientation: orientation, storedOrientationValue: nil, frameCount: frames,
+                  hasAlpha: false, metadata: metadata, byteCount: 100_000)
+    }
+
+    static let icc = MetadataBlock.icc([UInt8](repeating: 7, count: 200))
+    static let xmp = MetadataBlock.xmp(Array("<x:xmpmeta/>".utf8))
+    static let comment = MetadataBlock.comment(Array("hello".utf8))
+    static let gifIPTC = MetadataBlock.other(tag: "GIF:FF:MGKIPTC0000", data: [11] + Array("MGKIPTC0000".utf8))
+
+    enum Expected: Equatable { case rewrite, still, animation }
+
+    // format, size, frames, orientation, service (nil: defaults), strip → route, output, target, adjustments
+    static let table: [(ImageFormat, PixelSize, Int, Orientation, ServiceProfile?, StripMode,
+                        Expected, ImageFormat, PixelSize, [String])] = [
+        (.jpeg, PixelSize(width: 800, height: 600), 1, .up, nil, .all, .rewrite, .jpeg, PixelSize(width: 800, height: 600), []),
+        (.jpeg, PixelSize(width: 800, height: 600), 1, .right, nil, .all, .still, .jpeg, PixelSize(width: 800, height: 600), []),
+        (.jpeg, PixelSize(width: 4000, height: 3000), 1, .up, .x, .gps, .still, .jpeg, PixelSize(width: 1440, height: 1080), []),
+        (.jpeg, PixelSize(width: 3000, height: 4000), 1, .right, nil, .none, .still, .jpeg, PixelSize(width: 1080, height: 1440), []),
+        (.png, PixelSize(width: 640, height: 480), 1, .up, nil, .all, .rewrite, .png, PixelSize(width: 640, height: 480), []),
+        (.png, PixelSize(width: 2000, height: 2000), 1, .up, .bluesky, .gps, .still, .png, PixelSize(width: 1080, height: 1080), []),
+        (.png, PixelSize(width: 2000, height: 1500), 1, .up, .instagram, .all, .still, .jpeg, PixelSize(width: 1440, height: 1080),
+         ["PNG → JPEG (accepted formats)"]),
+        (.gif, PixelSize(width: 400, height: 300), 1, .up, nil, .all, .still, .gif, PixelSize(width: 400, height: 300), []),
+        (.gif, PixelSize(width: 400, height: 300), 5, .up, nil, .gps, .animation, .gif, PixelSize(width: 400, height: 300), []),
+        (.gif, PixelSize(width: 1600, height: 1200), 5, .up, .x, .all, .animation, .gif, PixelSize(width: 1280, height: 960), []),
+        (.gif, PixelSize(width: 400, height: 300), 5, .up, .bluesky, .all, .still, .png, PixelSize(width: 400, height: 300),
+         ["first frame only (of 5; the service shows no animation)", "GIF → PNG (accepted formats)"]),
+    ]
+
+    @Test(arguments: table.indices)
+    func planTable(_ row: Int) {
+        let (format, size, frames, orientation, service, strip, route, output, target, adjustments) = Self.table[row]
+        var options = service?.options() ?? PrepareOptions()
+        options.strip = strip
+        let plan = PreparePlan(info: Self.info(format, size.width, size.height, frames: frames, orientation: orientation),
+                               options: options)
+        let expectedRoute: PreparePlan.Route = route == .rewrite ? .metadataRewrite : route == .still ? .still : .animation
+        #expect(plan.route == expectedRoute, "row \(row)")
+        #expect(plan.outputFormat == output, "row \(row)")
+        #expect(plan.target == target, "row \(row): \(plan.target)")
+        #expect(plan.adjustments == adjustments, "row \(row)")
+        #expect(plan.orientation == (route == .still ? orientation : .up), "row \(row)")
+        #expect(plan.byteLimit == (route == .animation ? options.animatedMaxBytes : options.maxBytes), "row \(row)")
+        switch (output, plan.ladder) {
+        case (.jpeg, .quality(let range, nil, _)), (.gif, .quality(let range, nil, _)) where route != .animation:
+            #expect(range == options.minQuality...options.quality)
+        case (.png, .lossless(let efforts, _, let change, _)):
+            #expect(efforts == [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort])
+            #expect((change != nil) == options.allowFormatChange)
+        case (.gif, .animation(let initial, let count, _, _)):
+            #expect(initial.size == target && count == frames)
+        default:
+            Issue.record("row \(row): unexpected ladder \(plan.ladder)")
+        }
+    }
+
+    @Test("the source's quality caps the ceiling only when the format stays")
+    func sourceQualityCap() {
+        let info = Self.info(.jpeg, 4000, 3000)
+        let same = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: 72)
+        #expect(same.ladder == .quality(range: 40...72, sourceQualityCap: 72, minShortEdge: PrepareOptions().minShortEdge))
+        let higher = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: 95)
+        #expect(higher.ladder == .quality(range: 40...85, sourceQualityCap: nil, minShortEdge: PrepareOptions().minShortEdge))
+        let png = PreparePlan(info: Self.info(.png, 4000, 3000), options: ServiceProfile.instagram.options(), sourceQuality: 50)
+        if case .quality(_, let cap, _) = png.ladder { #expect(cap == nil) } else { Issue.record("PNG → JPEG is a quality ladder") }
+    }
+
+    @Test(arguments: [StripMode.all, .gps, .none])
+    func gifMetadataIsDecidedOnceForEveryRoute(_ mode: StripMode) {
+        let metadata = [Self.comment, Self.xmp, Self.icc, Self.gifIPTC]
+        var options = PrepareOptions()
+        options.strip = mode
+        let still = PreparePlan(info: Self.info(.gif, 80, 60, metadata: metadata), options: options)
+        let animated = PreparePlan(info: Self.info(.gif, 80, 60, frames: 3, metadata: metadata), options: options)
+        var bluesky = ServiceProfile.bluesky.options()
+        bluesky.strip = mode
+        let converted = PreparePlan(info: Self.info(.gif, 80, 60, frames: 3, metadata: metadata), options: bluesky)
+        #expect(still.route == .still && animated.route == .animation && converted.outputFormat == .png)
+        #expect(still.metadata == animated.metadata && animated.metadata == converted.metadata)
+        let kept = MetadataOutcome.kinds(of: still.metadata.kept)
+        switch mode {
+        case .all: #expect(kept == [.icc])
+        case .gps: #expect(kept == [.icc, .comment])
+        case .none: #expect(kept == [.icc, .comment, .xmp, .other])
+        }
+    }
+
+    @Test("the estimate is priced from the plan: route, target and kept metadata")
+    func estimateFollowsThePlan() {
+        let animated = Self.info(.gif, 800, 600, frames: 10)
+        // bluesky shows no animation and takes no GIF: the plan goes still, and so does the estimate.
+        let blueskyOptions = ServiceProfile.bluesky.options()
+        let still = MemoryEstimate(info: animated, options: blueskyOptions)
+        let stillPlan = PreparePlan(info: animated, options: blueskyOptions)
+        #expect(stillPlan.route == .still)
+        #expect(still == MemoryEstimate(plan: stillPlan, info: animated, options: blueskyOptions, input: .file))
+        #expect(still.targetSize == stillPlan.target)
+        let stillParts = MemoryEstimate.stillGIF(animated, plan: stillPlan, options: blueskyOptions, keptMetadata: 0)
+        #expect(still.meteredPixelBytes >= stillParts.metered)
+        let animation = MemoryEstimate(info: animated, options: PrepareOptions())
+        let animationParts = MemoryEstimate.animatedGIF(animated, plan: PreparePlan(info: animated, options: PrepareOptions()),
+                                                        options: PrepareOptions(), keptMetadata: 0)
+        #expect(animation.meteredPixelBytes == animationParts.metered)
+        #expect(animation.meteredPixelBytes != still.meteredPixelBytes)
+
+        // A metadata rewrite also prices the 1/8-scale check decode and the rewritten copy.
+        let photo = Self.info(.jpeg, 800, 600)
+        let rewrite = PreparePlan(info: photo, options: PrepareOptions())
+        #expect(rewrite.route == .metadataRewrite)
+        var smaller = PrepareOptions()
+        smaller.maxShortEdge = 300
+        let resized = PreparePlan(info: photo, options: smaller)
+        #expect(resized.route == .still)
+        #expect(MemoryEstimate(info: photo, options: PrepareOptions()).outputBytes
+                >= MemoryEstimate.rewriteOutputBytes(photo, keptMetadata: 0))
+        #expect(MemoryEstimate(info: photo, options: smaller).targetSize == resized.target)
+    }
+}
