@@ -1,4 +1,11 @@
 #include "sp_common.h"
 #include <stdlib.h>
+#include <string.h>
 
 void sp_free(void *pointer) { free(pointer); }
+
+void sp_copy_message(char *message, const char *text) {
+    if (message == NULL) return;
+    strncpy(message, text == NULL ? "" : text, SP_MESSAGE_LENGTH - 1);
+    message[SP_MESSAGE_LENGTH - 1] = '\0';
+}

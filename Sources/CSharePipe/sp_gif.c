@@ -22,11 +22,7 @@ struct sp_gif_reader {
     uint8_t local_colors[768];
 };
 
-static void copy_message(char *message, const char *text) {
-    if (message == NULL) return;
-    strncpy(message, text, SP_MESSAGE_LENGTH - 1);
-    message[SP_MESSAGE_LENGTH - 1] = '\0';
-}
+#define copy_message sp_copy_message
 
 static const char *error_text(int code) {
     const char *text = GifErrorString(code);
@@ -424,7 +420,6 @@ sp_status sp_gif_writer_put_line(sp_gif_writer *writer, uint8_t *line, int lengt
     return SP_OK;
 }
 
-size_t sp_gif_writer_length(const sp_gif_writer *writer) { return writer->length; }
 
 sp_status sp_gif_writer_finish(sp_gif_writer *writer, uint8_t **out, size_t *out_length, char *message) {
     int error = 0;

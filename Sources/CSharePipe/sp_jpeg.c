@@ -32,11 +32,7 @@ struct sp_jpeg_reader {
 // Bytes counted against the metadata limit for each saved segment besides its payload (libjpeg's node).
 #define SEGMENT_OVERHEAD 64
 
-static void copy_message(char *message, const char *text) {
-    if (message == NULL) return;
-    strncpy(message, text, SP_MESSAGE_LENGTH - 1);
-    message[SP_MESSAGE_LENGTH - 1] = '\0';
-}
+#define copy_message sp_copy_message
 
 static void sp_error_exit(j_common_ptr cinfo) {
     sp_error_mgr *error = (sp_error_mgr *)cinfo->err;

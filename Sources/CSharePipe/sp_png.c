@@ -32,11 +32,7 @@ struct sp_png_reader {
     uint64_t rows_read;
 };
 
-static void copy_message(char *message, const char *text) {
-    if (message == NULL) return;
-    strncpy(message, text, SP_MESSAGE_LENGTH - 1);
-    message[SP_MESSAGE_LENGTH - 1] = '\0';
-}
+#define copy_message sp_copy_message
 
 static void on_error(png_structp png, png_const_charp text) {
     sp_png_error_state *error = (sp_png_error_state *)png_get_error_ptr(png);

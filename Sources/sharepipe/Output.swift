@@ -197,7 +197,7 @@ enum SignalCleanup {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
             source.setEventHandler {
-                TemporaryFiles.shared.removeAll()
+                SharePipe.removeTemporaryOutputs()
                 writeStandardError("\ninterrupted: temporary files removed; re-run with --skip-existing to finish\n")
                 exit(128 + signalNumber)
             }

@@ -21,4 +21,8 @@ typedef enum {
 /// Frees memory the shim handed out (encoded bytes).
 void sp_free(void *pointer);
 
+/// Copies `text` into a caller-owned message buffer of SP_MESSAGE_LENGTH bytes (cut and terminated);
+/// does nothing when `message` is NULL. The one copy every shim uses.
+void sp_copy_message(char *message, const char *text);
+
 #endif

@@ -89,8 +89,6 @@ sp_status sp_gif_writer_put_image(sp_gif_writer *writer, int left, int top, int 
 /// Compresses one row of palette indices (EGifPutLine), `length` = the image width. For an interlaced
 /// image the caller passes rows in pass order. giflib masks the buffer's values in place.
 sp_status sp_gif_writer_put_line(sp_gif_writer *writer, uint8_t *line, int length, char *message);
-/// Bytes written so far.
-size_t sp_gif_writer_length(const sp_gif_writer *writer);
 /// Writes the trailer and closes giflib; on success *out is malloc'ed (free with sp_free) and the writer
 /// no longer owns it. The writer must still be freed.
 sp_status sp_gif_writer_finish(sp_gif_writer *writer, uint8_t **out, size_t *out_length, char *message);

@@ -180,16 +180,6 @@ public struct Batch: Sendable {
     }
 }
 
-final class Mutex: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    init() { pthread_mutex_init(&mutex, nil) }
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
-    }
-}
-
 final class Counter: @unchecked Sendable {
     private let lock = Mutex()
     private var value = 0

@@ -162,47 +162,48 @@ enum FileIO {
 
 private func closeDescriptor(_ descriptor: Int32) { _ = close(descriptor) }
 
-/// Temporary output names in flight, so a SIGINT/SIGTERM handler can remove them before exiting.
-public final class TemporaryFiles: @unchecked Sendable {
-    public static let shared = TemporaryFiles()
-    private var lock = pthread_mutex_t()
+/// Temporary output names in flight, so a SIGINT/SIGTERM handler can remove them before exiting
+/// (`SharePipe.removeTemporaryOutputs()`).
+final class TemporaryFiles: @unchecked Sendable {
+    static let shared = TemporaryFiles()
+    private let lock = Mutex()
     private var paths = Set<String>()
     /// Set by `removeAll`: the process is exiting and no new temporary output may appear.
     private var closed = false
 
-    private init() { pthread_mutex_init(&lock, nil) }
+    private init() {}
 
     /// Creates `path` (exclusively, for writing) and registers it in one step under the lock, so a
     /// `removeAll` running on another thread either removes the new file or stops it being made: a worker
     /// thread cannot create a temporary file just after the signal handler cleaned up and before the
     /// process exits.
     func create(_ path: String, for output: String) throws -> UnsafeMutablePointer<FILE> {
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        if closed { throw SharePipeError.cancelled(file: output) }
-        guard let handle = fopen(path, "wbx") else {
-            let reason = FileIO.errnoText()
-            throw SharePipeError.unwritable(file: output, reason: "cannot create a file in \(FileIO.parentDirectory(of: output)): \(reason)")
+        try lock.locked {
+            if closed { throw SharePipeError.cancelled(file: output) }
+            guard let handle = fopen(path, "wbx") else {
+                let reason = FileIO.errnoText()
+                throw SharePipeError.unwritable(file: output, reason: "cannot create a file in \(FileIO.parentDirectory(of: output)): \(reason)")
+            }
+            paths.insert(path)
+            return handle
         }
-        paths.insert(path)
-        return handle
     }
 
-    func register(_ path: String) {
-        pthread_mutex_lock(&lock); paths.insert(path); pthread_mutex_unlock(&lock)
-    }
+    func register(_ path: String) { lock.locked { _ = paths.insert(path) } }
 
-    func unregister(_ path: String) {
-        pthread_mutex_lock(&lock); paths.remove(path); pthread_mutex_unlock(&lock)
-    }
+    func unregister(_ path: String) { lock.locked { _ = paths.remove(path) } }
 
     /// Removes every temporary file still in flight and refuses new temporary outputs from then on
     /// (called from the signal handler path, before exit).
-    public func removeAll() {
-        pthread_mutex_lock(&lock)
-        closed = true
-        for path in paths { unlink(path) }
-        paths.removeAll()
-        pthread_mutex_unlock(&lock)
+    func removeAll() {
+        lock.locked {
+            closed = true
+            for path in paths { unlink(path) }
+            paths.removeAll()
+        }
     }
 }
+
+/// Removes every temporary output still being written and refuses new ones from then on: for a
+/// SIGINT/SIGTERM handler, just before the process exits.
+public func removeTemporaryOutputs() { TemporaryFiles.shared.removeAll() }

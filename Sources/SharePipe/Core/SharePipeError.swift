@@ -19,19 +19,36 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     case cancelled(file: String)
 
     public var description: String {
+        guard let file else { return reason }
+        return "\(file): \(reason)"
+    }
+
+    /// The file the error is about; nil for options.
+    public var file: String? {
         switch self {
-        case .unsupportedFormat(let file, let reason): return "\(file): unsupported format: \(reason)"
-        case .corrupt(let file, let reason): return "\(file): corrupt image: \(reason)"
-        case .tooLarge(let file, let width, let height, let limit):
+        case .unsupportedFormat(let file, _), .corrupt(let file, _), .tooLarge(let file, _, _, _),
+             .cannotMeetLimit(let file, _, _), .unreadable(let file, _), .unwritable(let file, _), .cancelled(let file):
+            return file
+        case .invalidOptions:
+            return nil
+        }
+    }
+
+    /// What went wrong, without the file name (for errors that quote another error).
+    public var reason: String {
+        switch self {
+        case .unsupportedFormat(_, let reason): return "unsupported format: \(reason)"
+        case .corrupt(_, let reason): return "corrupt image: \(reason)"
+        case .tooLarge(_, let width, let height, let limit):
             // Limits checked before the header is read (input bytes) have no size to show.
-            if width <= 0 || height <= 0 { return "\(file): too large: exceeds \(limit)" }
-            return "\(file): image too large: \(width)×\(height) exceeds \(limit)"
-        case .cannotMeetLimit(let file, let limit, let best):
-            return "\(file): cannot fit under \(limit) bytes: smallest output reached was \(best) bytes"
-        case .unreadable(let file, let reason): return "\(file): cannot read: \(reason)"
-        case .unwritable(let file, let reason): return "\(file): cannot write: \(reason)"
+            if width <= 0 || height <= 0 { return "too large: exceeds \(limit)" }
+            return "image too large: \(width)×\(height) exceeds \(limit)"
+        case .cannotMeetLimit(_, let limit, let best):
+            return "cannot fit under \(limit) bytes: smallest output reached was \(best) bytes"
+        case .unreadable(_, let reason): return "cannot read: \(reason)"
+        case .unwritable(_, let reason): return "cannot write: \(reason)"
         case .invalidOptions(let reason): return "invalid options: \(reason)"
-        case .cancelled(let file): return "\(file): cancelled"
+        case .cancelled: return "cancelled"
         }
     }
 

@@ -109,18 +109,6 @@ final class GIFCanvas {
         changes = changes.map { $0.union(rect) } ?? rect
     }
 
-    /// Whether any pixel is transparent.
-    var hasTransparency: Bool {
-        pixels.withUnsafeBufferPointer { buffer in
-            var index = 3
-            while index < buffer.count {
-                if buffer[index] != 255 { return true }
-                index += 4
-            }
-            return false
-        }
-    }
-
     private func save(_ rect: GIFRect) {
         dropSaved()
         saved = [UInt8](repeating: 0, count: rect.area * 4)

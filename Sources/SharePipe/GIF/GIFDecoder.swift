@@ -139,7 +139,7 @@ struct GIFDecoder: ImageDecoder {
             } catch {
                 throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
             }
-            return RenderedImage(bitmap: bitmap, decodedSize: screen, warnings: stream.warnings)
+            return RenderedImage(bitmap: bitmap, warnings: stream.warnings)
         }
     }
 

@@ -17,9 +17,6 @@ final class GIFWriter {
 
     deinit { sp_gif_writer_free(handle) }
 
-    /// Bytes written so far.
-    var byteCount: Int { sp_gif_writer_length(handle) }
-
     /// Writes the container: screen, global palette, loop extension, metadata (in that order).
     func begin(_ container: GIFContainer) throws {
         var message = shimMessageBuffer()

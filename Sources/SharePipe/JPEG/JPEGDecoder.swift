@@ -85,8 +85,7 @@ struct JPEGDecoder: ImageDecoder {
                 throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
             }
             let warnings = reader.warnings()
-            return RenderedImage(bitmap: bitmap, decodedSize: decoded,
-                                 warnings: warnings.count > 0 ? ["\(warnings.count) libjpeg warning(s), last: \(warnings.last)"] : [])
+            return RenderedImage(bitmap: bitmap, warnings: warnings.count > 0 ? ["\(warnings.count) libjpeg warning(s), last: \(warnings.last)"] : [])
         }
     }
 }

@@ -20,8 +20,8 @@ enum JPEGRewriter {
             _ = try JPEGDecoder().render(check, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
                                          limits: ImageLimits(), meter: PixelMemoryMeter())
         } catch let error as SharePipeError {
-            let why = error.description.dropFirst(ImageSource.bytes([]).displayName.count + 2)  // "<memory>: "
-            throw SharePipeError.corrupt(file: source.displayName, reason: "the metadata-only copy does not decode (\(why))")
+            throw SharePipeError.corrupt(file: source.displayName,
+                                         reason: "the metadata-only copy does not decode (\(error.reason))")
         }
         return out
     }

@@ -1,6 +1,9 @@
 /// Kinds of metadata, as reported in results ("removed: exif, gps, xmp").
-public enum MetadataKind: String, Sendable, Codable, CaseIterable, Comparable {
+public enum MetadataKind: String, Sendable, Codable, CaseIterable, Comparable, CustomStringConvertible {
     case exif, gps, exifThumbnail, xmp, iptc, icc, comment, text, time, other
+
+    /// The kind's name as reports write it ("gps").
+    public var description: String { rawValue }
 
     public static func < (lhs: MetadataKind, rhs: MetadataKind) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

@@ -90,8 +90,7 @@ struct PNGDecoder: ImageDecoder {
                 throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
             }
             let warnings = reader.warnings()
-            return RenderedImage(bitmap: bitmap, decodedSize: stored,
-                                 warnings: warnings.count > 0 ? ["\(warnings.count) libpng warning(s), last: \(warnings.last)"] : [])
+            return RenderedImage(bitmap: bitmap, warnings: warnings.count > 0 ? ["\(warnings.count) libpng warning(s), last: \(warnings.last)"] : [])
         }
     }
 }

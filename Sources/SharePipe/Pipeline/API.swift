@@ -11,7 +11,7 @@ public func prepare(_ source: ImageSource, options: PrepareOptions = PrepareOpti
 /// The async form: runs off the caller's executor and honours Task cancellation between steps and
 /// between fitting attempts (a cancelled job throws `SharePipeError.cancelled` and produces nothing).
 public func prepare(_ source: ImageSource, options: PrepareOptions = PrepareOptions()) async throws -> PreparedImage {
-    try Task.checkCancellation()
+    if Task.isCancelled { throw SharePipeError.cancelled(file: source.displayName) }
     return try Pipeline.prepare(source, options: options) {
         if Task.isCancelled { throw SharePipeError.cancelled(file: source.displayName) }
     }

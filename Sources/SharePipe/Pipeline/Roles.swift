@@ -13,8 +13,6 @@ protocol ImageDecoder: Sendable {
 /// What a decoder's render produced.
 struct RenderedImage {
     var bitmap: Bitmap
-    /// The size the codec decoded at before resampling (after shrink-on-load).
-    var decodedSize: PixelSize
     /// Recoverable problems the C library reported (corrupt data it worked around).
     var warnings: [String]
 }

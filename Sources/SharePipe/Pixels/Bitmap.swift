@@ -1,24 +1,24 @@
 /// Channel layout of 8-bit pixels. Alpha, where present, is straight (not premultiplied) in bitmaps.
-public enum PixelLayout: Int, Sendable, Codable {
+enum PixelLayout: Int, Sendable, Codable {
     case gray = 1
     case grayAlpha = 2
     case rgb = 3
     case rgba = 4
 
-    public var channels: Int { rawValue }
-    public var hasAlpha: Bool { self == .grayAlpha || self == .rgba }
+    var channels: Int { rawValue }
+    var hasAlpha: Bool { self == .grayAlpha || self == .rgba }
     /// The layout without its alpha channel.
-    public var opaque: PixelLayout { self == .grayAlpha ? .gray : self == .rgba ? .rgb : self }
+    var opaque: PixelLayout { self == .grayAlpha ? .gray : self == .rgba ? .rgb : self }
 }
 
 /// A whole 8-bit image in memory. In the pipeline only the small output is ever held whole.
-public struct Bitmap: Sendable, Equatable {
-    public var size: PixelSize
-    public var layout: PixelLayout
+struct Bitmap: Sendable, Equatable {
+    var size: PixelSize
+    var layout: PixelLayout
     /// Rows top to bottom, tightly packed: width × channels bytes each.
-    public var pixels: [UInt8]
+    var pixels: [UInt8]
 
-    public init(size: PixelSize, layout: PixelLayout, pixels: [UInt8]) {
+    init(size: PixelSize, layout: PixelLayout, pixels: [UInt8]) {
         precondition(pixels.count == size.width * size.height * layout.channels, "pixel buffer does not match size")
         self.size = size
         self.layout = layout
@@ -26,22 +26,22 @@ public struct Bitmap: Sendable, Equatable {
     }
 
     /// A bitmap filled with zeroes.
-    public init(size: PixelSize, layout: PixelLayout) {
+    init(size: PixelSize, layout: PixelLayout) {
         self.init(size: size, layout: layout, pixels: [UInt8](repeating: 0, count: size.width * size.height * layout.channels))
     }
 
-    public var width: Int { size.width }
-    public var height: Int { size.height }
-    public var byteCount: Int { pixels.count }
+    var width: Int { size.width }
+    var height: Int { size.height }
+    var byteCount: Int { pixels.count }
 
     /// The channel values of one pixel.
-    public func pixel(x: Int, y: Int) -> ArraySlice<UInt8> {
+    func pixel(x: Int, y: Int) -> ArraySlice<UInt8> {
         let start = (y * size.width + x) * layout.channels
         return pixels[start..<start + layout.channels]
     }
 
     /// Whether any pixel is less than fully opaque.
-    public var hasTransparency: Bool {
+    var hasTransparency: Bool {
         guard layout.hasAlpha else { return false }
         let channels = layout.channels
         return pixels.withUnsafeBufferPointer { buffer in
@@ -55,7 +55,7 @@ public struct Bitmap: Sendable, Equatable {
     }
 
     /// The same picture with the alpha channel dropped (used when it carries no information).
-    public func droppingAlpha() -> Bitmap {
+    func droppingAlpha() -> Bitmap {
         guard layout.hasAlpha else { return self }
         let channels = layout.channels, kept = channels - 1
         var out = [UInt8](repeating: 0, count: size.area * kept)
@@ -70,7 +70,7 @@ public struct Bitmap: Sendable, Equatable {
     }
 
     /// Whether every pixel has R == G == B (so the image can be written as gray).
-    public var isGrayscale: Bool {
+    var isGrayscale: Bool {
         guard layout == .rgb || layout == .rgba else { return layout == .gray || layout == .grayAlpha }
         let channels = layout.channels
         return pixels.withUnsafeBufferPointer { buffer in

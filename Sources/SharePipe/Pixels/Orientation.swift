@@ -36,7 +36,7 @@ public enum Orientation: Int, Sendable, Codable, CaseIterable {
 
 extension Bitmap {
     /// The bitmap transformed so that it shows upright; `up` returns it unchanged.
-    public func applying(_ orientation: Orientation) -> Bitmap {
+    func applying(_ orientation: Orientation) -> Bitmap {
         if orientation == .up { return self }
         let outSize = orientation.swapsAxes ? size.transposed : size
         let channels = layout.channels

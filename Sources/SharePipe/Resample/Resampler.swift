@@ -4,18 +4,6 @@ import Glibc
 import Darwin
 #endif
 
-/// The resampler role: takes decoded rows top to bottom, one at a time, and produces the small output
-/// bitmap. Only a window of rows is ever held, never the whole decoded image.
-protocol Resampler {
-    /// Accepts the next row: `source.width × channels` samples on a 0...255 scale (16-bit sources keep
-    /// their fraction), straight alpha.
-    mutating func push(row: UnsafeBufferPointer<Float>)
-    /// Accepts the next row of 8-bit samples.
-    mutating func push(row: UnsafeBufferPointer<UInt8>)
-    /// The finished output; call after the last row.
-    mutating func finish() throws -> Bitmap
-}
-
 /// A separable, antialiased Lanczos-3 resampler that streams rows.
 ///
 /// Horizontal pass first, on each row as it arrives; the horizontally resampled rows go into a ring
@@ -23,7 +11,11 @@ protocol Resampler {
 /// complete. The filter's support widens with the reduction ratio, so a 1-pixel checkerboard reduced 3×
 /// comes out flat grey instead of moiré. Alpha is premultiplied while filtering, so transparent pixels'
 /// colours do not bleed into edges.
-struct LanczosResampler: Resampler {
+/// The resampler step: decoded rows go in top to bottom, one at a time (`push(row:)` with Float rows on a
+/// 0...255 scale, 16-bit sources keeping their fraction, or 8-bit rows; straight alpha), and `finish()` gives
+/// the small output bitmap. Only a window of rows is ever held, never the whole decoded image.
+///
+struct LanczosResampler {
     let source: PixelSize
     let target: PixelSize
     let layout: PixelLayout
@@ -285,7 +277,6 @@ struct FilterWeights: Sendable {
     @inline(__always) func count(_ i: Int) -> Int { counts[i] }
     /// One past the last input position output `i` reads.
     @inline(__always) func end(_ i: Int) -> Int { starts[i] + counts[i] }
-    @inline(__always) func weight(_ i: Int, _ tap: Int) -> Float { weights[i * maxTaps + tap] }
 
     /// Calls `body` with the weights of output `i` (`count(i)` of them).
     @inline(__always)

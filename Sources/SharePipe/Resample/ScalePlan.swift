@@ -1,15 +1,15 @@
 /// Pure decisions about sizes: the output size for a cap, the shrink-on-load factor, the next smaller
 /// size when bytes do not fit. Plain functions of their inputs, tested by tables.
-public enum ScalePlan {
+enum ScalePlan {
     /// The output size for an image of `size` under short- and long-edge and area caps.
-    public static func targetSize(for size: PixelSize, maxShortEdge: Int, maxLongEdge: Int? = nil,
+    static func targetSize(for size: PixelSize, maxShortEdge: Int, maxLongEdge: Int? = nil,
                                   maxPixels: Int? = nil) -> PixelSize {
         targetSize(for: size, caps: SizeCaps(shortEdge: maxShortEdge, longEdge: maxLongEdge, pixels: maxPixels))
     }
 
     /// The output size for an image of `size` (as displayed) under `caps`: the largest uniform reduction
     /// that meets every cap. Never larger than the input; aspect kept within a pixel; each edge at least 1.
-    public static func targetSize(for size: PixelSize, caps: SizeCaps) -> PixelSize {
+    static func targetSize(for size: PixelSize, caps: SizeCaps) -> PixelSize {
         var factor = 1.0
         func cap(_ limit: Int?, _ value: Int) {
             if let limit, value > limit { factor = min(factor, Double(limit) / Double(value)) }
@@ -50,7 +50,7 @@ public enum ScalePlan {
 
     /// libjpeg-turbo's DCT scaling: the smallest M in 1...8 for which the image decoded at M/8 still has
     /// both edges at least the target's, so the resampler only ever reduces.
-    public static func jpegScaleNumerator(stored: PixelSize, target: PixelSize) -> Int {
+    static func jpegScaleNumerator(stored: PixelSize, target: PixelSize) -> Int {
         for numerator in 1...8 {
             let width = (stored.width * numerator + 7) / 8     // libjpeg rounds up
             let height = (stored.height * numerator + 7) / 8
@@ -62,7 +62,7 @@ public enum ScalePlan {
     /// The next, smaller size to try when the smallest quality still gives `bytes` over `limit`: area
     /// scales about linearly with bytes, so edges by sqrt(limit / bytes), with a margin, and always at
     /// least 10% smaller than before.
-    public static func shrink(_ size: PixelSize, bytes: Int, limit: Int) -> PixelSize {
+    static func shrink(_ size: PixelSize, bytes: Int, limit: Int) -> PixelSize {
         let ratio = (Double(limit) / Double(max(bytes, 1))).squareRoot() * 0.95
         let factor = min(0.9, max(0.25, ratio))
         return scaled(size, by: factor)
@@ -81,7 +81,7 @@ public struct SizeCaps: Sendable, Equatable, Codable {
     public var edgeSum: Int?
 
     public init(shortEdge: Int, longEdge: Int? = nil, width: Int? = nil, height: Int? = nil,
-                pixels: Int? = nil, edgeSum: Int? = nil) {
+                       pixels: Int? = nil, edgeSum: Int? = nil) {
         self.shortEdge = shortEdge
         self.longEdge = longEdge
         self.width = width

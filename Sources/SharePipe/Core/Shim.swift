@@ -1,0 +1,17 @@
+import CSharePipe
+
+/// Turns a shim status into a thrown error naming the file; the one place shim failures become Swift errors.
+func checkShim(_ status: sp_status, _ message: [CChar], file: String) throws {
+    switch status {
+    case SP_OK, SP_ERR_END: return
+    case SP_ERR_IO: throw SharePipeError.unreadable(file: file, reason: shimText(message))
+    case SP_ERR_MEMORY: throw SharePipeError.tooLarge(file: file, width: 0, height: 0, limit: "available memory (\(shimText(message)))")
+    default: throw SharePipeError.corrupt(file: file, reason: shimText(message))
+    }
+}
+
+func shimText(_ message: [CChar]) -> String {
+    message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+}
+
+func shimMessageBuffer() -> [CChar] { [CChar](repeating: 0, count: Int(SP_MESSAGE_LENGTH)) }
