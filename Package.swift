@@ -11,9 +11,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        // Documentation only: `swift package generate-documentation --target SharePipe`.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // The only C in the project: setjmp-guarded calls into libjpeg(-turbo), libpng, giflib, libexif,
+        // The only C in the project: setjmp-guarded calls into libjpeg(-turbo), libpng, giflib,
         // libheif, libwebp and Little CMS.
         .target(
             name: "CSharePipe",
@@ -22,7 +24,6 @@ let package = Package(
                 .linkedLibrary("turbojpeg"),
                 .linkedLibrary("png16"),
                 .linkedLibrary("gif"),
-                .linkedLibrary("exif"),
                 .linkedLibrary("heif"),
                 .linkedLibrary("webp"),
                 .linkedLibrary("webpdemux"),
