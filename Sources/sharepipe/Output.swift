@@ -34,12 +34,13 @@ enum JSONText {
     }
 }
 
-/// The `--json` shape of one prepared file (stable: fields are only ever added).
+/// The `--json` and `--report` shape of one prepared file (stable: fields are only ever added).
 struct FileJSON: Encodable {
+    var version = SharePipeVersion.current
     var input: String
     var service: String?
     var output: String?
-    var status: String          // "ok", "failed", "skipped"
+    var status: String          // "ok", "failed", "skipped", "planned" (--dry-run)
     var format: String?
     var inputWidth: Int?
     var inputHeight: Int?
@@ -63,14 +64,14 @@ struct FileJSON: Encodable {
         service = report.service
         output = report.output
         inputBytes = report.inputBytes
-        status = report.skipped ? "skipped" : report.error == nil ? "ok" : "failed"
+        status = report.error != nil ? "failed" : report.skipped ? "skipped" : report.planned ? "planned" : "ok"
         if let result = report.result {
             format = result.format.rawValue
             inputWidth = result.inputSize.width
             inputHeight = result.inputSize.height
             width = result.size.width
             height = result.size.height
-            bytes = result.byteCount
+            bytes = report.bytes
             quality = result.quality
             method = result.method.rawValue
             attempts = result.attempts
@@ -131,56 +132,95 @@ enum InspectText {
     }
 }
 
-/// Prints per-file lines (text or JSON), a progress line on a terminal, and the summary.
-final class Reporter: @unchecked Sendable {
+/// The batch's one writer: prints each file's line (text, or JSON with `--json`) as it is done, appends it
+/// to the `--report` file, keeps a progress line on a terminal, and counts for the summary. It keeps
+/// counts only, never the reports.
+final class Reporter {
     let json: Bool
-    let total: Int
+    /// Where per-file text lines go: standard output, or standard error when the image itself goes there.
+    let toStandardError: Bool
+    let report: ReportFile?
     let interactive = isatty(STDERR_FILENO) != 0
-    private var done = 0
+    private(set) var processed = 0, failed = 0, skipped = 0, planned = 0
+    private var bytesIn = 0, bytesOut = 0, done = 0
 
-    init(json: Bool, total: Int) {
+    init(json: Bool, report: ReportFile? = nil, toStandardError: Bool = false) {
         self.json = json
-        self.total = total
-    }
-
-    func missing(_ path: String) {
-        printError("\(path): cannot read: no such file or directory")
+        self.report = report
+        self.toStandardError = toStandardError
     }
 
     func fileDone(_ report: BatchReport) {
         done += 1
+        if report.error != nil { failed += 1 } else if report.skipped { skipped += 1 } else if report.planned { planned += 1 } else {
+            processed += 1
+            bytesIn += report.inputBytes ?? 0
+            bytesOut += report.bytes ?? 0
+        }
         if interactive { writeStandardError("\r\u{1B}[K") }
+        let object = JSONText.encode(FileJSON(report))
+        self.report?.append(object)
         if json {
-            print(JSONText.encode(FileJSON(report)))
+            emit(object)
         } else if let error = report.error {
-            printError("FAILED \(error)")
+            let text = error.description.hasPrefix(report.input + ":") ? "\(error)" : "\(report.input): \(error)"
+            printError("FAILED \(text)\(report.service.map { " (for \($0))" } ?? "")")
         } else if report.skipped {
-            print("skipped \(report.input) (output exists: \(report.output ?? ""))")
+            emit("skipped \(report.input) (output exists: \(report.output ?? ""))")
+        } else if report.planned {
+            emit("would write \(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? "")")
         } else if let result = report.result {
-            let removed = result.removedMetadata.sorted().map(\.rawValue).joined(separator: ",")
-            let quality = result.quality.map { "q\($0)" } ?? result.method.rawValue
-            print("\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
-                  + "\(report.inputBytes ?? 0) → \(result.byteCount) bytes, \(quality), "
-                  + "\(result.attempts.count) attempt(s), removed: \(removed.isEmpty ? "nothing" : removed)"
-                  + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : ""))
+            emit(Reporter.describe(report, result))
         }
         fflush(nil)
-        if interactive { writeStandardError("[\(done)/\(total)]") }
+        if interactive { writeStandardError("[\(done) done]") }
     }
 
-    func summary(_ reports: [BatchReport], missing: Int) {
+    /// One line per output; every change the user did not ask for is listed after "adjusted:".
+    static func describe(_ report: BatchReport, _ result: PreparedImage) -> String {
+        let removed = result.removedMetadata.sorted().map(\.rawValue).joined(separator: ",")
+        let quality = result.quality.map { "q\($0)" } ?? result.method.rawValue
+        return "\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
+            + "\(report.inputBytes ?? 0) → \(report.bytes ?? 0) bytes, \(quality), "
+            + "\(result.attempts.count) attempt(s), removed: \(removed.isEmpty ? "nothing" : removed)"
+            + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : "")
+            + (result.adjustments.isEmpty ? "" : "; adjusted: " + result.adjustments.joined(separator: "; "))
+            + (result.warnings.isEmpty ? "" : "; warnings: " + result.warnings.joined(separator: "; "))
+    }
+
+    private func emit(_ line: String) {
+        if toStandardError { printError(line) } else { print(line) }
+    }
+
+    func summary() {
         if interactive { writeStandardError("\r\u{1B}[K") }
-        let failed = reports.filter { $0.error != nil }.count + missing
-        let skipped = reports.filter(\.skipped).count
-        let processed = reports.count - failed + missing - skipped
-        let bytesIn = reports.filter { $0.result != nil }.compactMap(\.inputBytes).reduce(0, +)
-        let bytesOut = reports.compactMap { $0.result?.byteCount }.reduce(0, +)
-        let line = "processed \(processed), failed \(failed), skipped \(skipped), bytes \(bytesIn) → \(bytesOut)"
-        if json {
+        var line = "processed \(processed), failed \(failed), skipped \(skipped), bytes \(bytesIn) → \(bytesOut)"
+        if planned > 0 { line = "dry run: \(planned) output(s) planned, nothing written; failed \(failed), skipped \(skipped)" }
+        if json || toStandardError {
             printError(line)
         } else {
             print(line)
         }
+        fflush(nil)
+    }
+}
+
+/// The `--report` file: JSON Lines, opened for appending, one `write(2)` per line so lines from several
+/// runs (shards) appending to one file never interleave; flushed line by line, so it is usable to resume
+/// after a crash.
+final class ReportFile {
+    private let descriptor: Int32
+
+    init(path: String) throws {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw SharePipeError.unwritable(file: path, reason: String(cString: strerror(errno))) }
+    }
+
+    deinit { close(descriptor) }
+
+    func append(_ line: String) {
+        var bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
     }
 }
 

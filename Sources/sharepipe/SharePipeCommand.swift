@@ -5,15 +5,46 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
 struct SharePipeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sharepipe",
         abstract: "Prepare images for posting: strip private metadata, apply orientation, downscale, fit under a service's byte limit.",
+        version: SharePipeVersion.current,
         subcommands: [PrepareCommand.self, InspectCommand.self, ServicesCommand.self],
         defaultSubcommand: PrepareCommand.self
     )
+
+    /// ArgumentParser's own `main`, with a usage error ending in exit status 2 (README "Exit status")
+    /// instead of its default 64.
+    static func main() {
+        do {
+            var command = try parseAsRoot(nil)
+            try command.run()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                printError(fullMessage(for: error))
+                Glibc.exit(ExitStatus.usage)
+            }
+            exit(withError: error)
+        }
+    }
+}
+
+/// The exit statuses, distinct and documented in the README.
+enum ExitStatus {
+    /// Every file was prepared (or skipped because its output exists).
+    static let success: Int32 = 0
+    /// Some files failed; the others were prepared.
+    static let someFailed: Int32 = 1
+    /// The command line is wrong: nothing was done.
+    static let usage: Int32 = 2
+    /// Nothing to do, or a fatal I/O error (an unwritable --out or --report) stopped the batch at once.
+    static let nothingDoneOrFatal: Int32 = 3
 }
 
 extension StripMode: ExpressibleByArgument {}
@@ -71,9 +102,28 @@ struct PipelineOptions: ParsableArguments {
         }
         do {
             for (_, options) in try makeTargets() { try options.validate() }
+        } catch SharePipeError.invalidOptions(let reason) {
+            throw ValidationError("invalid options: " + PipelineOptions.namingFlags(reason))
         } catch let error as SharePipeError {
             throw ValidationError(error.description)
         }
+    }
+
+    /// The library's option names (`minQuality`) in its messages, as the flags a CLI user typed
+    /// (`--min-quality`), with a hint where a profile or a default supplied the value.
+    static func namingFlags(_ message: String) -> String {
+        let flags = ["minQuality": "--min-quality", "quality": "--quality", "maxShortEdge": "--max-short-edge",
+                     "maxBytes": "--max-bytes", "limits.maxPixels": "--max-pixels", "limits.maxDimension": "--max-dimension",
+                     "limits.maxInputBytes": "--max-input-bytes", "limits.maxFrames": "--max-frames",
+                     "limits.maxTotalFramePixels": "--max-frame-pixels"]
+        var text = message
+        for (name, flag) in flags {
+            text = text.replacing("`\(name)`", with: flag).replacing("...\(name) ", with: "...\(flag) ")
+        }
+        if message.contains("`minQuality`") {
+            text += " (--min-quality defaults to 40 or the service's floor: lower it together with --quality)"
+        }
+        return text
     }
 
     func loadCatalog() throws -> ProfileCatalog {
@@ -113,17 +163,17 @@ struct PipelineOptions: ParsableArguments {
 struct PrepareCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prepare",
-        abstract: "Prepare files and directories; outputs mirror the input tree under --out.")
+        abstract: "Prepare files and folders; outputs mirror the input tree under --out (under --out/<service>/ with --service).")
 
-    @Argument(help: "Image files or directories.")
-    var inputs: [String]
+    @Argument(help: "Image files or folders; `-` reads one image from standard input.")
+    var inputs: [String] = []
 
-    @Option(name: .shortAndLong, help: "Output directory (created if missing). Inputs are never overwritten.")
+    @Option(name: .shortAndLong, help: "Output folder (created if missing; never read as input); `-` writes the one image to standard output.")
     var out: String
 
     @OptionGroup var pipeline: PipelineOptions
 
-    @Flag(name: .shortAndLong, help: "Descend into subdirectories.")
+    @Flag(name: .shortAndLong, help: "Descend into subfolders.")
     var recursive = false
 
     @Option(name: .shortAndLong, help: "Files to prepare at once.")
@@ -135,20 +185,170 @@ struct PrepareCommand: ParsableCommand {
     @Flag(help: "Print one JSON object per file instead of text.")
     var json = false
 
+    @Option(help: "Read input paths from FILE, one a line (`-`: standard input); listed paths are mirrored under --out.")
+    var filesFrom: String?
+
+    @Flag(name: [.customShort("0"), .customLong("null")], help: "--files-from paths are NUL-separated (find -print0).")
+    var nulSeparated = false
+
+    @Option(help: "Prepare only share i of n (1-based), a stable partition by input path: run n of these anywhere.")
+    var shard: String?
+
+    @Option(help: "Append one JSON line per output to FILE as files finish (safe for several runs at once).")
+    var report: String?
+
+    @Flag(help: "Print what would be written, from the headers alone; write nothing.")
+    var dryRun = false
+
     func validate() throws {
         if jobs < 1 { throw ValidationError("expected at least 1 for --jobs, got \(jobs)") }
+        if inputs.isEmpty && filesFrom == nil { throw ValidationError("give files or folders to prepare, or --files-from FILE") }
+        if !inputs.isEmpty && filesFrom != nil {
+            throw ValidationError("--files-from cannot be combined with paths on the command line (got \(inputs.count))")
+        }
+        if nulSeparated && filesFrom == nil { throw ValidationError("-0/--null only applies to --files-from") }
+        if shard != nil { _ = try parsedShard() }
+        let standardIO = inputs.contains("-") || out == "-"
+        if standardIO && inputs.count != 1 {
+            throw ValidationError("`-` (standard input or output) takes exactly one image: got \(inputs.count) inputs")
+        }
+        if out == "-" {
+            if pipeline.service.count > 1 { throw ValidationError("--out - writes one image: give at most one --service") }
+            if let first = inputs.first, first != "-", isDirectory(first) { throw ValidationError("--out - writes one image, but \(inputs[0]) is a folder") }
+            if isatty(STDOUT_FILENO) != 0 { throw ValidationError("--out - would write an image to the terminal: redirect standard output") }
+        }
+        if standardIO && (dryRun || shard != nil || filesFrom != nil) {
+            throw ValidationError("`-` cannot be combined with --dry-run, --shard or --files-from")
+        }
+    }
+
+    func parsedShard() throws -> BatchShard? {
+        guard let shard else { return nil }
+        let parts = shard.split(separator: "/")
+        guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1, (1...count).contains(index) else {
+            throw ValidationError("expected i/n with 1 ≤ i ≤ n for --shard, got '\(shard)' (Kubernetes: --shard $((JOB_COMPLETION_INDEX+1))/N)")
+        }
+        return BatchShard(index: index, count: count)
     }
 
     func run() throws {
         SignalCleanup.install()
-        let batch = Batch(outputDirectory: out, targets: try pipeline.makeTargets().map { BatchTarget(service: $0.name, options: $0.options) },
-                          recursive: recursive, jobs: jobs, skipExisting: skipExisting)
-        let (items, missing) = batch.plan(inputs)
-        let reporter = Reporter(json: json, total: items.count)
-        for path in missing { reporter.missing(path) }
-        let reports = batch.run(items) { _, report in reporter.fileDone(report) }
-        reporter.summary(reports, missing: missing.count)
-        if !missing.isEmpty || reports.contains(where: { $0.error != nil }) { throw ExitCode(1) }
+        let targets = try pipeline.makeTargets().map { BatchTarget(service: $0.name, options: $0.options) }
+        let reportFile = try report.map { path in
+            do { return try ReportFile(path: path) } catch { throw fatal("cannot write --report \(path): \(Self.reason(error))") }
+        }
+        let batch = Batch(outputDirectory: out, targets: targets, recursive: recursive, jobs: jobs,
+                          skipExisting: skipExisting, shard: try parsedShard(), dryRun: dryRun)
+        if inputs == ["-"] || out == "-" {
+            return try StandardIO(batch: batch, input: inputs[0], json: json, report: reportFile).run()
+        }
+        if !dryRun {
+            do { try batch.checkOutputDirectory() } catch { throw fatal("cannot write to --out \(out): \(Self.reason(error))") }
+        }
+        let source: BatchInputs
+        if let filesFrom {
+            do { source = .list(try BatchList(path: filesFrom, nulSeparated: nulSeparated)) } catch {
+                throw fatal("cannot read --files-from \(filesFrom): \(Self.reason(error))")
+            }
+        } else {
+            source = .paths(inputs)
+        }
+        let reporter = Reporter(json: json, report: reportFile)
+        let walk = batch.run(source) { reporter.fileDone($0) }
+        if walk.files == 0 && walk.missing == 0 {
+            let why = Self.nothingToDo(walk)
+            printError("nothing to do: \(why)")
+            // An empty share of a sharded batch is a share done, not a failure of the job running it.
+            throw ExitCode(walk.otherShards > 0 ? ExitStatus.success : ExitStatus.nothingDoneOrFatal)
+        }
+        reporter.summary()
+        if reporter.failed > 0 { throw ExitCode(ExitStatus.someFailed) }
+    }
+
+    /// Why a walk found no file, e.g. "3 subfolders skipped: use --recursive".
+    static func nothingToDo(_ walk: BatchWalkSummary) -> String {
+        var reasons: [String] = []
+        if walk.subfoldersSkipped > 0 { reasons.append("\(walk.subfoldersSkipped) subfolder(s) skipped: use --recursive") }
+        if walk.sidecarsSkipped > 0 { reasons.append("\(walk.sidecarsSkipped) sidecar file(s) (.xmp, .txt …) passed over") }
+        if walk.insideOutput > 0 { reasons.append("\(walk.insideOutput) input(s) inside --out skipped: outputs are never inputs") }
+        if walk.otherShards > 0 { reasons.append("all \(walk.otherShards) file(s) belong to other shards") }
+        return reasons.isEmpty ? "no files found" : "no files to prepare; " + reasons.joined(separator: "; ")
+    }
+
+    static func reason(_ error: Error) -> String {
+        switch error as? SharePipeError {
+        case .unwritable(_, let reason)?, .unreadable(_, let reason)?: return reason
+        default: return "\(error)"
+        }
+    }
+}
+
+func isDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+}
+
+/// Prints a fatal error and returns the exit status to throw.
+func fatal(_ message: String) -> ExitCode {
+    printError("sharepipe: " + message)
+    return ExitCode(ExitStatus.nothingDoneOrFatal)
+}
+
+/// `prepare -` and `--out -`: one image through standard input and/or output. Standard input is held in
+/// memory (one image, limited by --max-input-bytes); with `--out -` nothing is written to a file.
+struct StandardIO {
+    let batch: Batch
+    let input: String
+    let json: Bool
+    let report: ReportFile?
+
+    func run() throws {
+        let toStandardOutput = batch.outputDirectory == "-"
+        let source: ImageSource
+        if input == "-" {
+            let limit = batch.targets.map(\.options.limits.maxInputBytes).max() ?? Int.max
+            guard let bytes = readStandardInput(limit: limit) else {
+                printError("FAILED <stdin>: too large: exceeds the input limit of \(limit) bytes")
+                throw ExitCode(ExitStatus.someFailed)
+            }
+            source = .bytes(bytes)
+        } else {
+            source = .file(path: input)
+        }
+        if !toStandardOutput {
+            do { try batch.checkOutputDirectory() } catch {
+                throw fatal("cannot write to --out \(batch.outputDirectory): \(PrepareCommand.reason(error))")
+            }
+        }
+        let reporter = Reporter(json: json, report: report, toStandardError: toStandardOutput)
+        let reports = batch.process(source, named: input == "-" ? "stdin" : input,
+                                    sink: toStandardOutput ? { try writeStandardOutput($0.bytes) } : nil)
+        for each in reports { reporter.fileDone(each) }
+        reporter.summary()
+        if reporter.failed > 0 { throw ExitCode(ExitStatus.someFailed) }
+    }
+
+    /// Standard input whole, or nil past `limit` bytes.
+    private func readStandardInput(limit: Int) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let got = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if got < 0 && errno == EINTR { continue }
+            if got <= 0 { return bytes }
+            bytes += chunk[0..<got]
+            if bytes.count > limit { return nil }
+        }
+    }
+
+    private func writeStandardOutput(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { throw SharePipeError.unwritable(file: "<stdout>", reason: String(cString: strerror(errno))) }
+            offset += written
+        }
     }
 }
 

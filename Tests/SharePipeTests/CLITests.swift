@@ -63,7 +63,8 @@ import Testing
         let run = try Tool.run(Tool.sharepipe, ["prepare", Fixtures.path("jpeg/large-4000x3000.jpg"), "--out", directory,
                                                 "--service", "weibo"])
         #expect(run.status == 0, "\(run.stderr)")
-        let output = try Fixtures.bytes(directory + "/large-4000x3000.jpg")
+        // With --service, outputs always go under out/<service>/, however many services are named.
+        let output = try Fixtures.bytes(directory + "/weibo/large-4000x3000.jpg")
         #expect(output.count <= 5_000_000)
         #expect(try Decode.bitmap(output).size.shortEdge == 1080)
     }

@@ -10,7 +10,7 @@ struct PNGErrorTests {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let batch = Batch(outputDirectory: directory, options: PrepareOptions())
-        let report = try #require(batch.process(BatchItem(input: path, outputStem: directory + "/out")).first)
+        let report = try #require(batch.process(BatchItem(input: path, relativeName: "out.png")).first)
         return (report, FileIO.listFiles(in: directory, recursive: true))
     }
 

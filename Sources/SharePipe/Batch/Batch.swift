@@ -3,16 +3,9 @@ import Glibc
 #endif
 import Dispatch
 
-/// One input file and where its output goes.
-public struct BatchItem: Sendable, Equatable {
-    public var input: String
-    /// Output path without extension (the extension follows the output format).
-    public var outputStem: String
-}
-
 /// One set of options a batch prepares every file for, optionally named after a service.
 public struct BatchTarget: Sendable {
-    /// The service's name; outputs go to `out/<service>/` when a batch has several targets.
+    /// The service's name; its outputs go to `out/<service>/`.
     public var service: String?
     public var options: PrepareOptions
 
@@ -27,21 +20,36 @@ public struct BatchReport: Sendable {
     public var input: String
     /// The service this output is for, when the batch named services.
     public var service: String?
+    /// The output path (planned, under `dryRun`).
     public var output: String?
     public var inputBytes: Int?
+    /// The prepared image. Its `bytes` are released once written (empty here); `bytes` below is the size.
     public var result: PreparedImage?
+    /// The size of the output written.
+    public var bytes: Int?
     public var error: SharePipeError?
     /// Skipped because the output already existed (`--skip-existing`).
     public var skipped: Bool = false
+    /// Only planned (`dryRun`): nothing was decoded or written.
+    public var planned: Bool = false
 }
 
-/// Runs the pipeline over files and directories, mirroring the input tree under an output directory.
+/// Runs the pipeline over files and folders, mirroring the input tree under an output directory.
+///
+/// Streaming: one thread walks the inputs into a bounded queue, `jobs` workers prepare and write each file,
+/// and the caller's thread receives each report as it is done (the one writer: it prints and counts).
+/// Nothing per file is kept after its report is handed over, and the list of all files is never built,
+/// so memory does not grow with the number of files.
 public struct Batch: Sendable {
     public var outputDirectory: String
     public var targets: [BatchTarget]
     public var recursive: Bool
     public var jobs: Int
     public var skipExisting: Bool
+    /// Only this share of the inputs (`--shard i/n`).
+    public var shard: BatchShard?
+    /// Plan only: read headers, report where outputs would go, write nothing.
+    public var dryRun: Bool
 
     public init(outputDirectory: String, options: PrepareOptions, recursive: Bool = false, jobs: Int = 1,
                 skipExisting: Bool = false) {
@@ -51,61 +59,53 @@ public struct Batch: Sendable {
 
     /// A batch preparing every file once per target (service).
     public init(outputDirectory: String, targets: [BatchTarget], recursive: Bool = false, jobs: Int = 1,
-                skipExisting: Bool = false) {
+                skipExisting: Bool = false, shard: BatchShard? = nil, dryRun: Bool = false) {
         precondition(!targets.isEmpty, "a batch needs at least one target")
-        self.outputDirectory = outputDirectory
+        self.outputDirectory = outputDirectory.count > 1 && outputDirectory.hasSuffix("/")
+            ? String(outputDirectory.dropLast()) : outputDirectory
         self.targets = targets
         self.recursive = recursive
         self.jobs = max(1, jobs)
         self.skipExisting = skipExisting
+        self.shard = shard
+        self.dryRun = dryRun
     }
 
-    /// Expands inputs into items: a file maps to `out/<name>`, a directory's files to `out/<dir>/<relative path>`.
-    public func plan(_ inputs: [String]) -> (items: [BatchItem], missing: [String]) {
-        var items: [BatchItem] = []
-        var missing: [String] = []
-        for input in inputs {
-            let trimmed = input.count > 1 && input.hasSuffix("/") ? String(input.dropLast()) : input
-            if FileIO.isDirectory(trimmed) {
-                let base = Batch.lastComponent(trimmed)
-                for file in FileIO.listFiles(in: trimmed, recursive: recursive) where !Batch.isSidecar(file) {
-                    let relative = String(file.dropFirst(trimmed.count + 1))
-                    items.append(BatchItem(input: file, outputStem: Batch.stem(outputDirectory + "/" + base + "/" + relative)))
-                }
-            } else if FileIO.exists(trimmed) {
-                items.append(BatchItem(input: trimmed, outputStem: Batch.stem(outputDirectory + "/" + Batch.lastComponent(trimmed))))
-            } else {
-                missing.append(input)
+    /// Walks `inputs`, prepares and writes every file for every target, and calls `report` on the calling
+    /// thread with each report as soon as its file is done (in completion order). A failure on one file
+    /// never stops the others. Returns what the walk saw.
+    public func run(_ inputs: BatchInputs, report: (BatchReport) -> Void) -> BatchWalkSummary {
+        let items = BlockingQueue<BatchItem>(capacity: 2 * jobs)
+        let reports = BlockingQueue<[BatchReport]>(capacity: 2 * jobs)
+        let summary = LockedBox(BatchWalkSummary())
+        let group = DispatchGroup()
+        let threads = DispatchQueue(label: "sharepipe.batch", attributes: .concurrent)
+        let walk = BatchWalk(outputDirectory: outputDirectory, recursive: recursive, shard: shard)
+        threads.async(group: group) {
+            summary.value = walk.walk(inputs, emit: items.push) { path in
+                reports.push([BatchReport(input: path, error: .unreadable(file: path, reason: "no such file or directory"))])
+            }
+            items.close()
+        }
+        for _ in 0..<jobs {
+            threads.async(group: group) {
+                while let item = items.pop() { reports.push(process(item)) }
             }
         }
-        return (items, missing)
-    }
-
-    /// Prepares and writes every item for every target, `jobs` files at a time; reports come back in input
-    /// order (then target order). A failure on one file never stops the others. `progress` is called
-    /// (serially) after each output.
-    public func run(_ items: [BatchItem], progress: @Sendable (Int, BatchReport) -> Void = { _, _ in }) -> [BatchReport] {
-        let results = ResultSlots(count: items.count)
-        let next = Counter()
-        let progressLock = Mutex()
-        let workers = min(jobs, max(1, items.count))
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while true {
-                let index = next.increment()
-                if index >= items.count { break }
-                let reports = process(items[index])
-                results.set(index, reports)
-                progressLock.locked { for report in reports { progress(index, report) } }
-            }
+        group.notify(queue: .global()) { reports.close() }
+        while let done = reports.pop() {
+            for each in done { report(each) }
         }
-        return results.values()
+        return summary.value
     }
 
-    /// Where an item's output for `target` goes, without extension.
-    func outputStem(_ item: BatchItem, _ target: BatchTarget) -> String {
-        guard targets.count > 1, let service = target.service else { return item.outputStem }
-        let relative = item.outputStem.dropFirst(outputDirectory.count)
-        return outputDirectory + "/" + service + relative
+    /// Where an item's output for `target` goes, in `format`.
+    public func outputPath(_ item: BatchItem, _ target: BatchTarget, format: ImageFormat) -> String {
+        outputFolder(target) + "/" + item.outputName(for: format)
+    }
+
+    private func outputFolder(_ target: BatchTarget) -> String {
+        target.service.map { outputDirectory + "/" + $0 } ?? outputDirectory
     }
 
     /// Prepares one item for every target and writes the outputs atomically. Each target opens the
@@ -115,14 +115,17 @@ public struct Batch: Sendable {
         var reports = targets.map { target -> BatchReport in
             var report = BatchReport(input: item.input, service: target.service)
             report.inputBytes = inputBytes
-            let stem = outputStem(item, target)
-            if skipExisting, let existing = ImageFormat.allCases.map({ stem + "." + $0.fileExtension }).first(where: FileIO.exists) {
+            if skipExisting, let existing = item.possibleOutputNames.map({ outputFolder(target) + "/" + $0 }).first(where: FileIO.exists) {
                 report.output = existing
                 report.skipped = true
             }
             return report
         }
         let pending = reports.indices.filter { !reports[$0].skipped }
+        if dryRun {
+            for index in pending { plan(item, target: targets[index], into: &reports[index]) }
+            return reports
+        }
         let results = Pipeline.prepare(.file(path: item.input), forEach: pending.map { targets[$0].options })
         for (index, result) in zip(pending, results) {
             write(result, for: item, target: targets[index], into: &reports[index])
@@ -130,18 +133,73 @@ public struct Batch: Sendable {
         return reports
     }
 
+    /// Prepares one image that is not a file of the walk (`-`, standard input, in the CLI) for every target.
+    /// Outputs go to `<output directory>/[<service>/]<stem of name>.<ext>`, or, when `sink` is given, to
+    /// `sink` (standard output) and nowhere else.
+    public func process(_ source: ImageSource, named name: String,
+                        sink: ((PreparedImage) throws -> Void)? = nil) -> [BatchReport] {
+        let item = BatchItem(input: name, relativeName: BatchItem.lastComponent(name))
+        let results = Pipeline.prepare(source, forEach: targets.map(\.options))
+        return zip(targets, results).map { target, result in
+            var report = BatchReport(input: name, service: target.service)
+            report.inputBytes = try? source.byteCount()
+            guard let sink else {
+                write(result, for: item, target: target, into: &report)
+                return report
+            }
+            do {
+                var prepared = try result.get()
+                try sink(prepared)
+                report.output = "-"
+                report.bytes = prepared.bytes.count
+                prepared.bytes = []
+                report.result = prepared
+            } catch let error as SharePipeError {
+                report.error = error
+            } catch {
+                report.error = .unwritable(file: "<stdout>", reason: "\(error)")
+            }
+            return report
+        }
+    }
+
+    /// Creates the output directory and proves a file can be made in it, before any work: an unwritable
+    /// output directory is one error, not one per file.
+    public func checkOutputDirectory() throws {
+        try FileIO.makeDirectories(outputDirectory)
+        let probe = outputDirectory + "/.sharepipe-probe-\(getpid())"
+        let descriptor = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw SharePipeError.unwritable(file: outputDirectory, reason: FileIO.errnoText()) }
+        close(descriptor)
+        unlink(probe)
+    }
+
+    /// `dryRun`: the output path from the header alone.
+    private func plan(_ item: BatchItem, target: BatchTarget, into report: inout BatchReport) {
+        do {
+            let info = try inspect(.file(path: item.input), limits: target.options.limits)
+            let output = outputPath(item, target, format: target.options.outputFormat(for: info.format))
+            try checkOwnership(output, item: item)
+            report.output = output
+            report.planned = true
+        } catch let error as SharePipeError {
+            report.error = error
+        } catch {
+            report.error = .corrupt(file: item.input, reason: "\(error)")
+        }
+    }
+
     private func write(_ prepared: Result<PreparedImage, SharePipeError>, for item: BatchItem, target: BatchTarget,
                        into report: inout BatchReport) {
-        let stem = outputStem(item, target)
         do {
-            let result = try prepared.get()
-            let output = stem + "." + result.format.fileExtension
-            if Batch.samePath(output, item.input) {
-                throw SharePipeError.unwritable(file: output, reason: "output would overwrite the input")
-            }
+            var result = try prepared.get()
+            let output = outputPath(item, target, format: result.format)
+            try checkOwnership(output, item: item)
             try FileIO.makeDirectories(FileIO.parentDirectory(of: output))
             try FileIO.writeAtomically(result.bytes, to: output)
             report.output = output
+            report.bytes = result.bytes.count
+            result.bytes = []
             report.result = result
         } catch let error as SharePipeError {
             report.error = error
@@ -150,26 +208,35 @@ public struct Batch: Sendable {
         }
     }
 
+    /// Refuses an output that is the input itself, or whose name belongs to another file of the input's
+    /// folder (see `BatchItem`): the error names both files.
+    private func checkOwnership(_ output: String, item: BatchItem) throws {
+        if Batch.samePath(output, item.input) {
+            throw SharePipeError.unwritable(file: output, reason: "output would overwrite the input \(item.input)")
+        }
+        let name = BatchItem.lastComponent(output)
+        if item.mirrorsFolder, name != BatchItem.lastComponent(item.input) {
+            let owner = FileIO.parentDirectory(of: item.input) + "/" + name
+            if FileIO.exists(owner) {
+                throw SharePipeError.unwritable(
+                    file: output, reason: "the output name \(name) belongs to the input \(owner); \(item.input) is not "
+                        + "prepared so that neither overwrites the other (rename one of them)")
+            }
+        }
+    }
+
     /// Files found while walking a directory that are never images (sidecars, notes) and are passed
     /// over silently. Files named explicitly are always tried, and images are recognised by their
     /// bytes, not their names: a JPEG called photo.png is still read as a JPEG.
-    static let sidecarExtensions: Set<String> = ["md", "txt", "xmp", "json", "aae", "tsv", "csv", "html", "xml", "pdf", "mov", "mp4"]
+    static let sidecarExtensions: Set<String> = ["md", "txt", "xmp", "json", "jsonl", "aae", "tsv", "csv", "html", "xml",
+                                                 "pdf", "mov", "mp4"]
 
     static func isSidecar(_ path: String) -> Bool {
-        let name = lastComponent(path)
-        guard let dot = name.lastIndex(of: ".") else { return false }
-        return sidecarExtensions.contains(name[name.index(after: dot)...].lowercased())
+        guard let fileExtension = BatchItem.split(lastComponent(path)).fileExtension else { return false }
+        return sidecarExtensions.contains(fileExtension.lowercased())
     }
 
-    static func lastComponent(_ path: String) -> String {
-        path.split(separator: "/").last.map(String.init) ?? path
-    }
-
-    static func stem(_ path: String) -> String {
-        let name = lastComponent(path)
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return path }
-        return String(path.dropLast(name.distance(from: dot, to: name.endIndex)))
-    }
+    static func lastComponent(_ path: String) -> String { BatchItem.lastComponent(path) }
 
     static func samePath(_ a: String, _ b: String) -> Bool {
         guard let ra = realpath(b, nil) else { return false }
@@ -178,18 +245,4 @@ public struct Batch: Sendable {
         defer { free(rb) }
         return strcmp(ra, rb) == 0
     }
-}
-
-final class Counter: @unchecked Sendable {
-    private let lock = Mutex()
-    private var value = 0
-    func increment() -> Int { lock.locked { defer { value += 1 }; return value } }
-}
-
-final class ResultSlots: @unchecked Sendable {
-    private let lock = Mutex()
-    private var slots: [[BatchReport]?]
-    init(count: Int) { slots = Array(repeating: nil, count: count) }
-    func set(_ index: Int, _ reports: [BatchReport]) { lock.locked { slots[index] = reports } }
-    func values() -> [BatchReport] { lock.locked { slots.compactMap { $0 }.flatMap { $0 } } }
 }
