@@ -139,12 +139,12 @@ final class Reporter {
     let json: Bool
     /// Where per-file text lines go: standard output, or standard error when the image itself goes there.
     let toStandardError: Bool
-    let report: ReportFile?
+    let report: AppendOnlyFile?
     let interactive = isatty(STDERR_FILENO) != 0
     private(set) var processed = 0, failed = 0, skipped = 0, planned = 0
     private var bytesIn = 0, bytesOut = 0, done = 0
 
-    init(json: Bool, report: ReportFile? = nil, toStandardError: Bool = false) {
+    init(json: Bool, report: AppendOnlyFile? = nil, toStandardError: Bool = false) {
         self.json = json
         self.report = report
         self.toStandardError = toStandardError
@@ -159,7 +159,14 @@ final class Reporter {
         }
         if interactive { writeStandardError("\r\u{1B}[K") }
         let object = JSONText.encode(FileJSON(report))
-        self.report?.append(object)
+        if let file = self.report {
+            do { try file.append(object) } catch {
+                // The report is how a batch is resumed: losing lines silently is not an option.
+                SharePipe.removeTemporaryOutputs()
+                printError("sharepipe: cannot append to --report \(file.path): \(error); stopped (outputs written so far are whole)")
+                exit(ExitStatus.nothingDoneOrFatal)
+            }
+        }
         if json {
             emit(object)
         } else if let error = report.error {
@@ -202,25 +209,6 @@ final class Reporter {
             print(line)
         }
         fflush(nil)
-    }
-}
-
-/// The `--report` file: JSON Lines, opened for appending, one `write(2)` per line so lines from several
-/// runs (shards) appending to one file never interleave; flushed line by line, so it is usable to resume
-/// after a crash.
-final class ReportFile {
-    private let descriptor: Int32
-
-    init(path: String) throws {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw SharePipeError.unwritable(file: path, reason: String(cString: strerror(errno))) }
-    }
-
-    deinit { close(descriptor) }
-
-    func append(_ line: String) {
-        var bytes = Array((line + "\n").utf8)
-        _ = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
     }
 }
 

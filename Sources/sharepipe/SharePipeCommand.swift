@@ -235,7 +235,7 @@ struct PrepareCommand: ParsableCommand {
         SignalCleanup.install()
         let targets = try pipeline.makeTargets().map { BatchTarget(service: $0.name, options: $0.options) }
         let reportFile = try report.map { path in
-            do { return try ReportFile(path: path) } catch { throw fatal("cannot write --report \(path): \(Self.reason(error))") }
+            do { return try AppendOnlyFile(path: path) } catch { throw fatal("cannot write --report \(path): \(Self.reason(error))") }
         }
         let batch = Batch(outputDirectory: out, targets: targets, recursive: recursive, jobs: jobs,
                           skipExisting: skipExisting, shard: try parsedShard(), dryRun: dryRun)
@@ -300,7 +300,7 @@ struct StandardIO {
     let batch: Batch
     let input: String
     let json: Bool
-    let report: ReportFile?
+    let report: AppendOnlyFile?
 
     func run() throws {
         let toStandardOutput = batch.outputDirectory == "-"

@@ -177,9 +177,12 @@ import Testing
         defer { Fixtures.cleanUp(directory) }
         try Self.copy("jpeg/tiny-16x16.jpg", to: directory + "/a/one.jpg")
         try Self.copy("png/palette-8.png", to: directory + "/b/two.png")
-        let run = try Self.shell("cd '\(directory)' && printf 'a/one.jpg\\n./b/two.png\\n' | \"$0\" prepare --files-from - --out o")
+        let run = try Self.shell("cd '\(directory)' && printf 'a/one.jpg\\n./b/two.png\\n' | \"$0\" prepare --files-from - --out o --report o/reports/r.jsonl")
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(filesBelow(directory + "/o") == ["a/one.jpg", "b/two.png"])
+        // The report (its folder created, inside --out) lists both files; it is never read back as an input.
+        #expect(filesBelow(directory + "/o") == ["a/one.jpg", "b/two.png", "reports/r.jsonl"])
+        let lines = Self.jsonLines(try String(contentsOfFile: directory + "/o/reports/r.jsonl", encoding: .utf8))
+        #expect(lines.compactMap { $0["input"] as? String } .sorted() == ["./b/two.png", "a/one.jpg"])
     }
 
     // 5. `-` in and out: cat a.jpg | sharepipe prepare - --out - > b.jpg

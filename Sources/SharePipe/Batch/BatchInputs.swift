@@ -16,28 +16,30 @@ public enum BatchInputs: Sendable {
 public final class BatchList: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<FILE>
     private let separator: Int32
-    private let closesHandle: Bool
     /// The list's name for messages.
     public let name: String
 
     /// Opens `path` (`-` for standard input); `nulSeparated` reads NUL-terminated paths (`find -print0`).
     public init(path: String, nulSeparated: Bool) throws {
         if path == "-" {
-            handle = fdopen(dup(STDIN_FILENO), "r")!
-            closesHandle = true
+            let descriptor = dup(STDIN_FILENO)
+            guard descriptor >= 0, let opened = fdopen(descriptor, "r") else {
+                if descriptor >= 0 { close(descriptor) }
+                throw SharePipeError.unreadable(file: "standard input", reason: FileIO.errnoText())
+            }
+            handle = opened
             name = "standard input"
         } else {
             guard let opened = fopen(path, "r") else {
                 throw SharePipeError.unreadable(file: path, reason: FileIO.errnoText())
             }
             handle = opened
-            closesHandle = true
             name = path
         }
         separator = nulSeparated ? 0 : 10
     }
 
-    deinit { if closesHandle { fclose(handle) } }
+    deinit { fclose(handle) }
 
     /// The next non-empty path, or nil at the end of the list.
     func next() -> String? {
