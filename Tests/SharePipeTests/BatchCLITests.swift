@@ -116,14 +116,18 @@ import Testing
         let object = try #require(Self.jsonLines(json.stdout).first)
         #expect((object["adjustments"] as? [String])?.contains { $0.hasPrefix("first frame only") } == true, "\(object)")
         #expect(object["version"] as? String == SharePipeVersion.current)
-        // A quality capped at the source's shows in the text too.
+        // A quality capped at the source's (q85 here, asked 95) shows in the text too.
         let jpeg = try Tool.run(Tool.sharepipe, ["prepare", Fixtures.path("jpeg/large-4000x3000.jpg"), "--out", directory + "/q",
                                                  "--quality", "95"])
-        if let capped = Self.jsonLines(try Tool.run(Tool.sharepipe, ["prepare", Fixtures.path("jpeg/large-4000x3000.jpg"), "--out",
-                                                                       directory + "/q2", "--quality", "95", "--json"]).stdout)
-            .first?["adjustments"] as? [String], let cap = capped.first(where: { $0.hasPrefix("quality capped") }) {
-            #expect(jpeg.stdout.contains("adjusted: ") && jpeg.stdout.contains(cap), "\(jpeg.stdout)")
-        }
+        #expect(jpeg.stdout.contains("; adjusted: quality capped at the source's q85"), "\(jpeg.stdout)")
+        // Frames dropped for a frame limit (a profile allowing 2 frames; the GIF has 3).
+        let profiles = directory + "/profiles.json"
+        try Fixtures.write(Array(#"{"profiles": [{"name": "twoframes", "maxStillBytes": 5000000, "animated": {"maxFrames": 2}}]}"#.utf8),
+                           to: profiles)
+        let decimated = try Tool.run(Tool.sharepipe, ["prepare", gif, "--out", directory + "/d", "--profiles", profiles,
+                                                      "--service", "twoframes"])
+        #expect(decimated.status == 0, "\(decimated.stderr)")
+        #expect(decimated.stdout.contains("adjusted: frames decimated"), "\(decimated.stdout)")
     }
 
     // 4 (functional part; RSS flatness is measured in bench/): three shards at once over one list, one
