@@ -110,7 +110,8 @@ import Testing
         let frames = try SharePipe.inspect(.file(path: gif)).frameCount
         let text = try Tool.run(Tool.sharepipe, ["prepare", gif, "--out", directory, "--service", "bluesky"])
         #expect(text.status == 0, "\(text.stderr)")
-        #expect(text.stdout.contains("first frame only (\(frames) frames; the service shows no animation)"), "\(text.stdout)")
+        #expect(text.stdout.contains("adjusted: ") && text.stdout.contains("first frame only (")
+                && text.stdout.contains("\(frames)") && text.stdout.contains("the service shows no animation)"), "\(text.stdout)")
         #expect(text.stdout.contains("GIF → PNG (accepted formats)"), "\(text.stdout)")
         let json = try Tool.run(Tool.sharepipe, ["prepare", gif, "--out", directory + "/j", "--service", "bluesky", "--json"])
         let object = try #require(Self.jsonLines(json.stdout).first)
