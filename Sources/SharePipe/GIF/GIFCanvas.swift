@@ -34,10 +34,7 @@ final class GIFCanvas {
     /// (empty when the frame lies wholly outside; its data is then skipped, not decoded).
     @discardableResult
     func draw(_ frame: GIFFrame, index: Int, globalPalette: GIFPalette?, from stream: GIFStream) throws -> GIFRect {
-        guard let palette = frame.localPalette ?? globalPalette else {
-            throw SharePipeError.corrupt(file: stream.reader.file,
-                                         reason: "frame \(index) has no colour table (neither local nor global)")
-        }
+        let palette = frame.palette(global: globalPalette)
         let visible = frame.rect.clipped(to: size)
         if visible.isEmpty {
             try stream.skipRows()

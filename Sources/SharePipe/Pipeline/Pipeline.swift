@@ -39,6 +39,16 @@ enum Pipeline {
 
     static func prepare(_ source: ImageSource, options: PrepareOptions,
                         checkpoint: Checkpoint = {}, cache: RenderCache? = nil) throws -> PreparedImage {
+        do {
+            return try prepareSteps(source, options: options, checkpoint: checkpoint, cache: cache)
+        } catch let failure as EncoderFailure {
+            // Encoders see only pixels; the input's name is added here, once for every format.
+            throw failure.error(file: source.displayName)
+        }
+    }
+
+    private static func prepareSteps(_ source: ImageSource, options: PrepareOptions,
+                                     checkpoint: Checkpoint, cache: RenderCache?) throws -> PreparedImage {
         try options.validate()
         let file = source.displayName
         let meter = PixelMemoryMeter()
