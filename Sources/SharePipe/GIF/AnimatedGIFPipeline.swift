@@ -104,7 +104,7 @@ struct AnimatedGIFPass {
                     }
                     let mayDrop = clearedSinceLastPicture.map { Self.outputArea(of: $0, from: screen, to: plan.size) }
                     try encoder.add(.init(pixels: pixels, source: frame, delay: frame.delay, coverageMayDrop: mayDrop,
-                                          changed: changed))
+                                          changed: changed, fillsScreen: index == 0 && summary.firstFrameCoversScreen))
                     clearedSinceLastPicture = nil
                 } else {
                     encoder.extendLatestDelay(by: frame.delay)
