@@ -140,8 +140,6 @@ final class GIFStream {
     private var framesWithoutColorTable = 0
     /// Whether the stream ended without its ';' trailer.
     private(set) var missingTrailer = false
-    /// Whether the stream ended at a byte that starts no block (after at least one frame).
-    private(set) var endedAtUnknownBlock = false
     private var pendingControl: GIFGraphicsControl?
     private var currentFrame: GIFFrame?
     private var frameDataConsumed = true
@@ -172,7 +170,6 @@ final class GIFStream {
                 guard frameCount > 0 else {
                     throw SharePipeError.corrupt(file: reader.file, reason: what)
                 }
-                endedAtUnknownBlock = true
                 recorded.append("the GIF ends at \(what); kept the \(frameCount) frame(s) before it, "
                                 + "as browsers do")
                 return nil
