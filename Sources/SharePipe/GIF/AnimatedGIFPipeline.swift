@@ -89,7 +89,7 @@ struct AnimatedGIFPass {
             var clearedSinceLastPicture: GIFRect?  // source pixels disposal may have made transparent
             while let frame = try stream.nextFrame() {
                 try checkpoint()
-                try canvas.draw(frame, index: index, globalPalette: summary.container.globalPalette, from: stream)
+                try canvas.draw(frame, globalPalette: summary.container.globalPalette, from: stream)
                 if index % plan.keepEvery == 0 {
                     let pixels: [UInt8], changed: GIFRect?
                     let canvasChanges = canvas.takeChanges()

@@ -33,7 +33,7 @@ final class GIFCanvas {
     /// Decodes the stream's current frame and draws it. Returns the frame's rectangle clipped to the screen
     /// (empty when the frame lies wholly outside; its data is then skipped, not decoded).
     @discardableResult
-    func draw(_ frame: GIFFrame, index: Int, globalPalette: GIFPalette?, from stream: GIFStream) throws -> GIFRect {
+    func draw(_ frame: GIFFrame, globalPalette: GIFPalette?, from stream: GIFStream) throws -> GIFRect {
         let palette = frame.palette(global: globalPalette)
         let visible = frame.rect.clipped(to: size)
         if visible.isEmpty {

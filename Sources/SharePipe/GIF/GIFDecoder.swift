@@ -116,7 +116,7 @@ struct GIFDecoder: ImageDecoder {
                 }
             } else {
                 let canvas = GIFCanvas(size: screen, meter: meter)
-                try canvas.draw(frame, index: 0, globalPalette: stream.container.globalPalette, from: stream)
+                try canvas.draw(frame, globalPalette: stream.container.globalPalette, from: stream)
                 canvas.pixels.withUnsafeBufferPointer { pixels in
                     for y in 0..<screen.height {
                         let start = y * screen.width * 4

@@ -64,7 +64,7 @@ enum GIFRewriter {
             case 0x21:
                 let label = try reader.byte()
                 let (raw, payloads) = try readSubBlocks(reader)
-                if try keeps(label: Int(label), payloads, blocks, loopExtensions: &loopExtensions) {
+                if keeps(label: Int(label), payloads, blocks, loopExtensions: &loopExtensions) {
                     out += [introducer, label] + raw
                 }
             case 0x3B:
@@ -88,7 +88,7 @@ enum GIFRewriter {
     /// Whether an extension stays: the Graphics Control Extension and the first loop extension always; any
     /// other as the metadata block `GIFStream` reads it as, when that block is kept.
     private static func keeps(label: Int, _ payloads: [[UInt8]], _ blocks: [MetadataBlock],
-                              loopExtensions: inout Int) throws -> Bool {
+                              loopExtensions: inout Int) -> Bool {
         let block: MetadataBlock
         switch label {
         case 0xF9:
