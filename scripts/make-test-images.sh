@@ -29,7 +29,7 @@
 
 set -euo pipefail
 
-ALL_SECTIONS=(jpeg png gif broken)
+ALL_SECTIONS=(jpeg png gif broken lenient)
 
 CONVERT=${CONVERT:-/usr/bin/convert}
 EXIFTOOL=${EXIFTOOL:-exiftool}
@@ -761,7 +761,9 @@ def ihdr(path):
     w, h, depth, ct, _, _, il = struct.unpack(">IIBBBBB", d[16:29])
     return "%dx%d ct%d d%d i%d" % (w, h, ct, depth, il)
 
-if sys.argv[1] == "make":
+if __name__ != "__main__":
+    pass                                          # imported by the lenient section for png()
+elif sys.argv[1] == "make":
     make(sys.argv[2])
 elif sys.argv[1] == "chunks":
     print(",".join(chunks(sys.argv[2])))
@@ -978,8 +980,14 @@ class GIF:
             order = [y for start, step in ((0, 8), (4, 8), (2, 4), (1, 2)) for y in range(start, height, step)]
             rows = [pixels[y] for y in order]
         flat = [i for row in rows for i in row]
-        bits = max(2, table_bits(len(local or self.palette)))
-        self.out += bytes([code_size if code_size is not None else bits]) + sub_blocks(lzw(flat, bits))
+        table = local or self.palette
+        bits = max(2, table_bits(len(table))) if table else 2   # no colour table at all: 2-bit codes
+        if flat:
+            data = lzw(flat, bits)
+        else:                                   # no pixels (a zero-width frame): a clear code, then the end code
+            clear, width = 1 << bits, bits + 1
+            data = (clear | (clear + 1) << width).to_bytes((2 * width + 7) // 8, "little")
+        self.out += bytes([code_size if code_size is not None else bits]) + sub_blocks(data)
 
     def bytes(self):
         return bytes(self.out) + b"\x3B"
@@ -1393,6 +1401,143 @@ verify_broken() {
     $(( $("$PYTHON" -c "import sys; print(open(sys.argv[1],'rb').read().count(b'\xff\xda'))" "$TMP/prog-tiny.jpg") + 600 ))
   expect "broken/huge-header.jpg frame header" "$("$PYTHON" -c "import struct, sys; d = open(sys.argv[1], 'rb').read(); i = d.index(b'\xff\xc0'); print('%dx%d' % struct.unpack('>HH', d[i + 7:i + 9] + d[i + 5:i + 7]))" "$ROOT_BROKEN/huge-header.jpg")" 65000x65000
   ls -l "$ROOT_BROKEN" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
+}
+
+# ---------------------------------------------------------------------------
+# Section: lenient  ->  TestImages/lenient/
+# ---------------------------------------------------------------------------
+# Odd files that browsers display and SharePipe must prepare as a browser shows them (and two things a
+# browser does not do, which SharePipe must not do either). GIFs by the gif section's writer, PNGs by the
+# png section's writer; the JPEG is jpeg/orient-1.jpg with one bogus segment added (run the jpeg section
+# first). The HP/Microsoft sRGB profile is the one ImageMagick 6 carries in its built-in "wizard:" image;
+# it is checked byte for byte (size, MD5, and libpng's own Adler-32/CRC-32 pair for it).
+HP_SRGB_MD5=1d3fda2edb4a89ab60a23c5f7c7d81dd
+
+LENIENTTOOL_PY=$(cat <<'PY'
+import struct, sys, zlib
+sys.path.insert(0, sys.argv[1])
+from giftool import GIF, BASE, rect, filled, checker
+from pngtool import png
+
+def no_color_table():
+    # 48x32, no global table and no local tables. Frame 0: columns 0-15 index 0, 16-31 index 1 (the
+    # transparent index), 32-47 index 3. Frame 1: index 0 over 16x16 at 16,0. Browsers: opaque black
+    # for every index, the transparent index transparent.
+    g = GIF(48, 32)
+    g.loop(0)
+    g.frame(0, 0, 48, 32, rect(48, 32, lambda x, y: 0 if x < 16 else (1 if x < 32 else 3)), delay=10,
+            disposal=1, transparent=1)
+    g.frame(16, 0, 16, 16, filled(16, 16, 0), delay=20, disposal=1)
+    return g.bytes()
+
+def appended_gif():
+    # A 2-frame GIF without its trailer, then a whole 3-frame GIF: after frame 1 comes the byte 'G'.
+    first = GIF(40, 30, BASE[:8])
+    first.loop(0)
+    first.frame(0, 0, 40, 30, filled(40, 30, 2), delay=10, disposal=1)    # red
+    first.frame(0, 0, 40, 30, filled(40, 30, 3), delay=20, disposal=1)    # green
+    second = GIF(40, 30, BASE[:8])
+    second.loop(0)
+    for index in (4, 5, 6):                                                # blue, yellow, cyan
+        second.frame(0, 0, 40, 30, filled(40, 30, index), delay=30, disposal=1)
+    return first.bytes()[:-1] + second.bytes()
+
+def transparent_edges():
+    # 80x60. Frame 0 covers the screen: an 8-px border of the transparent index 0 around a checkerboard
+    # of grey/light grey. Frames 1, 2: 20x20 at 30,20, yellow then green (disposal none).
+    g = GIF(80, 60, BASE)
+    g.loop(0)
+    inner = lambda x, y: 0 if x < 8 or y < 8 or x >= 72 or y >= 52 else (8 if (x // 8 + y // 8) % 2 else 12)
+    g.frame(0, 0, 80, 60, rect(80, 60, inner), delay=20, disposal=1, transparent=0)
+    g.frame(30, 20, 20, 20, filled(20, 20, 5), delay=20, disposal=1)
+    g.frame(30, 20, 20, 20, filled(20, 20, 3), delay=20, disposal=1)
+    return g.bytes()
+
+def zero_width_frame():
+    # 40x30: red; a frame 0 pixels wide at 10,0 (30 rows, no pixels; 20 cs); a blue 10x10 at 0,0.
+    g = GIF(40, 30, BASE[:8])
+    g.loop(0)
+    g.frame(0, 0, 40, 30, filled(40, 30, 2), delay=10, disposal=1)
+    g.frame(10, 0, 0, 30, [[] for _ in range(30)], delay=20, disposal=1)
+    g.frame(0, 0, 10, 10, filled(10, 10, 4), delay=30, disposal=1)
+    return g.bytes()
+
+def quadrants(width, height):
+    # red TL, green TR, blue BR, grey BL (as the orientation images)
+    def pixel(x, y):
+        right, bottom = x >= width // 2, y >= height // 2
+        if not bottom:
+            return (0, 255, 0) if right else (255, 0, 0)
+        return (0, 0, 255) if right else (128, 128, 128)
+    return pixel
+
+def main(tools, out, icc_path, jpeg_path):
+    write = lambda name, data: open(out + "/" + name, "wb").write(data)
+    write("gif-no-color-table.gif", no_color_table())
+    write("gif-appended-gif.gif", appended_gif())
+    write("gif-transparent-edges.gif", transparent_edges())
+    write("gif-zero-width-frame.gif", zero_width_frame())
+    icc = open(icc_path, "rb").read()
+    png(out + "/png-hp-srgb-1200.png", 1200, 1200, 2, 8, quadrants(1200, 1200),
+        colour=[(b"iCCP", b"sRGB IEC61966-2.1\0\0" + zlib.compress(icc, 9))])
+    # Stored 48x64 with red TL / green TR / blue BR / grey BL; exiftool adds XMP tiff:Orientation 6 only.
+    png(out + "/png-xmp-orientation.png", 48, 64, 2, 8, quadrants(48, 64))
+    # orient-1.jpg with a COM segment whose length field is 0 (below its own 2 bytes) after the first segment.
+    jpeg = open(jpeg_path, "rb").read()
+    first = 4 + struct.unpack(">H", jpeg[4:6])[0]
+    write("jpeg-zero-length-com.jpg", jpeg[:first] + b"\xff\xfe\x00\x00" + jpeg[first:])
+
+main(*sys.argv[1:])
+PY
+)
+
+make_lenient() {
+  local out="$OUT_ROOT/lenient" t="$TMP/lenient"
+  [[ -f "$OUT_ROOT/jpeg/orient-1.jpg" ]] || { echo "missing $OUT_ROOT/jpeg/orient-1.jpg: run the jpeg section first" >&2; exit 2; }
+  command -v "$GIFSICLE" >/dev/null || { echo "missing tool: $GIFSICLE (apt: gifsicle)" >&2; exit 2; }
+  echo "== lenient -> ${out#"$ROOT"/}"
+  rm -rf "$out"
+  mkdir -p "$out" "$t"
+  printf '%s\n' "$GIFTOOL_PY" >"$TMP/giftool.py"
+  write_pngtool
+  printf '%s\n' "$LENIENTTOOL_PY" >"$t/lenienttool.py"
+  "$CONVERT" wizard: "$t/hp-srgb.icc"
+  expect "HP/Microsoft sRGB profile (ImageMagick's wizard:) MD5" "$(md5sum <"$t/hp-srgb.icc" | cut -c1-32)" "$HP_SRGB_MD5"
+  expect "HP/Microsoft sRGB profile: libpng's Adler-32, CRC-32, size" \
+    "$("$PYTHON" -c "import sys, zlib; p = open(sys.argv[1], 'rb').read(); print('%08x %08x %d' % (zlib.adler32(p), zlib.crc32(p), len(p)))" "$t/hp-srgb.icc")" \
+    "f784f3fb 182ea552 3144"
+  "$PYTHON" "$t/lenienttool.py" "$TMP" "$out" "$t/hp-srgb.icc" "$OUT_ROOT/jpeg/orient-1.jpg"
+  et -n -XMP-tiff:Orientation=6 "$out/png-xmp-orientation.png"
+  verify_lenient "$out"
+}
+
+verify_lenient() {
+  local out=$1 f
+  echo "-- GIF structure (gifsicle --info, the script's walker)"
+  expect "gif-no-color-table.gif tables" "$("$GIFSICLE" --info "$out/gif-no-color-table.gif" | grep -c 'color table')" 0
+  expect "gif-no-color-table.gif frames" "$(gif_frames "$out/gif-no-color-table.gif")" 2
+  expect "gif-appended-gif.gif walk" "$(gt walk "$out/gif-appended-gif.gif")" "codesizes=3,3 end=garbage"
+  expect "gif-appended-gif.gif GIF headers" "$(grep -ao GIF89a "$out/gif-appended-gif.gif" | wc -l)" 2
+  expect "gif-transparent-edges.gif walk" "$(gt walk "$out/gif-transparent-edges.gif")" "codesizes=4,4,4 end=trailer"
+  expect "gif-zero-width-frame.gif walk" "$(gt walk "$out/gif-zero-width-frame.gif")" "codesizes=3,3,3 end=trailer"
+  echo "-- pixels (convert -coalesce)"
+  expect "gif-transparent-edges.gif frame 0 corner alpha, centre" "$("$CONVERT" "$out/gif-transparent-edges.gif[0]" -format \
+    '%[fx:int(255*p{0,0}.a)] %[fx:int(255*p{40,30}.r+0.5)]' info:)" "0 200"
+  expect "gif-transparent-edges.gif frames decode" "$("$CONVERT" "$out/gif-transparent-edges.gif" -coalesce -format '%wx%h ' info: | wc -w)" 3
+  echo "-- PNG and JPEG"
+  expect "png-hp-srgb-1200.png chunks" "$(pt chunks "$out/png-hp-srgb-1200.png")" "IHDR,iCCP,IDAT,IEND"
+  expect "png-hp-srgb-1200.png IHDR" "$(pt ihdr "$out/png-hp-srgb-1200.png")" "1200x1200 ct2 d8 i0"
+  expect "png-hp-srgb-1200.png profile" "$("$EXIFTOOL" -s3 -ICC_Profile:ProfileDescription -ICC_Profile:ProfileCreator "$out/png-hp-srgb-1200.png" | tr '\n' ' ')" \
+    "sRGB IEC61966-2.1 Hewlett-Packard "
+  expect "png-hp-srgb-1200.png corners" "$(rgb_at "$out/png-hp-srgb-1200.png" 10 10) $(rgb_at "$out/png-hp-srgb-1200.png" 1190 10) $(rgb_at "$out/png-hp-srgb-1200.png" 1190 1190) $(rgb_at "$out/png-hp-srgb-1200.png" 10 1190)" \
+    "255,0,0 0,255,0 0,0,255 128,128,128"
+  expect "png-xmp-orientation.png XMP/Exif orientation" "$("$EXIFTOOL" -n -s3 -XMP-tiff:Orientation "$out/png-xmp-orientation.png"),$("$EXIFTOOL" -n -s3 -EXIF:Orientation "$out/png-xmp-orientation.png")" "6,"
+  expect "png-xmp-orientation.png chunks" "$(pt chunks "$out/png-xmp-orientation.png")" "IHDR,iTXt,IDAT,IEND"
+  expect "jpeg-zero-length-com.jpg segment" "$("$PYTHON" -c "import sys; d = open(sys.argv[1], 'rb').read(); print(d.count(b'\xff\xfe\x00\x00'))" "$out/jpeg-zero-length-com.jpg")" 1
+  expect "jpeg-zero-length-com.jpg decodes as orient-1.jpg" "$("$CONVERT" "$out/jpeg-zero-length-com.jpg" rgb:- 2>/dev/null | md5sum | cut -c1-12)" \
+    "$("$CONVERT" "$OUT_ROOT/jpeg/orient-1.jpg" rgb:- | md5sum | cut -c1-12)"
+  echo "-- summary"
+  (cd "$out" && for f in ./*; do printf '%-28s %8s\n' "${f#./}" "$(stat -c %s "$f")"; done)
 }
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// swift-tools-version:6.2
+// swift-tools-version:6.1
 // An example posting endpoint on top of SharePipe. A separate package so the library itself never depends on
 // Hummingbird (or SwiftNIO): build and test it from this folder with ./test.sh.
 import PackageDescription
@@ -14,7 +14,8 @@ let package = Package(
         .package(name: "SharePipe", path: "../.."),
         // Default traits off: they pull in swift-configuration and full Foundation, which the example does not use.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        // 1.16.2: `LogEvent`, which the tests' capturing log handler implements.
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // Already in Hummingbird's graph; named for `ByteBuffer` and `HTTPField`, which Hummingbird does not re-export.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),

@@ -139,7 +139,8 @@ sp_status sp_gif_reader_next_record(sp_gif_reader *reader, sp_gif_record *record
             snprintf(text, sizeof(text), "unknown block type 0x%02X at byte %ld (expected an image, extension or trailer)",
                      reader->last_byte & 0xFF, (long)before);
             copy_message(message, text);
-            return SP_ERR_LIBRARY;
+            *record = SP_GIF_RECORD_UNKNOWN;
+            return SP_OK;
         }
         return reader_failure(reader, reader->gif->Error, "reading a block type", message);
     }

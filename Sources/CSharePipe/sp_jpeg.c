@@ -141,15 +141,18 @@ static boolean save_segment(j_decompress_ptr cinfo) {
     long length = (long)(next_byte(cinfo) << 8);
     length += (long)next_byte(cinfo);
     length -= 2;
-    if (length < 0) ERREXIT(cinfo, JERR_BAD_LENGTH);
     reader->metadata_segments += 1;
-    reader->metadata_bytes += length + SEGMENT_OVERHEAD;
+    reader->metadata_bytes += (length > 0 ? length : 0) + SEGMENT_OVERHEAD;
     if (reader->limits.max_metadata > 0 && reader->metadata_bytes > reader->limits.max_metadata) {
         fail_at_limit((j_common_ptr)cinfo, SP_JPEG_LIMIT_METADATA, "metadata segments over the limit");
     }
     if (reader->limits.max_segments > 0 && reader->metadata_segments > reader->limits.max_segments) {
         fail_at_limit((j_common_ptr)cinfo, SP_JPEG_LIMIT_SEGMENTS, "too many metadata segments");
     }
+    // A length word below 2 is bogus. libjpeg's save_marker (jdmarker.c) then saves nothing: the two length
+    // bytes are consumed and reading goes on at the next marker, so djpeg, browsers and Pillow all decode
+    // such a file. Do the same (the segment still counts against the segment limit above).
+    if (length < 0) return TRUE;
     jpeg_saved_marker_ptr node = (jpeg_saved_marker_ptr)(*cinfo->mem->alloc_large)(
         (j_common_ptr)cinfo, JPOOL_IMAGE, sizeof(struct jpeg_marker_struct) + (size_t)length);
     node->next = NULL;

@@ -52,6 +52,14 @@ static void on_warning(png_structp png, png_const_charp text) {
     copy_message(error->last_warning, text);
 }
 
+// libpng 1.6 recognises the widespread HP/Microsoft "sRGB IEC61966-2.1" profile (3,144 bytes, in countless
+// files from old Photoshop, GIMP and Windows tools) and flags it "known incorrect sRGB profile": a warning on
+// read, an error on write, so every such PNG that needs resizing would fail at encode. Browsers use the
+// profile as it is; so do we: the check is skipped and the profile is kept byte for byte.
+static void skip_srgb_profile_check(png_structp png) {
+    png_set_option(png, PNG_SKIP_sRGB_CHECK_PROFILE, PNG_OPTION_ON);
+}
+
 // MARK: - Reading
 
 // Our own read functions, so a short read says "truncated" instead of libpng's bare "Read Error".
@@ -84,6 +92,7 @@ static sp_status reader_create(sp_png_reader_limits limits, sp_png_read_mode mod
     if (reader->png == NULL) { free(reader); copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     reader->info = png_create_info_struct(reader->png);
     if (reader->info == NULL) png_error(reader->png, "out of memory");
+    skip_srgb_profile_check(reader->png);
     // Second line of defence behind the Swift header checks: libpng refuses larger IHDRs itself and never
     // allocates a chunk (or an inflated iCCP/zTXt) larger than max_chunk_bytes.
     png_set_user_limits(reader->png, limits.max_width, limits.max_height);
@@ -296,6 +305,7 @@ sp_status sp_png_encode(const uint8_t *pixels, int width, int height, sp_png_ima
     encoder->info = png_create_info_struct(png);
     if (encoder->info == NULL) png_error(png, "out of memory");
     png_infop info = encoder->info;
+    skip_srgb_profile_check(png);
     png_set_write_fn(png, encoder, write_to_memory, flush_memory);
 
     png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, format.bit_depth, format.color_type,

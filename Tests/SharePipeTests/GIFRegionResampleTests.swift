@@ -121,7 +121,7 @@ struct GIFRegionResampleTests {
                 let resamplers = sizes.map { GIFPictureResampler(from: screen, to: $0, meter: PixelMemoryMeter()) }
                 var index = 0
                 while let frame = try stream.nextFrame() {
-                    try canvas.draw(frame, index: index, globalPalette: stream.container.globalPalette, from: stream)
+                    try canvas.draw(frame, globalPalette: stream.container.globalPalette, from: stream)
                     let changes = canvas.takeChanges()
                     for (size, resampler) in zip(sizes, resamplers) {
                         let before = resampler.output

@@ -22,7 +22,7 @@ struct DecodedGIF {
             let stream = GIFStream(reader)
             let canvas = GIFCanvas(size: stream.container.screenSize, meter: PixelMemoryMeter())
             while let frame = try stream.nextFrame() {
-                try canvas.draw(frame, index: frames.count, globalPalette: stream.container.globalPalette, from: stream)
+                try canvas.draw(frame, globalPalette: stream.container.globalPalette, from: stream)
                 frames.append(frame)
                 pictures.append(canvas.pixels)
                 canvas.dispose(frame)

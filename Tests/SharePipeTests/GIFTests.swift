@@ -118,12 +118,19 @@ struct GIFReadingTests {
         }
     }
 
-    @Test("not a GIF, garbage between records, and no image at all are errors")
+    @Test("garbage before the first image and no image at all are errors; garbage after a frame ends the GIF there")
     func otherDamage() throws {
         let bytes = try Fixtures.bytes(GIFFixtures.path("loop3.gif"))
         var garbage = bytes
-        garbage.insert(0x55, at: garbage.count - 1)   // before the trailer
-        #expect(throws: SharePipeError.self) { _ = try SharePipe.inspect(.bytes(garbage)) }
+        garbage.insert(0x55, at: garbage.count - 1)   // before the trailer: the 3 frames stand, as in browsers
+        #expect(try SharePipe.inspect(.bytes(garbage)).frameCount == 3)
+        let beforeFirstImage = Array(bytes.prefix(13 + 24)) + [0x55] + Array(bytes.dropFirst(13 + 24))
+        #expect {
+            _ = try SharePipe.inspect(.bytes(beforeFirstImage))
+        } throws: { error in
+            guard case SharePipeError.corrupt(_, let reason) = error else { return false }
+            return reason.contains("unknown block type 0x55")
+        }
         let headerOnly = Array(bytes.prefix(13 + 24)) + [0x3B]   // screen, global table, trailer
         #expect {
             _ = try SharePipe.inspect(.bytes(headerOnly))

@@ -31,7 +31,7 @@ import Testing
         (.png, PixelSize(width: 2000, height: 2000), 1, .up, .bluesky, .gps, .still, .png, PixelSize(width: 1080, height: 1080), []),
         (.png, PixelSize(width: 2000, height: 1500), 1, .up, .instagram, .all, .still, .jpeg, PixelSize(width: 1440, height: 1080),
          ["PNG → JPEG (accepted formats)"]),
-        (.gif, PixelSize(width: 400, height: 300), 1, .up, nil, .all, .still, .gif, PixelSize(width: 400, height: 300), []),
+        (.gif, PixelSize(width: 400, height: 300), 1, .up, nil, .all, .rewrite, .gif, PixelSize(width: 400, height: 300), []),
         (.gif, PixelSize(width: 400, height: 300), 5, .up, nil, .gps, .animation, .gif, PixelSize(width: 400, height: 300), []),
         (.gif, PixelSize(width: 1600, height: 1200), 5, .up, .x, .all, .animation, .gif, PixelSize(width: 1280, height: 960), []),
         (.gif, PixelSize(width: 400, height: 300), 5, .up, .bluesky, .all, .still, .png, PixelSize(width: 400, height: 300),
@@ -65,6 +65,17 @@ import Testing
         }
     }
 
+    @Test("an animated GIF that needs no resize and no frame change tries its metadata-only copy first")
+    func animatedGIFCopyFirst() {
+        let small = Self.info(.gif, 400, 300, frames: 5)
+        #expect(PreparePlan(info: small, options: PrepareOptions()).metadataCopyFirst)
+        #expect(!PreparePlan(info: Self.info(.gif, 1600, 1200, frames: 5), options: ServiceProfile.x.options()).metadataCopyFirst)
+        var fewerFrames = PrepareOptions()
+        fewerFrames.animation.maxFrames = 2
+        #expect(!PreparePlan(info: small, options: fewerFrames).metadataCopyFirst)
+        #expect(!PreparePlan(info: Self.info(.jpeg, 400, 300), options: PrepareOptions()).metadataCopyFirst)
+    }
+
     @Test("the source's quality caps the ceiling only when the format stays")
     func sourceQualityCap() {
         let info = Self.info(.jpeg, 4000, 3000)
@@ -86,7 +97,7 @@ import Testing
         var bluesky = ServiceProfile.bluesky.options()
         bluesky.strip = mode
         let converted = PreparePlan(info: Self.info(.gif, 80, 60, frames: 3, metadata: metadata), options: bluesky)
-        #expect(still.route == .still && animated.route == .animation && converted.outputFormat == .png)
+        #expect(still.route == .metadataRewrite && animated.route == .animation && converted.outputFormat == .png)
         #expect(still.metadata == animated.metadata && animated.metadata == converted.metadata)
         let kept = MetadataOutcome.kinds(of: still.metadata.kept)
         switch mode {

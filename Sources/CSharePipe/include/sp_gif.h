@@ -27,7 +27,9 @@ typedef enum {
     SP_GIF_RECORD_IMAGE = 1,       // an image descriptor: call sp_gif_reader_image
     SP_GIF_RECORD_EXTENSION = 2,   // an extension: call sp_gif_reader_extension_start
     SP_GIF_RECORD_TRAILER = 3,     // the ';' trailer
-    SP_GIF_RECORD_END_OF_DATA = 4  // the data ended cleanly between records, without a trailer
+    SP_GIF_RECORD_END_OF_DATA = 4, // the data ended cleanly between records, without a trailer
+    SP_GIF_RECORD_UNKNOWN = 5      // a byte that starts no block (junk, a second GIF appended without the
+                                   // first one's trailer): the stream cannot go on; the message says where
 } sp_gif_record;
 
 /// One image descriptor (frame-level properties) and its local colour table.
@@ -47,7 +49,9 @@ sp_status sp_gif_reader_open_file(const char *path, sp_gif_reader **out, sp_gif_
 /// Opens a reader on caller-owned bytes that must outlive the reader, and reads the screen descriptor.
 sp_status sp_gif_reader_open_memory(const uint8_t *data, size_t length, sp_gif_reader **out, sp_gif_screen *screen,
                                     char *message);
-/// Reads the next record's introducer (DGifGetRecordType).
+/// Reads the next record's introducer (DGifGetRecordType). A byte that is no introducer is not an error
+/// here: *record is SP_GIF_RECORD_UNKNOWN, the status SP_OK and the message names the byte and its offset,
+/// so the caller can keep the frames before it, as browsers and gifsicle do.
 sp_status sp_gif_reader_next_record(sp_gif_reader *reader, sp_gif_record *record, char *message);
 /// Reads an extension's label and first data sub-block (DGifGetExtension). *block is NULL (length 0) when
 /// the extension has no data; otherwise call sp_gif_reader_extension_next until it returns SP_ERR_END.

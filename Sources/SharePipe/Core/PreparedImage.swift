@@ -52,6 +52,9 @@ public struct PreparedImage: Sendable {
     public var warnings: [String]
     /// Other adjustments made to meet limits ("frames decimated 2:1", "PNG → JPEG").
     public var adjustments: [String]
+    /// Number of frames in the input (more than `frameCount` when only the first frame was kept, or frames
+    /// were dropped to meet a limit).
+    public var inputFrameCount: Int = 1
 
     public var byteCount: Int { bytes.count }
 }

@@ -1,3 +1,5 @@
+import CSharePipe
+
 /// Everything that can go wrong preparing an image. Each case names the file (or "<memory>") and says why.
 public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The bytes are not a JPEG, PNG or GIF (detected by magic bytes, not by name).
@@ -13,6 +15,8 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     case unreadable(file: String, reason: String)
     /// The output could not be written.
     case unwritable(file: String, reason: String)
+    /// An encoder (libjpeg, libpng, giflib) failed while writing the output: not a fault of the input.
+    case encodingFailed(file: String, reason: String)
     /// Options that cannot work together (reported before any decoding).
     case invalidOptions(String)
     /// The job was cancelled; nothing was written.
@@ -27,7 +31,8 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     public var file: String? {
         switch self {
         case .unsupportedFormat(let file, _), .corrupt(let file, _), .tooLarge(let file, _, _, _),
-             .cannotMeetLimit(let file, _, _), .unreadable(let file, _), .unwritable(let file, _), .cancelled(let file):
+             .cannotMeetLimit(let file, _, _), .unreadable(let file, _), .unwritable(let file, _),
+             .encodingFailed(let file, _), .cancelled(let file):
             return file
         case .invalidOptions:
             return nil
@@ -47,6 +52,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
             return "cannot fit under \(limit) bytes: smallest output reached was \(best) bytes"
         case .unreadable(_, let reason): return "cannot read: \(reason)"
         case .unwritable(_, let reason): return "cannot write: \(reason)"
+        case .encodingFailed(_, let reason): return "encoding the output failed: \(reason)"
         case .invalidOptions(let reason): return "invalid options: \(reason)"
         case .cancelled: return "cancelled"
         }
@@ -61,8 +67,29 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .cannotMeetLimit: return "cannotMeetLimit"
         case .unreadable: return "unreadable"
         case .unwritable: return "unwritable"
+        case .encodingFailed: return "encodingFailed"
         case .invalidOptions: return "invalidOptions"
         case .cancelled: return "cancelled"
         }
+    }
+}
+
+/// An encoder's failure, thrown where the input's name is not known (encoders see only pixels);
+/// `Pipeline.prepare` turns it into `SharePipeError.encodingFailed` (or `tooLarge` when memory ran out)
+/// naming the input file.
+struct EncoderFailure: Error {
+    var reason: String
+    var outOfMemory: Bool
+
+    /// Throws for any shim status but `SP_OK` / `SP_ERR_END`, with the shim's message.
+    static func check(_ status: sp_status, _ message: [CChar]) throws {
+        guard status != SP_OK, status != SP_ERR_END else { return }
+        throw EncoderFailure(reason: shimText(message), outOfMemory: status == SP_ERR_MEMORY)
+    }
+
+    /// The error naming `file`.
+    func error(file: String) -> SharePipeError {
+        outOfMemory ? .tooLarge(file: file, width: 0, height: 0, limit: "available memory while encoding (\(reason))")
+                    : .encodingFailed(file: file, reason: reason)
     }
 }

@@ -49,7 +49,7 @@ struct FittingDriver {
                       method: fit.method, quality: fit.quality, attempts: attempts,
                       removedMetadata: fit.metadata.removed, keptMetadata: MetadataOutcome.kinds(of: fit.metadata.kept),
                       frameCount: fit.frameCount, peakPixelBytes: meter.peakBytes, warnings: warnings,
-                      adjustments: plan.adjustments + fit.adjustments)
+                      adjustments: plan.adjustments + fit.adjustments, inputFrameCount: info.frameCount)
     }
 
     /// The shrink step every ladder uses: about sqrt(limit / bytes) smaller (`ScalePlan.shrink`), or nil

@@ -8,8 +8,9 @@
 /// plus its codec files (see docs/ARCHITECTURE.md, "Adding a format").
 struct FormatDescriptor: Sendable {
     /// A metadata-only rewrite: copies the image data of `source` unchanged, writing `kept` instead of
-    /// the source's metadata.
-    typealias MetadataRewriter = @Sendable (_ source: ImageSource, _ kept: [MetadataBlock]) throws -> [UInt8]
+    /// the source's metadata; nil when it declines a file that only browsers show right (it is then
+    /// re-encoded).
+    typealias MetadataRewriter = @Sendable (_ source: ImageSource, _ kept: [MetadataBlock]) throws -> [UInt8]?
 
     let format: ImageFormat
     /// Reads the header (`probe`) and renders the image (or an animation's first frame) scaled.

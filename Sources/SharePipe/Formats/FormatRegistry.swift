@@ -42,7 +42,7 @@ enum FormatRegistry {
         encoder: { _ in GIFEncoder() },
         metadataPolicy: GIFMetadataPolicy(),
         writableMetadata: { kept, present in kept.restricted(present: present) { GIFApplication.extensionFor($0) != nil } },
-        metadataRewriter: nil,
+        metadataRewriter: GIFRewriter.rewrite,
         sourceQuality: nil,
         fitting: .qualitySearch,
         animation: .nativeGIF,

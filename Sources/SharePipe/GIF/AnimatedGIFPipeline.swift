@@ -89,7 +89,7 @@ struct AnimatedGIFPass {
             var clearedSinceLastPicture: GIFRect?  // source pixels disposal may have made transparent
             while let frame = try stream.nextFrame() {
                 try checkpoint()
-                try canvas.draw(frame, index: index, globalPalette: summary.container.globalPalette, from: stream)
+                try canvas.draw(frame, globalPalette: summary.container.globalPalette, from: stream)
                 if index % plan.keepEvery == 0 {
                     let pixels: [UInt8], changed: GIFRect?
                     let canvasChanges = canvas.takeChanges()
@@ -104,7 +104,7 @@ struct AnimatedGIFPass {
                     }
                     let mayDrop = clearedSinceLastPicture.map { Self.outputArea(of: $0, from: screen, to: plan.size) }
                     try encoder.add(.init(pixels: pixels, source: frame, delay: frame.delay, coverageMayDrop: mayDrop,
-                                          changed: changed))
+                                          changed: changed, fillsScreen: index == 0 && summary.firstFrameCoversScreen))
                     clearedSinceLastPicture = nil
                 } else {
                     encoder.extendLatestDelay(by: frame.delay)

@@ -32,6 +32,11 @@ final class GIFAnimationEncoder {
         /// first picture always counts as changed everywhere). Outside it, the encoder does not look for
         /// changed pixels.
         var changed: GIFRect? = nil
+        /// Write this picture's frame over the whole screen, its transparent pixels as the transparent index,
+        /// instead of the bounding box of its visible pixels. For the first frame where the source's covers
+        /// the screen: ffmpeg, ImageMagick and Pillow fill what frame 0 leaves uncovered with the background
+        /// colour (browsers leave it transparent), so a trimmed frame 0 shows right only in browsers.
+        var fillsScreen = false
     }
 
     /// What was done, for reports.
@@ -127,12 +132,14 @@ final class GIFAnimationEncoder {
     private func write(_ picture: Picture, next: Picture?) throws {
         let box = markChangedPixels(picture)
         defer { clearMask(box) }
-        // An unchanged picture still becomes a (1×1) frame, so the frame count and timing survive.
-        var rect = box ?? GIFRect(left: 0, top: 0, width: 1, height: 1)
+        // The frame covers the changed pixels, or the whole screen (`fillsScreen`). An unchanged picture
+        // still becomes a (1×1) frame, so the frame count and timing survive.
+        let covered = picture.fillsScreen ? GIFRect(left: 0, top: 0, width: size.width, height: size.height) : box
+        var rect = covered ?? GIFRect(left: 0, top: 0, width: 1, height: 1)
         var disposal = picture.source.disposal
         if let next, let mayDrop = next.coverageMayDrop,
            let clear = conflicts(next, in: mayDrop, afterDisposal: disposal, of: rect) {
-            rect = box.map { $0.union(clear) } ?? clear
+            rect = covered.map { $0.union(clear) } ?? clear
             if disposal != .background { statistics.disposalsChanged += 1 }
             disposal = .background
         }

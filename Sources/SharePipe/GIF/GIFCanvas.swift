@@ -33,11 +33,8 @@ final class GIFCanvas {
     /// Decodes the stream's current frame and draws it. Returns the frame's rectangle clipped to the screen
     /// (empty when the frame lies wholly outside; its data is then skipped, not decoded).
     @discardableResult
-    func draw(_ frame: GIFFrame, index: Int, globalPalette: GIFPalette?, from stream: GIFStream) throws -> GIFRect {
-        guard let palette = frame.localPalette ?? globalPalette else {
-            throw SharePipeError.corrupt(file: stream.reader.file,
-                                         reason: "frame \(index) has no colour table (neither local nor global)")
-        }
+    func draw(_ frame: GIFFrame, globalPalette: GIFPalette?, from stream: GIFStream) throws -> GIFRect {
+        let palette = frame.palette(global: globalPalette)
         let visible = frame.rect.clipped(to: size)
         if visible.isEmpty {
             try stream.skipRows()

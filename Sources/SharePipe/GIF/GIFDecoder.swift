@@ -39,10 +39,6 @@ struct GIFSummary {
                     throw SharePipeError.tooLarge(file: reader.file, width: screen.width, height: screen.height,
                                                   limit: "the animation limit of \(limits.maxTotalFramePixels) frame pixels")
                 }
-                if frame.localPalette == nil && summary.container.globalPalette == nil {
-                    throw SharePipeError.corrupt(file: reader.file,
-                                                 reason: "frame \(index) has no colour table (neither local nor global)")
-                }
                 if frame.transparentIndex != nil { summary.anyTransparentIndex = true }
                 if frame.interlaced { summary.anyInterlaced = true }
                 if index == 0 { summary.firstFrameCoversScreen = frame.rect.clipped(to: screen).area == screen.area }
@@ -105,10 +101,10 @@ struct GIFDecoder: ImageDecoder {
             meter.allocate(row.count)
             defer { meter.release(row.count) }
 
-            if frame.rect == GIFRect(left: 0, top: 0, width: screen.width, height: screen.height) && !frame.interlaced,
-               let palette = frame.localPalette ?? stream.container.globalPalette {
+            if frame.rect == GIFRect(left: 0, top: 0, width: screen.width, height: screen.height) && !frame.interlaced {
                 // A full-screen, non-interlaced frame: rows go straight to the resampler, no canvas.
-                let lookup = Self.rowLookup(palette: palette, transparent: frame.transparentIndex, channels: channels)
+                let lookup = Self.rowLookup(palette: frame.palette(global: stream.container.globalPalette),
+                                            transparent: frame.transparentIndex, channels: channels)
                 try stream.readRows { _, indices in
                     row.withUnsafeMutableBufferPointer { out in
                         for x in 0..<screen.width {
@@ -120,7 +116,7 @@ struct GIFDecoder: ImageDecoder {
                 }
             } else {
                 let canvas = GIFCanvas(size: screen, meter: meter)
-                try canvas.draw(frame, index: 0, globalPalette: stream.container.globalPalette, from: stream)
+                try canvas.draw(frame, globalPalette: stream.container.globalPalette, from: stream)
                 canvas.pixels.withUnsafeBufferPointer { pixels in
                     for y in 0..<screen.height {
                         let start = y * screen.width * 4
@@ -139,6 +135,9 @@ struct GIFDecoder: ImageDecoder {
             } catch {
                 throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
             }
+            // Walk the rest (image data skipped, not decoded) so what the stream tolerated after the first
+            // frame (junk, a missing trailer, frames without colour tables) is reported with the still too.
+            while try stream.nextFrame() != nil {}
             return RenderedImage(bitmap: bitmap, warnings: stream.warnings)
         }
     }

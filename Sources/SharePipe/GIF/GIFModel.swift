@@ -29,6 +29,13 @@ struct GIFPalette: Equatable, Sendable {
     }
 }
 
+extension GIFPalette {
+    /// The table a frame without any colour table (neither local nor global) is drawn with. GIF89a leaves it
+    /// to the decoder ("a system color table"); Chromium draws every index opaque black and still honours
+    /// the transparent index, and so does SharePipe.
+    static let noColorTable = GIFPalette(rgb: [UInt8](repeating: 0, count: 768))
+}
+
 /// A frame's position on the logical screen, as stored (it may reach past the screen).
 struct GIFRect: Equatable, Sendable, CustomStringConvertible {
     var left: Int
@@ -144,6 +151,9 @@ struct GIFFrame: Equatable, Sendable {
     var localPalette: GIFPalette?
     var interlaced: Bool
     var control: GIFGraphicsControl?
+
+    /// The colour table the frame is drawn with: its own, else the global one, else `GIFPalette.noColorTable`.
+    func palette(global: GIFPalette?) -> GIFPalette { localPalette ?? global ?? .noColorTable }
 
     var delay: Int { control?.delay ?? 0 }
     var disposal: GIFDisposal { control?.disposal ?? .unspecified }

@@ -4,7 +4,8 @@ import CSharePipe
 /// method per shim call, record by record (never DGifSlurp), with every failure thrown as
 /// `SharePipeError` naming the file and, once frames have started, the frame.
 final class GIFReader {
-    enum Record { case image, extensionBlock, trailer, endOfData }
+    /// What comes next. `unknown` carries where and what the byte is that starts no block.
+    enum Record { case image, extensionBlock, trailer, endOfData, unknown(String) }
 
     private let handle: OpaquePointer
     let file: String
@@ -56,6 +57,7 @@ final class GIFReader {
         case SP_GIF_RECORD_IMAGE: return .image
         case SP_GIF_RECORD_EXTENSION: return .extensionBlock
         case SP_GIF_RECORD_END_OF_DATA: return .endOfData
+        case SP_GIF_RECORD_UNKNOWN: return .unknown(shimText(message))
         default: return .trailer
         }
     }
@@ -118,13 +120,24 @@ final class GIFReader {
 ///
 /// A Graphics Control Extension applies to the next image descriptor (as in browsers, even when a plain
 /// text extension comes between); when several come before one image, the last wins.
+///
+/// Lenient where browsers are: a missing trailer, or a byte after a complete frame that starts no block
+/// (junk, or a second GIF appended to a first without its trailer), ends the stream after the frames read
+/// so far, with a warning; only those frames count. Before the first frame such a byte is an error.
 final class GIFStream {
     let reader: GIFReader
     private(set) var container: GIFContainer
     /// Frames read so far (index of the current frame + 1).
     private(set) var frameCount = 0
-    /// Recoverable oddities (missing trailer, malformed control extension, extra loop extensions).
-    private(set) var warnings: [String] = []
+    /// Recoverable oddities (missing trailer, a byte that starts no block, malformed control extension,
+    /// extra loop extensions, frames without a colour table).
+    var warnings: [String] {
+        guard framesWithoutColorTable > 0 else { return recorded }
+        return recorded + ["\(framesWithoutColorTable) of \(frameCount) frame(s) have no colour table (neither local "
+                           + "nor global): drawn opaque black, as browsers do"]
+    }
+    private var recorded: [String] = []
+    private var framesWithoutColorTable = 0
     /// Whether the stream ended without its ';' trailer.
     private(set) var missingTrailer = false
     private var pendingControl: GIFGraphicsControl?
@@ -151,7 +164,14 @@ final class GIFStream {
                 return nil
             case .endOfData:
                 missingTrailer = true
-                warnings.append("the GIF has no trailer (data ends after frame \(frameCount - 1))")
+                recorded.append("the GIF has no trailer (data ends after frame \(frameCount - 1))")
+                return nil
+            case .unknown(let what):
+                guard frameCount > 0 else {
+                    throw SharePipeError.corrupt(file: reader.file, reason: what)
+                }
+                recorded.append("the GIF ends at \(what); kept the \(frameCount) frame(s) before it, "
+                                + "as browsers do")
                 return nil
             case .extensionBlock:
                 try readExtension()
@@ -161,6 +181,7 @@ final class GIFStream {
                 let frame = GIFFrame(rect: descriptor.rect, localPalette: descriptor.localPalette,
                                      interlaced: descriptor.interlaced, control: pendingControl)
                 pendingControl = nil
+                if frame.localPalette == nil && container.globalPalette == nil { framesWithoutColorTable += 1 }
                 frameCount += 1
                 currentFrame = frame
                 frameDataConsumed = false
@@ -201,7 +222,7 @@ final class GIFStream {
             if let payload = blocks.first, let control = GIFGraphicsControl(payload: payload) {
                 pendingControl = control
             } else {
-                warnings.append("ignored a malformed graphics control extension before frame \(frameCount)")
+                recorded.append("ignored a malformed graphics control extension before frame \(frameCount)")
             }
         case 0xFE:
             container.metadata.append(.comment(blocks.flatMap { $0 }))
@@ -213,7 +234,7 @@ final class GIFStream {
                 if loopExtensions == 1 {
                     container.loopCount = GIFApplication.loopCount(data)
                 } else {
-                    warnings.append("ignored loop extension #\(loopExtensions) (the first one's count is kept)")
+                    recorded.append("ignored loop extension #\(loopExtensions) (the first one's count is kept)")
                 }
             } else {
                 container.metadata.append(GIFApplication.metadata(identifier: identifier, data: data))

@@ -11,7 +11,7 @@ final class GIFWriter {
     init() throws {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
-        try checkShim(sp_gif_writer_open(&handle, &message), message, file: "<gif encoder>")
+        try EncoderFailure.check(sp_gif_writer_open(&handle, &message), message)
         self.handle = handle!
     }
 
@@ -84,6 +84,6 @@ final class GIFWriter {
     }
 
     private func check(_ status: sp_status, _ message: [CChar]) throws {
-        try checkShim(status, message, file: "<gif encoder>")
+        try EncoderFailure.check(status, message)
     }
 }

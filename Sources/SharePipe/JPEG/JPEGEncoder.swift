@@ -23,7 +23,7 @@ struct JPEGEncoder: ImageEncoder {
                                jpegSettings, markers.baseAddress, Int32(markers.count), &output, &length, &message)
             }
         }
-        try checkShim(status, message, file: "<encoder>")
+        try EncoderFailure.check(status, message)
         defer { sp_free(output) }
         return Array(UnsafeBufferPointer(start: output, count: length))
     }

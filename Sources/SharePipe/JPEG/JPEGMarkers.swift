@@ -10,6 +10,10 @@ enum JPEGMarkers {
     /// ICC bytes per APP2 chunk: the payload less the 14-byte "ICC_PROFILE\0" + sequence + count header.
     static let iccChunkSize = maxPayload - 14
 
+    /// Whether `code` is an APPn or COM marker: the segments libjpeg saves or skips without parsing, and whose
+    /// bogus length word (below 2) it tolerates as an empty segment (`save_marker`, `skip_variable`).
+    static func isMetadataMarker(_ code: UInt8) -> Bool { (0xE0...0xEF).contains(code) || code == 0xFE }
+
     /// Reads metadata blocks from saved markers. ICC chunks are joined in sequence order.
     static func metadata(from markers: [(code: Int, payload: [UInt8])]) -> [MetadataBlock] {
         var blocks: [MetadataBlock] = []

@@ -46,6 +46,7 @@ enum JPEGQuality {
             while code == 0xFF { code = try reader.byte() }
             if code == 0xDA || code == 0xD9 { return nil }   // no table 0 before the image data
             let length = Int(try reader.byte()) << 8 | Int(try reader.byte())
+            if length < 2 && JPEGMarkers.isMetadataMarker(code) { continue }  // bogus length: libjpeg skips 2 bytes
             guard length >= 2 else { return nil }
             guard code == 0xDB else { try reader.skip(length - 2); continue }
             var remaining = length - 2

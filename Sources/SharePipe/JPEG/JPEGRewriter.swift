@@ -70,6 +70,9 @@ enum JPEGRewriter {
             }
             let high = Int(try reader.byte()), low = Int(try reader.byte())
             let length = high << 8 | low
+            if length < 2 && JPEGMarkers.isMetadataMarker(code) {
+                continue  // a bogus length word: libjpeg's save_marker takes the two bytes and saves nothing
+            }
             guard length >= 2 else {
                 throw SharePipeError.corrupt(file: reader.name, reason: "marker segment length \(length) at byte \(reader.offset - 2)")
             }

@@ -91,7 +91,7 @@ struct PNGEncoder: ImageEncoder {
                 }
             }
         }
-        try checkShim(status, message, file: "<encoder>")
+        try EncoderFailure.check(status, message)
         defer { sp_free(output) }
         return Array(UnsafeBufferPointer(start: output, count: length))
     }

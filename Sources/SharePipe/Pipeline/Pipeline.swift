@@ -39,6 +39,16 @@ enum Pipeline {
 
     static func prepare(_ source: ImageSource, options: PrepareOptions,
                         checkpoint: Checkpoint = {}, cache: RenderCache? = nil) throws -> PreparedImage {
+        do {
+            return try prepareSteps(source, options: options, checkpoint: checkpoint, cache: cache)
+        } catch let failure as EncoderFailure {
+            // Encoders see only pixels; the input's name is added here, once for every format.
+            throw failure.error(file: source.displayName)
+        }
+    }
+
+    private static func prepareSteps(_ source: ImageSource, options: PrepareOptions,
+                                     checkpoint: Checkpoint, cache: RenderCache?) throws -> PreparedImage {
         try options.validate()
         let file = source.displayName
         let meter = PixelMemoryMeter()
@@ -60,7 +70,12 @@ enum Pipeline {
 
         switch plan.route {
         case .animation:
-            // 3a. Every frame, resampled, written as an animation within the byte limit.
+            // 3a. An animated GIF that needs nothing but its metadata is copied (declined, or over the byte
+            //     limit: written anew). Otherwise every frame, resampled, written within the byte limit.
+            if plan.metadataCopyFirst,
+               let copied = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver) {
+                return copied
+            }
             var ladder = try AnimationRoute.ladder(source, info: info, plan: plan, options: options, meter: meter,
                                                    checkpoint: checkpoint)
             return try driver.run(&ladder, checkpoint: checkpoint)
@@ -80,22 +95,23 @@ enum Pipeline {
         }
     }
 
-    /// The metadata-only rewrite, or nil when its copy is over the byte limit. A throwaway 1/8-scale decode
-    /// first proves the image data whole before it is passed on; its warnings (recoverable damage) are
-    /// reported with the copy.
+    /// The metadata-only rewrite, or nil when its copy is over the byte limit or the rewriter declines the
+    /// file (one only browsers show right). A throwaway 1/8-scale decode first proves the image data whole
+    /// before it is passed on; its warnings (recoverable damage) are reported with the copy.
     static func rewriteMetadata(_ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions,
                                 driver: FittingDriver) throws -> PreparedImage? {
         let input = FormatRegistry.descriptor(for: info.format)
         guard let rewrite = input.metadataRewriter else { return nil }
         let check = try input.decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
                                              limits: options.limits, meter: driver.meter)
-        let bytes = try rewrite(source, plan.metadata.kept)
+        guard let bytes = try rewrite(source, plan.metadata.kept) else { return nil }
         var log = AttemptLog(limit: plan.byteLimit ?? Int.max)
         guard log.record(size: info.size, format: info.format, quality: nil, note: "metadata rewrite", bytes: bytes.count) else {
             return nil
         }
         return driver.prepared(FittingDriver.Fit(bytes: bytes, format: info.format, size: info.size, quality: nil,
-                                                 metadata: plan.metadata, method: .metadataRewrite),
+                                                 metadata: plan.metadata, frameCount: info.frameCount,
+                                                 method: .metadataRewrite),
                                attempts: log.attempts, warnings: check.warnings)
     }
 

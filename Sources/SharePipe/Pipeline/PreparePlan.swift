@@ -7,7 +7,9 @@ struct PreparePlan: Sendable, Equatable {
     /// Which way the job goes.
     enum Route: Sendable, Equatable {
         /// The pixels need nothing: copy the image data and rewrite only the metadata. When the copy is
-        /// over the byte limit the job continues on the still route with the same plan.
+        /// over the byte limit (or the rewriter declines the file) the job continues on the still route
+        /// with the same plan. (An animation that needs nothing stays on `.animation`, with
+        /// `metadataCopyFirst`.)
         case metadataRewrite
         /// Decode (shrinking on load), resample, orient and encode one picture within the byte limit.
         case still
@@ -34,6 +36,10 @@ struct PreparePlan: Sendable, Equatable {
     var ladder: FittingLadder
     /// Changes the user did not ask for that are known before any pixel is read, in report order.
     var adjustments: [String]
+    /// On the animation route: the input is an animation in the output format that needs no resize and
+    /// no frame change, so its metadata-only copy is tried first (the animation is written anew only when
+    /// the rewriter declines it or the copy is over the byte limit).
+    var metadataCopyFirst = false
 
     /// Plans preparing an input with `info` under `options`. `sourceQuality` is the input's own encoding
     /// quality (JPEG), which caps the quality search when the output keeps the input's format.
@@ -64,6 +70,8 @@ struct PreparePlan: Sendable, Equatable {
             if initial.size != capped {
                 adjustments.append("reduced to \(initial.size) (caps allow \(capped)) for the animation's total pixel limit")
             }
+            metadataCopyFirst = info.format == outputFormat && input.metadataRewriter != nil
+                && initial == AnimatedGIFPlan(size: info.size, colorBudget: nil, keepEvery: 1)
             return
         }
 

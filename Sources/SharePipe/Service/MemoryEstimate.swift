@@ -256,8 +256,9 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         let unmetered = out.area * 4 + out.area
         // LZW codes are at most 12 bits per pixel: 1.5 bytes, plus sub-block lengths and headers.
         let oneGIF = out.area * 3 / 2 + out.area / 255 + 2048 + keptMetadata
+        let rewriteOutput = plan.route == .metadataRewrite ? rewriteOutputBytes(info, keptMetadata: keptMetadata) : 0
         return Parts(decodedSize: screen, renderedSize: out, channels: channels, metered: metered, unmetered: unmetered,
-                     decoder: gifCodecBytes, encoder: gifCodecBytes, output: 6 * oneGIF)
+                     decoder: gifCodecBytes, encoder: gifCodecBytes, output: max(6 * oneGIF, rewriteOutput))
     }
 
     /// The animation route (`AnimationRoute`; priced on GIF's native pass, whose source canvas a frame
@@ -280,7 +281,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         // growing buffer.
         let lzw = info.frameCount * (out.area * 3 / 2 + out.area / 255 + 1024)
         let practical = 4 * max(info.byteCount, options.animatedMaxBytes ?? 0) + (1 << 20)
-        let output = 2 * (min(lzw, practical) + keptMetadata + 2048)
+        var output = 2 * (min(lzw, practical) + keptMetadata + 2048)
+        if plan.metadataCopyFirst { output = max(output, rewriteOutputBytes(info, keptMetadata: keptMetadata)) }
         return Parts(decodedSize: screen, renderedSize: out, channels: 4, metered: metered, unmetered: unmetered,
                      decoder: gifCodecBytes, encoder: gifCodecBytes, output: output)
     }

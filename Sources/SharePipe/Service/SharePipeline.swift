@@ -377,6 +377,7 @@ public struct SharePipeline: Sendable {
         case .cannotMeetLimit(let file, let limit, let best): return .cannotMeetLimit(file: rename(file), limit: limit, bestBytes: best)
         case .unreadable(let file, let reason): return .unreadable(file: rename(file), reason: reason)
         case .unwritable(let file, let reason): return .unwritable(file: rename(file), reason: reason)
+        case .encodingFailed(let file, let reason): return .encodingFailed(file: rename(file), reason: reason)
         case .invalidOptions: return error
         case .cancelled(let file): return .cancelled(file: rename(file))
         }

@@ -1,14 +1,32 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 import Hummingbird
 import Logging
 import PostingService
 
-// posting-server [PORT] [MEMORY_BUDGET_MIB]: serves POST /prepare?service=NAME on 127.0.0.1.
-let arguments = CommandLine.arguments.dropFirst()
-let port = arguments.first.flatMap(Int.init) ?? 8080
-let budget = (arguments.dropFirst().first.flatMap(Int.init) ?? 512) << 20
+// posting-server [--host ADDRESS] [--port PORT] [--budget-mib MIB] (or POSTING_SERVER_HOST / _PORT /
+// _BUDGET_MIB in the environment): serves POST /prepare?service=NAME and GET /health.
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(PostingServerConfiguration.usage)
+    exit(0)
+}
+var environment: [String: String] = [:]
+for name in PostingServerConfiguration.environmentVariables {
+    if let value = getenv(name) { environment[name] = String(cString: value) }
+}
+let configuration: PostingServerConfiguration
+do {
+    configuration = try PostingServerConfiguration(arguments: arguments, environment: environment)
+} catch {
+    let text = "posting-server: \(error)\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }  // standard error
+    exit(2)
+}
 var logger = Logger(label: "PostingServer")
 logger.logLevel = .info
-var configuration = PostingServerConfiguration(port: port)
-configuration.pipeline.memoryBudget = budget
 let app = try PostingServer.application(configuration, logger: logger)
 try await app.runService()

@@ -52,13 +52,97 @@ import Testing
         #expect(responses.map(\.status) == [400, 415])
     }
 
+    @Test func anEmptyBodyIs400AndAnotherMethodIs405() async throws {
+        let responses = try await Self.withLiveServer { port in
+            [
+                try await LoopbackHTTP.request(port: port, method: "POST", path: "/prepare?service=x", contentType: "image/jpeg", body: []),
+                try await LoopbackHTTP.request(port: port, method: "GET", path: "/prepare?service=x"),
+                try await LoopbackHTTP.request(port: port, method: "PUT", path: "/prepare?service=x", contentType: "image/jpeg",
+                                            body: [0xFF, 0xD8]),
+                try await LoopbackHTTP.request(port: port, method: "POST", path: "/health", contentType: "text/plain", body: [1]),
+            ]
+        }
+        #expect(responses.map(\.status) == [400, 405, 405, 405])
+        #expect(String(decoding: responses[0].body, as: UTF8.self).contains("body is empty"))
+        #expect(responses[1].headers["allow"] == "POST")
+        #expect(responses[2].headers["allow"] == "POST")
+        #expect(responses[3].headers["allow"] == "GET, HEAD")
+    }
+
+    @Test func saysInAHeaderWhenTheImageWasChangedBeyondTheRequest() async throws {
+        // Bluesky takes stills in JPEG or PNG only: an animated GIF comes back as its first frame, in PNG.
+        let gif = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.testImages + "gif/disposals.gif")))
+        let photo = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.testImages + "jpeg/orient-6.jpg")))
+        let responses = try await Self.withLiveServer { port in
+            [
+                try await LoopbackHTTP.post(port: port, path: "/prepare?service=bluesky", contentType: "image/gif", body: gif),
+                try await LoopbackHTTP.post(port: port, path: "/prepare?service=bluesky", contentType: "image/jpeg", body: photo),
+            ]
+        }
+        #expect(responses.map(\.status) == [200, 200])
+        #expect(responses[0].headers["content-type"] == "image/png")
+        #expect(responses[0].headers["x-sharepipe-changed"] == "format=gif->png, first-frame-only")
+        #expect(try SharePipe.inspect(.bytes(responses[0].body)).frameCount == 1)
+        // A rotated, stripped, same-format photo is what was asked for: no header.
+        #expect(responses[1].headers["x-sharepipe-changed"] == nil)
+    }
+
+    @Test func everyLogLineOfARequestCarriesItsID() async throws {
+        let lines = LogCapture()
+        var logger = Logger(label: "PostingServerTests") { _ in lines.handler }
+        logger.logLevel = .info
+        let photo = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Self.testImages + "jpeg/orient-1.jpg")))
+        let statuses = try await Self.withLiveServer(logger: logger) { port in
+            [
+                try await LoopbackHTTP.post(port: port, path: "/prepare?service=x", contentType: "image/jpeg", body: photo).status,
+                try await LoopbackHTTP.post(port: port, path: "/prepare?service=x", contentType: "text/plain",
+                                            body: Array("not an image".utf8)).status,
+            ]
+        }
+        #expect(statuses == [200, 415])
+        let jobLines = lines.entries.filter { $0.message.hasPrefix("job ") }
+        #expect(jobLines.count == 2, "\(lines.entries.map(\.message))")
+        let ids = jobLines.compactMap { $0.metadata["hb.request.id"].map { "\($0)" } }
+        #expect(ids.count == 2 && Set(ids).count == 2, "\(jobLines.map(\.metadata))")
+        // Hummingbird's own lines for the requests carry the same ids.
+        let requestLines = lines.entries.filter { $0.metadata["hb.request.id"] != nil }
+        #expect(Set(requestLines.compactMap { $0.metadata["hb.request.id"].map { "\($0)" } }) == Set(ids))
+    }
+
+    @Test func takesHostPortAndBudgetFromOptionsOverTheEnvironment() throws {
+        let defaults = try PostingServerConfiguration(arguments: [], environment: [:])
+        #expect(defaults.host == "127.0.0.1" && defaults.port == 8080 && defaults.pipeline.memoryBudget == 512 << 20)
+        let fromEnvironment = try PostingServerConfiguration(
+            arguments: [], environment: ["POSTING_SERVER_HOST": "0.0.0.0", "POSTING_SERVER_PORT": "9000",
+                                         "POSTING_SERVER_BUDGET_MIB": "256"])
+        #expect(fromEnvironment.host == "0.0.0.0" && fromEnvironment.port == 9000
+                && fromEnvironment.pipeline.memoryBudget == 256 << 20)
+        let fromOptions = try PostingServerConfiguration(
+            arguments: ["--host", "::1", "--port=0", "--budget-mib", "64"],
+            environment: ["POSTING_SERVER_HOST": "0.0.0.0", "POSTING_SERVER_PORT": "9000"])
+        #expect(fromOptions.host == "::1" && fromOptions.port == 0 && fromOptions.pipeline.memoryBudget == 64 << 20)
+        #expect(throws: PostingServerConfiguration.UsageError.self) {
+            try PostingServerConfiguration(arguments: ["--port", "70000"], environment: [:])
+        }
+        #expect(throws: PostingServerConfiguration.UsageError.self) {
+            try PostingServerConfiguration(arguments: [], environment: ["POSTING_SERVER_PORT": "http"])
+        }
+        #expect(throws: PostingServerConfiguration.UsageError.self) {
+            try PostingServerConfiguration(arguments: ["8080"], environment: [:])
+        }
+    }
+
     // MARK: - Harness
 
     /// Starts the server on 127.0.0.1, port 0, runs `body` with the port it got, then shuts it down gracefully.
-    static func withLiveServer<T: Sendable>(_ body: @escaping @Sendable (Int) async throws -> T) async throws -> T {
+    static func withLiveServer<T: Sendable>(logger: Logger? = nil,
+                                            _ body: @escaping @Sendable (Int) async throws -> T) async throws -> T {
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "PostingServerTests")
-        logger.logLevel = .warning
+        let logger = logger ?? {
+            var logger = Logger(label: "PostingServerTests")
+            logger.logLevel = .warning
+            return logger
+        }()
         let app = try PostingServer.application(PostingServerConfiguration(port: 0), logger: logger) { channel in
             portSink.yield(channel.localAddress?.port ?? -1)
             portSink.finish()
@@ -98,14 +182,21 @@ enum LoopbackHTTP {
 
     /// Posts `body` to 127.0.0.1:`port`; the blocking socket work runs on a Dispatch thread.
     static func post(port: Int, path: String, contentType: String, body: [UInt8]) async throws -> Response {
+        try await request(port: port, method: "POST", path: path, contentType: contentType, body: body)
+    }
+
+    /// Sends a request with any method (a body only when `contentType` is given).
+    static func request(port: Int, method: String, path: String, contentType: String? = nil, body: [UInt8] = []) async throws -> Response {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Result { try exchange(port: port, path: path, contentType: contentType, body: body) })
+                continuation.resume(with: Result {
+                    try exchange(port: port, method: method, path: path, contentType: contentType, body: body)
+                })
             }
         }
     }
 
-    private static func exchange(port: Int, path: String, contentType: String, body: [UInt8]) throws -> Response {
+    private static func exchange(port: Int, method: String, path: String, contentType: String?, body: [UInt8]) throws -> Response {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw Failure("socket: \(String(cString: strerror(errno)))") }
         defer { close(socket) }
@@ -120,8 +211,8 @@ enum LoopbackHTTP {
         }
         guard connected == 0 else { throw Failure("connect: \(String(cString: strerror(errno)))") }
 
-        let head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: \(contentType)\r\n"
-            + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        let content = contentType.map { "Content-Type: \($0)\r\nContent-Length: \(body.count)\r\n" } ?? ""
+        let head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(content)Connection: close\r\n\r\n"
         try sendAll(Array(head.utf8), on: socket)
         try sendAll(body, on: socket)
 
@@ -176,5 +267,37 @@ enum LoopbackHTTP {
             index = lineEnd + 2 + size + 2
         }
         return out
+    }
+}
+
+/// Every log entry (message and merged metadata, the metadata provider's included), kept for the tests.
+final class LogCapture: @unchecked Sendable {
+    struct Entry { var message: String; var metadata: Logger.Metadata }
+    private let lock = NSLock()
+    private var stored: [Entry] = []
+
+    var entries: [Entry] { lock.withLock { stored } }
+    func append(_ entry: Entry) { lock.withLock { stored.append(entry) } }
+
+    /// A handler writing here. A value, as `LogHandler`s must be: a logger's metadata changes stay its own.
+    var handler: Handler { Handler(capture: self) }
+
+    struct Handler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+        var metadataProvider: Logger.MetadataProvider?
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            var merged = metadata
+            if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+            if let own = event.metadata { merged.merge(own) { _, new in new } }
+            capture.append(Entry(message: "\(event.message)", metadata: merged))
+        }
     }
 }
