@@ -189,7 +189,16 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             ? min(progressiveStoreBytes(info.size, components: components,
                                         numerator: ScalePlan.jpegScaleNumerator(stored: info.size, target: target)),
                   options.limits.maxDecoderMemory) : 0
-        let decoder = jpegFixedBytes + coefficients + (main.decoded.width + 16) * components * jpegStripRows
+        var decoder = jpegFixedBytes + coefficients + (main.decoded.width + 16) * components * jpegStripRows
+        if plan.route == .losslessTurn {
+            // `JPEGTurner` (it falls back to the still route, priced above): the input read whole, TurboJPEG's
+            // source coefficient arrays and the turned ones (128 bytes per block, blocks padded to the MCU),
+            // its output buffer and our copy; the rewriter's output and its 1/8-scale check decode.
+            let blocks = ((info.size.width + 15) / 16 + 1) * ((info.size.height + 15) / 16 + 1) * 4
+            decoder += info.byteCount + 2 * components * blocks * 128 + jpegFixedBytes
+            rewriteOutput = 2 * (info.byteCount + keptMetadata + 1024) + rewriteOutputBytes(info, keptMetadata: keptMetadata)
+            metered = max(metered, render(ScalePlan.scaled(info.size, by: 0.125)).metered)
+        }
 
         return Parts(decodedSize: main.decoded, renderedSize: main.output, channels: channels, metered: metered,
                      unmetered: 0, decoder: decoder, encoder: jpegEncoderBytes(main.output, channels: channels),
