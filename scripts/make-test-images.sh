@@ -15,7 +15,7 @@
 #   - libgs-common (pulled in by imagemagick/ghostscript) for the CMYK ICC profile
 #     /usr/share/color/icc/ghostscript/{ps_cmyk,srgb}.icc (CMYK target + sRGB source for
 #     cmyk-icc.jpg, which is skipped without them; the ICC checks also use srgb.icc).
-#   (libjpeg-turbo-progs is NOT required.)
+#   (libjpeg-turbo-progs — cjpeg, jpegtran — is needed only by the progressive section.)
 #   - gifsicle (apt: gifsicle), only as a witness in the gif section's checks.
 #
 # Deterministic: fixed seeds, MAGICK_THREAD_LIMIT=1 (noise RNGs are per-thread),
@@ -29,7 +29,7 @@
 
 set -euo pipefail
 
-ALL_SECTIONS=(jpeg png gif broken lenient)
+ALL_SECTIONS=(jpeg png gif broken lenient progressive)
 
 CONVERT=${CONVERT:-/usr/bin/convert}
 EXIFTOOL=${EXIFTOOL:-exiftool}
@@ -1538,6 +1538,54 @@ verify_lenient() {
     "$("$CONVERT" "$OUT_ROOT/jpeg/orient-1.jpg" rgb:- | md5sum | cut -c1-12)"
   echo "-- summary"
   (cd "$out" && for f in ./*; do printf '%-28s %8s\n' "${f#./}" "$(stat -c %s "$f")"; done)
+}
+
+# ---------------------------------------------------------------------------
+# progressive: multi-scan JPEGs from cjpeg scan scripts, for the compact coefficient store
+# ---------------------------------------------------------------------------
+# Small pictures at odd sizes in every sampling, with and without successive approximation, restart
+# intervals, arithmetic coding and a script that never refines (libjpeg smooths the blocks). The store must
+# decode each exactly as libjpeg's own arrays do (Tests/SharePipeTests/ProgressiveStoreTests.swift).
+make_progressive() {
+  local out="$OUT_ROOT/progressive" t="$TMP/progressive"
+  echo "== progressive -> ${out#"$ROOT"/}"
+  for tool in cjpeg jpegtran; do command -v "$tool" >/dev/null || { echo "missing tool: $tool (libjpeg-turbo-progs)" >&2; exit 2; }; done
+  rm -rf "$out" "$t"; mkdir -p "$out" "$t"
+  printf '%s\n' '0,1,2: 0-0, 0, 1;' '0: 1-5, 0, 2;' '2: 1-63, 0, 1;' '1: 1-63, 0, 1;' '0: 6-63, 0, 2;' \
+    '0: 1-63, 2, 1;' '0,1,2: 0-0, 1, 0;' '2: 1-63, 1, 0;' '1: 1-63, 1, 0;' '0: 1-63, 1, 0;' >"$t/sa.scans"
+  printf '%s\n' '0,1,2: 0-0, 0, 0;' '0: 1-2, 0, 0;' '0: 3-9, 0, 0;' '0: 10-63, 0, 0;' '1: 1-63, 0, 0;' \
+    '2: 1-63, 0, 0;' >"$t/spectral.scans"
+  printf '%s\n' '0,1,2: 0-0, 0, 1;' '0: 1-5, 0, 2;' '0: 6-63, 0, 2;' >"$t/incomplete.scans"
+  printf '%s\n' '0: 0-0, 0, 0;' '0: 1-9, 0, 1;' >"$t/gray-incomplete.scans"
+  photo 203 157 47 "$t/odd.miff"
+  "$CONVERT" "$t/odd.miff" -strip "ppm:$t/odd.ppm"
+  photo 64 48 48 "$t/small.miff"
+  "$CONVERT" "$t/small.miff" -strip "ppm:$t/small.ppm"
+  local s
+  for s in 1x1 2x1 2x2; do
+    cjpeg -quality 90 -sample "$s" -scans "$t/sa.scans" -outfile "$out/sa-$s-203x157.jpg" "$t/odd.ppm"
+  done
+  cjpeg -quality 75 -sample 2x2 -scans "$t/spectral.scans" -outfile "$out/spectral-420-203x157.jpg" "$t/odd.ppm"
+  cjpeg -quality 85 -sample 2x2 -progressive -restart 1 -outfile "$out/restart-420-203x157.jpg" "$t/odd.ppm"
+  cjpeg -quality 85 -sample 2x2 -progressive -arithmetic -outfile "$out/arithmetic-420-64x48.jpg" "$t/small.ppm"
+  cjpeg -quality 80 -sample 2x2 -scans "$t/incomplete.scans" -outfile "$out/incomplete-420-203x157.jpg" "$t/odd.ppm"
+  cjpeg -quality 90 -grayscale -scans "$t/gray-incomplete.scans" -outfile "$out/incomplete-gray-64x48.jpg" "$t/small.ppm"
+  cjpeg -quality 90 -grayscale -progressive -outfile "$out/gray-203x157.jpg" "$t/odd.ppm"
+  cjpeg -quality 95 -sample 1x1 -outfile "$t/base.jpg" "$t/small.ppm"
+  jpegtran -progressive -outfile "$out/jpegtran-444-64x48.jpg" "$t/base.jpg"
+  verify_progressive
+}
+
+verify_progressive() {
+  local f
+  for f in "$OUT_ROOT"/progressive/*.jpg; do
+    if [[ $f == */arithmetic-* ]]; then   # SOF10: progressive, arithmetic-coded
+      expect "$(basename "$f") SOF10" "$("$PYTHON" -c "import sys; print(open(sys.argv[1],'rb').read().count(b'\xff\xca'))" "$f")" 1
+    else
+      expect "$(basename "$f") SOF" "$(jinfo "$f" sof)" progressive
+    fi
+  done
+  ls -l "$OUT_ROOT/progressive" | tail -n +2 | awk '{printf "%-32s %8s\n", $9, $5}'
 }
 
 # ---------------------------------------------------------------------------

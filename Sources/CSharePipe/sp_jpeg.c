@@ -2,6 +2,7 @@
 // prints and calls exit(); ours formats the message into the reader and longjmps back to the shim function
 // that made the call, which returns a status. Swift never sees the longjmp.
 #include "sp_jpeg.h"
+#include "sp_jpeg_coefficients.h"
 
 #include <jpeglib.h>
 #include <jerror.h>
@@ -27,6 +28,8 @@ struct sp_jpeg_reader {
     int metadata_segments;
     FILE *file;
     int started;
+    int full_coefficients;     // 1: libjpeg's own whole-image coefficient arrays instead of the compact store
+    sp_coef_store store;
 };
 
 // Bytes counted against the metadata limit for each saved segment besides its payload (libjpeg's node).
@@ -51,7 +54,8 @@ static void sp_error_exit(j_common_ptr cinfo) {
 static void fail_at_limit(j_common_ptr cinfo, sp_jpeg_limit limit, const char *text) {
     sp_error_mgr *error = (sp_error_mgr *)cinfo->err;
     error->limit_hit = limit;
-    copy_message(error->message, text);
+    // error->message is libjpeg's JMSG_LENGTH_MAX, shorter than SP_MESSAGE_LENGTH: not copy_message.
+    snprintf(error->message, sizeof error->message, "%s", text);
     longjmp(error->jump, 1);
 }
 
@@ -272,12 +276,23 @@ sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_ou
     default: cinfo->out_color_space = JCS_RGB; break;
     }
     cinfo->dct_method = JDCT_ISLOW;
+    // A multi-scan file's coefficients go to the compact store (sp_jpeg_coefficients.c), bounded by the
+    // memory limit; it is installed here because libjpeg requests the arrays in jpeg_start_decompress.
+    if (!reader->full_coefficients) sp_coef_store_install(cinfo, &reader->store, reader->limits.max_memory);
     jpeg_start_decompress(cinfo);
     reader->started = 1;
     *out_width = (int)cinfo->output_width;
     *out_height = (int)cinfo->output_height;
     *out_components = cinfo->output_components;
     return SP_OK;
+}
+
+void sp_jpeg_reader_use_full_coefficients(sp_jpeg_reader *reader, int full) {
+    reader->full_coefficients = full ? 1 : 0;
+}
+
+size_t sp_jpeg_reader_coefficient_store_peak(const sp_jpeg_reader *reader) {
+    return reader->full_coefficients ? 0 : reader->store.peak_bytes;
 }
 
 sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size_t row_bytes, int max_rows,

@@ -18,13 +18,13 @@ import Testing
     static let comment = MetadataBlock.comment(Array("hello".utf8))
     static let gifIPTC = MetadataBlock.other(tag: "GIF:FF:MGKIPTC0000", data: [11] + Array("MGKIPTC0000".utf8))
 
-    enum Expected: Equatable { case rewrite, still, animation }
+    enum Expected: Equatable { case rewrite, turn, still, animation }
 
     // format, size, frames, orientation, service (nil: defaults), strip → route, output, target, adjustments
     static let table: [(ImageFormat, PixelSize, Int, Orientation, ServiceProfile?, StripMode,
                         Expected, ImageFormat, PixelSize, [String])] = [
         (.jpeg, PixelSize(width: 800, height: 600), 1, .up, nil, .all, .rewrite, .jpeg, PixelSize(width: 800, height: 600), []),
-        (.jpeg, PixelSize(width: 800, height: 600), 1, .right, nil, .all, .still, .jpeg, PixelSize(width: 800, height: 600), []),
+        (.jpeg, PixelSize(width: 800, height: 600), 1, .right, nil, .all, .turn, .jpeg, PixelSize(width: 800, height: 600), []),
         (.jpeg, PixelSize(width: 4000, height: 3000), 1, .up, .x, .gps, .still, .jpeg, PixelSize(width: 1440, height: 1080), []),
         (.jpeg, PixelSize(width: 3000, height: 4000), 1, .right, nil, .none, .still, .jpeg, PixelSize(width: 1080, height: 1440), []),
         (.png, PixelSize(width: 640, height: 480), 1, .up, nil, .all, .rewrite, .png, PixelSize(width: 640, height: 480), []),
@@ -45,12 +45,18 @@ import Testing
         options.strip = strip
         let plan = PreparePlan(info: Self.info(format, size.width, size.height, frames: frames, orientation: orientation),
                                options: options)
-        let expectedRoute: PreparePlan.Route = route == .rewrite ? .metadataRewrite : route == .still ? .still : .animation
+        let expectedRoute: PreparePlan.Route
+        switch route {
+        case .rewrite: expectedRoute = .metadataRewrite
+        case .turn: expectedRoute = .losslessTurn
+        case .still: expectedRoute = .still
+        case .animation: expectedRoute = .animation
+        }
         #expect(plan.route == expectedRoute, "row \(row)")
         #expect(plan.outputFormat == output, "row \(row)")
         #expect(plan.target == target, "row \(row): \(plan.target)")
         #expect(plan.adjustments == adjustments, "row \(row)")
-        #expect(plan.orientation == (route == .still ? orientation : .up), "row \(row)")
+        #expect(plan.orientation == (route == .still || route == .turn ? orientation : .up), "row \(row)")
         #expect(plan.byteLimit == (route == .animation ? options.animatedMaxBytes : options.maxBytes), "row \(row)")
         switch (output, plan.ladder) {
         case (.jpeg, .quality(let range, nil, _)), (.gif, .quality(let range, nil, _)) where route != .animation:

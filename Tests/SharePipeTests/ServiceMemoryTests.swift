@@ -1,3 +1,4 @@
+import CSharePipe
 import Foundation
 import Testing
 @testable import SharePipe
@@ -92,14 +93,35 @@ import Testing
         #expect(estimate.inputBytes == (row.input == .memory ? row.info.byteCount : MemoryEstimate.fileReadBufferBytes))
     }
 
-    @Test func progressiveJPEGAddsLibjpegsWholeCoefficientBuffer() {
+    @Test func progressiveJPEGAddsTheCompactCoefficientStore() {
         let baseline = MemoryEstimate(info: Self.info(.jpeg, 4000, 3000), options: PrepareOptions())
         let progressive = MemoryEstimate(info: Self.info(.jpeg, 4000, 3000, progressive: true), options: PrepareOptions())
-        // width × height × components × 2 bytes (4:4:4 assumed; the probe does not report the sampling).
+        // Decoded at 3/8: the store keeps per block a summary byte, up to 8 bytes of non-zero map and 11
+        // coefficients (the 3×3 IDCT's and smoothing's ten), 31 bytes, for 3 components (4:4:4 is the larger
+        // bound) — well under libjpeg's own 128 bytes per block (72 MB here).
         let extra = progressive.decoderLibraryBytes - baseline.decoderLibraryBytes
-        #expect(extra >= 4000 * 3000 * 3 * 2)
-        #expect(extra <= 4016 * 3016 * 3 * 2)
+        #expect(extra >= 500 * 375 * 3 * 31)
+        #expect(extra < 4000 * 3000 * 3 * 2 / 3)
         #expect(progressive.meteredPixelBytes == baseline.meteredPixelBytes)   // the meter never sees it
+    }
+
+    /// The estimate's store part against the store's measured peak, for every progressive committed image
+    /// decoded at the scale the estimate plans.
+    @Test func theStoreBoundHoldsForTheCommittedProgressiveImages() throws {
+        let files = ProgressiveStoreTests.files().filter { !$0.contains("/broken/") && !$0.contains("/Fuzz/") }
+        var checked = 0
+        for path in files {
+            guard let info = try? SharePipe.inspect(.file(path: path)), info.progressive else { continue }
+            let estimate = MemoryEstimate(info: info, options: PrepareOptions())
+            let numerator = ScalePlan.jpegScaleNumerator(stored: info.size, target: estimate.targetSize)
+            let measured = ProgressiveStoreTests.decode(path, scale: numerator, full: false)
+            #expect(measured.status == SP_OK, "\(path)")
+            let components = info.colorModel == .gray ? 1 : 3
+            let bound = MemoryEstimate.progressiveStoreBytes(info.size, components: components, numerator: numerator)
+            #expect(measured.storePeak > 0 && measured.storePeak <= bound, "\(path): store \(measured.storePeak) > \(bound)")
+            checked += 1
+        }
+        #expect(checked >= 10)
     }
 
     @Test func libjpegsCoefficientBufferIsCappedByTheDecoderMemoryLimit() {

@@ -2,6 +2,7 @@
 #define CSHAREPIPE_H
 #include "sp_common.h"
 #include "sp_jpeg.h"
+#include "sp_jpeg_transform.h"
 #include "sp_png.h"
 #include "sp_gif.h"
 #endif

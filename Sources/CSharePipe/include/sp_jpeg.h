@@ -27,7 +27,7 @@ typedef struct {
 /// Limits a reader enforces while it reads (0 means no limit). Past one, a call fails with SP_ERR_MEMORY
 /// and `sp_jpeg_reader_limit_hit` says which.
 typedef struct {
-    long max_memory;        // libjpeg's max_memory_to_use: its big arrays (a progressive file's coefficients)
+    long max_memory;        // libjpeg's max_memory_to_use, and the bound of the compact coefficient store
     long max_metadata;      // bytes of saved APPn/COM segments (payloads plus 64 bytes each)
     int max_segments;       // number of saved APPn/COM segments
     int max_scans;          // scans of a progressive (multi-scan) file
@@ -61,6 +61,15 @@ sp_jpeg_limit sp_jpeg_reader_limit_hit(const sp_jpeg_reader *reader);
 /// Starts decompression with DCT scaling scale_num/8; reports the output size and component count.
 sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_out_space space,
                                int *out_width, int *out_height, int *out_components, char *message);
+/// Before sp_jpeg_reader_start: with full = 1, a multi-scan (progressive) file keeps libjpeg's own
+/// whole-image coefficient arrays (128 bytes per block) instead of the compact store, which keeps only the
+/// coefficients the chosen DCT scale reads plus a non-zero map and decodes the same pixels. For comparisons.
+void sp_jpeg_reader_use_full_coefficients(sp_jpeg_reader *reader, int full);
+/// The most bytes the compact coefficient store held during this decode (0 for a single-scan file).
+size_t sp_jpeg_reader_coefficient_store_peak(const sp_jpeg_reader *reader);
+/// The most bytes the compact store keeps for one 8×8 block of a component whose IDCT produces
+/// scaled_size × scaled_size pixels (libjpeg's DCT_scaled_size, 1…16): for MemoryEstimate.
+size_t sp_jpeg_coefficient_store_block_bound(int scaled_size);
 /// Reads up to max_rows scanlines into buffer (rows of out_width*out_components bytes, stride row_bytes).
 sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size_t row_bytes, int max_rows,
                                    int *rows_read, char *message);

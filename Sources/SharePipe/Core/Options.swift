@@ -21,7 +21,8 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     public var maxTotalFramePixels: Int
     /// Largest input file accepted, in bytes (default 256 MiB).
     public var maxInputBytes: Int
-    /// Largest memory libjpeg/libpng may use for their own arrays (progressive coefficients), in bytes.
+    /// Largest memory libjpeg/libpng may use for their own arrays (libjpeg's `max_memory_to_use`, and the
+    /// shim's store of a progressive JPEG's coefficients), in bytes.
     public var maxDecoderMemory: Int
     /// Largest total of metadata segments read from a JPEG header (APPn/COM payloads, plus 64 bytes each for
     /// bookkeeping), in bytes. The default, 32 MiB, holds the largest ICC profile a JPEG can carry (255 chunks,

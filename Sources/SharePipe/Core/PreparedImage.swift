@@ -20,6 +20,9 @@ public enum PreparationMethod: String, Sendable, Codable {
     case reencoded
     /// Image data copied unchanged; only metadata was removed or rewritten (no generational loss).
     case metadataRewrite
+    /// Image data turned without decoding (a JPEG's DCT blocks rotated or flipped to apply its
+    /// orientation), then its metadata rewritten: no generational loss.
+    case losslessTurn
 }
 
 /// A prepared image: the bytes to upload and a report of what was done.

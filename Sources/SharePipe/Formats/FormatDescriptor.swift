@@ -11,6 +11,11 @@ struct FormatDescriptor: Sendable {
     /// the source's metadata; nil when it declines a file that only browsers show right (it is then
     /// re-encoded).
     typealias MetadataRewriter = @Sendable (_ source: ImageSource, _ kept: [MetadataBlock]) throws -> [UInt8]?
+    typealias MetadataRewriter = @Sendable (_ source: ImageSource, _ kept: [MetadataBlock]) throws -> [UInt8]
+    /// A lossless turn: applies `info.orientation` to the image data of `source` without decoding it, writing
+    /// `kept` as the metadata.
+    typealias LosslessTurn = @Sendable (_ source: ImageSource, _ info: ImageInfo, _ kept: [MetadataBlock]) throws
+        -> LosslessTurnOutcome
 
     let format: ImageFormat
     /// Reads the header (`probe`) and renders the image (or an animation's first frame) scaled.
@@ -26,6 +31,9 @@ struct FormatDescriptor: Sendable {
     let writableMetadata: @Sendable (_ kept: MetadataOutcome, _ present: Set<MetadataKind>) -> MetadataOutcome
     /// Replaces only the metadata, when the pixels need no change; nil where the format has none.
     let metadataRewriter: MetadataRewriter?
+    /// Applies the orientation without decoding, when that is the pixels' only change; nil where the
+    /// format has none.
+    let losslessTurn: LosslessTurn?
     /// The quality of the source's own encoding (read from its header), so an output in the same format
     /// never spends more quality than the source had; nil where the format has no such notion.
     let sourceQuality: (@Sendable (ImageSource) -> Int?)?
@@ -47,6 +55,13 @@ enum FittingSteps: Sendable, Equatable {
     /// Lossless encodes at rising effort, then (where the options allow a format change and the image is
     /// opaque) a JPEG quality search, then smaller dimensions.
     case lossless(efforts: [Int], strongest: Int)
+}
+
+/// What a lossless turn made.
+enum LosslessTurnOutcome: Sendable {
+    case turned([UInt8])
+    /// Why the image data cannot be turned losslessly (reported when the job re-encodes instead).
+    case impossible(String)
 }
 
 /// How an animated input reaches the animation route.

@@ -1,8 +1,10 @@
 import CSharePipe
 
 /// Reads JPEGs with libjpeg-turbo: header and markers without pixels, then DCT-scaled scanlines streamed
-/// into the resampler. The full-resolution image is never in memory (progressive files excepted: libjpeg
-/// keeps their coefficients, which `ImageLimits.maxDecoderMemory` caps).
+/// into the resampler. The full-resolution image is never in memory. A progressive file's coefficients must
+/// be kept for the whole image until its last scan; the shim's compact store keeps only those the DCT scale
+/// reads plus a non-zero map (`sp_jpeg_coefficients.c`, about a fifth of libjpeg's own arrays at 3/8), within
+/// `ImageLimits.maxDecoderMemory`.
 struct JPEGDecoder: ImageDecoder {
     /// Rows asked of libjpeg at once (each call returns at most one iMCU row); `MemoryEstimate` prices them.
     static let rowBatch = 16

@@ -24,7 +24,8 @@ final class JPEGReader {
     }
 
     /// Opens `source`, runs `body`, and always destroys the decompressor and closes the file. The reader
-    /// enforces `limits.maxDecoderMemory` (libjpeg's `max_memory_to_use`), `limits.maxMetadataBytes`,
+    /// enforces `limits.maxDecoderMemory` (libjpeg's `max_memory_to_use` and the compact coefficient store's
+    /// bound), `limits.maxMetadataBytes`,
     /// `maxSegments` and `maxScans`; past one it throws `tooLarge`.
     static func with<T>(_ source: ImageSource, limits: ImageLimits, _ body: (JPEGReader) throws -> T) throws -> T {
         var message = shimMessageBuffer()

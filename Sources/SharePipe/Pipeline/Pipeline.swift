@@ -1,9 +1,11 @@
 /// The order of work, in one place. The CLI and the library both come here.
 ///
 ///   detect → probe (header only; limits) → plan (`PreparePlan`: route, size, output format, metadata, ladder)
-///   then one of three routes:
+///   then one of four routes:
 ///   - metadata rewrite: prove the data whole (1/8-scale decode) → copy it with the kept metadata
 ///     (over the byte limit: continue as a still);
+///   - lossless turn: apply the orientation to the image data without decoding it (JPEG's DCT blocks) →
+///     write the kept metadata (a partial MCU in the way, or over the byte limit: continue as a still);
 ///   - still: decode with shrink-on-load → resample row by row → orient → encode within the byte limit
 ///     (`FittingDriver` climbing the plan's quality or lossless ladder);
 ///   - animation: every frame composited → resampled → written as an animated GIF within the byte limit
@@ -65,8 +67,8 @@ enum Pipeline {
         try checkpoint()
 
         // 2. Plan: route, size, output format, metadata, fitting ladder (`PreparePlan`, pure).
-        let plan = PreparePlan(info: info, options: options, sourceQuality: input.sourceQuality?(source))
-        let driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
+        var plan = PreparePlan(info: info, options: options, sourceQuality: input.sourceQuality?(source))
+        var driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 
         switch plan.route {
         case .animation:
@@ -79,14 +81,24 @@ enum Pipeline {
             var ladder = try AnimationRoute.ladder(source, info: info, plan: plan, options: options, meter: meter,
                                                    checkpoint: checkpoint)
             return try driver.run(&ladder, checkpoint: checkpoint)
-        case .metadataRewrite:
-            // 3b. Nothing to do to the pixels: copy the image data, rewrite only the metadata.
-            if let rewritten = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver) {
-                return rewritten
+        case .metadataRewrite, .losslessTurn, .still:
+            if plan.route == .metadataRewrite {
+                // 3b. Nothing to do to the pixels: copy the image data, rewrite only the metadata.
+                if let rewritten = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver) {
+                    return rewritten
+                }
             }
-            fallthrough
-        case .still:
-            // 3c. Decode with shrink-on-load, resample row by row, orient, encode within the byte limit.
+            if plan.route == .losslessTurn {
+                // 3c. Only the orientation changes: turn the image data, rewrite the metadata.
+                switch try turnLosslessly(source, info: info, plan: plan, driver: driver) {
+                case .turned(let prepared):
+                    return prepared
+                case .impossible(let why):
+                    plan.adjustments.append("orientation applied by re-encoding (\(why))")
+                    driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
+                }
+            }
+            // 3d. Decode with shrink-on-load, resample row by row, orient, encode within the byte limit.
             let renderer = StillRenderer(source: source, info: info, decoder: input.decoder, limits: options.limits,
                                          meter: meter, cache: options.strategy == .cpuFirst ? (cache ?? RenderCache()) : nil)
             try checkpoint()
@@ -113,6 +125,33 @@ enum Pipeline {
                                                  metadata: plan.metadata, frameCount: info.frameCount,
                                                  method: .metadataRewrite),
                                attempts: log.attempts, warnings: check.warnings)
+    }
+
+    /// The lossless turn, or why it cannot serve (a partial MCU in the way, damage it would copy, or a
+    /// turned file over the byte limit).
+    static func turnLosslessly(_ source: ImageSource, info: ImageInfo, plan: PreparePlan,
+                               driver: FittingDriver) throws -> LosslessTurnResult {
+        guard let turn = FormatRegistry.descriptor(for: info.format).losslessTurn else {
+            return .impossible("the format has no lossless turn")
+        }
+        switch try turn(source, info, plan.metadata.kept) {
+        case .impossible(let why):
+            return .impossible(why)
+        case .turned(let bytes):
+            let displayed = info.orientedSize
+            var log = AttemptLog(limit: plan.byteLimit ?? Int.max)
+            guard log.record(size: displayed, format: info.format, quality: nil, note: "lossless turn", bytes: bytes.count) else {
+                return .impossible("the losslessly turned file, \(bytes.count) bytes, is over the byte limit")
+            }
+            return .turned(driver.prepared(FittingDriver.Fit(bytes: bytes, format: info.format, size: displayed,
+                                                             quality: nil, metadata: plan.metadata, method: .losslessTurn),
+                                           attempts: log.attempts, warnings: []))
+        }
+    }
+
+    enum LosslessTurnResult {
+        case turned(PreparedImage)
+        case impossible(String)
     }
 
     /// Climbs the plan's still ladder with the output format's encoder.

@@ -11,6 +11,11 @@ struct PreparePlan: Sendable, Equatable {
         /// with the same plan. (An animation that needs nothing stays on `.animation`, with
         /// `metadataCopyFirst`.)
         case metadataRewrite
+        /// The pixels need only their orientation applied, and the format can turn its image data without
+        /// decoding it (a JPEG's DCT blocks): turn it and write the kept metadata. When a perfect turn is
+        /// impossible, or the turned file is over the byte limit, the job continues on the still route with
+        /// the same plan (and says why).
+        case losslessTurn
         /// Decode (shrinking on load), resample, orient and encode one picture within the byte limit.
         case still
         /// Keep the animation: every frame resampled to the target and written as an animated GIF within
@@ -106,9 +111,15 @@ struct PreparePlan: Sendable, Equatable {
             ladder = .lossless(efforts: efforts, strongest: strongest, formatChange: change, minShortEdge: options.minShortEdge)
         }
 
-        let pixelsUnchanged = target == info.size && info.orientation == .up && info.colorModel != .cmyk
-            && info.colorModel != .ycck && info.frameCount == 1
-        route = pixelsUnchanged && outputFormat == info.format && input.metadataRewriter != nil ? .metadataRewrite : .still
+        let samePixels = target == info.size && info.colorModel != .cmyk && info.colorModel != .ycck
+            && info.frameCount == 1 && outputFormat == info.format
+        if samePixels && info.orientation == .up && input.metadataRewriter != nil {
+            route = .metadataRewrite
+        } else if samePixels && info.orientation != .up && input.losslessTurn != nil {
+            route = .losslessTurn
+        } else {
+            route = .still
+        }
     }
 }
 

@@ -1,3 +1,5 @@
+import CSharePipe
+
 /// Where a job's input bytes live while it runs.
 public enum InputResidence: Sendable, Equatable, Codable {
     /// A file read through small buffers (`ImageSource.file`, or an upload spooled to disk).
@@ -178,14 +180,25 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             rewriteOutput = rewriteOutputBytes(info, keptMetadata: keptMetadata)
         }
 
-        // libjpeg decompressor: a progressive (multi-scan) file keeps every coefficient of the image, 64 × 2
-        // bytes per 8×8 block per component, blocks padded to the MCU. The probe does not report the chroma
-        // sampling, so 4:4:4 is assumed (a 4:2:0 file needs half). libjpeg refuses past `maxDecoderMemory`
-        // ("backing store not supported"), so that caps it.
-        let blocksWide = (info.size.width + 7) / 8 + 1, blocksHigh = (info.size.height + 7) / 8 + 1
+        // libjpeg decompressor: a progressive (multi-scan) file's coefficients live in the shim's compact store
+        // (`sp_jpeg_coefficients.c`), which keeps per block a non-zero map and the coefficients the DCT scale
+        // reads. The probe does not report the chroma sampling: the bound is the larger of 4:4:4 (every
+        // component at the luma scale) and 4:2:0 (chroma blocks a quarter as many, at twice the scale). The
+        // store fails past `maxDecoderMemory`, so that caps it.
         let coefficients = info.progressive
-            ? min(components * blocksWide * blocksHigh * 128, options.limits.maxDecoderMemory) : 0
-        let decoder = jpegFixedBytes + coefficients + (main.decoded.width + 16) * components * jpegStripRows
+            ? min(progressiveStoreBytes(info.size, components: components,
+                                        numerator: ScalePlan.jpegScaleNumerator(stored: info.size, target: target)),
+                  options.limits.maxDecoderMemory) : 0
+        var decoder = jpegFixedBytes + coefficients + (main.decoded.width + 16) * components * jpegStripRows
+        if plan.route == .losslessTurn {
+            // `JPEGTurner` (it falls back to the still route, priced above): the input read whole, TurboJPEG's
+            // source coefficient arrays and the turned ones (128 bytes per block, blocks padded to the MCU),
+            // its output buffer and our copy; the rewriter's output and its 1/8-scale check decode.
+            let blocks = ((info.size.width + 15) / 16 + 1) * ((info.size.height + 15) / 16 + 1) * 4
+            decoder += info.byteCount + 2 * components * blocks * 128 + jpegFixedBytes
+            rewriteOutput = 2 * (info.byteCount + keptMetadata + 1024) + rewriteOutputBytes(info, keptMetadata: keptMetadata)
+            metered = max(metered, render(ScalePlan.scaled(info.size, by: 0.125)).metered)
+        }
 
         return Parts(decodedSize: main.decoded, renderedSize: main.output, channels: channels, metered: metered,
                      unmetered: 0, decoder: decoder, encoder: jpegEncoderBytes(main.output, channels: channels),
@@ -292,6 +305,19 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// The rewritten file is at most the input plus the kept metadata; its array grows by doubling.
     static func rewriteOutputBytes(_ info: ImageInfo, keptMetadata: Int) -> Int {
         2 * (info.byteCount + keptMetadata + 1024)
+    }
+
+    /// Bound of the compact coefficient store for a multi-scan JPEG decoded at `numerator`/8: the blocks
+    /// (padded to the MCU) times the store's per-block bound, plus its windows of expanded block rows
+    /// (6 iMCU rows of up to 2 block rows per component, 128 bytes a block) and row tables.
+    static func progressiveStoreBytes(_ size: PixelSize, components: Int, numerator: Int) -> Int {
+        let blocksWide = (size.width + 7) / 8 + 2, blocksHigh = (size.height + 7) / 8 + 2
+        let blocks = blocksWide * blocksHigh
+        func perBlock(_ scaled: Int) -> Int { Int(sp_jpeg_coefficient_store_block_bound(Int32(scaled))) }
+        let full = components * blocks * perBlock(numerator)
+        let subsampled = blocks * perBlock(numerator) + (components - 1) * (blocks / 4 + blocksWide) * perBlock(2 * numerator)
+        let windows = components * 12 * blocksWide * 128
+        return max(full, subsampled) + windows + components * blocksHigh * 16
     }
 
     /// libjpeg's compressor with `optimize_coding` (always on in `JPEGEncoder`) keeps every coefficient of

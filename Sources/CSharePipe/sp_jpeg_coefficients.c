@@ -1,0 +1,408 @@
+// The compact coefficient store: see sp_jpeg_coefficients.h for what it keeps and why that is exact.
+//
+// libjpeg-turbo 2.1 facts the store relies on (jdcoefct.c, jdphuff.c, jdarith.c, jidctint.c, jidctred.c):
+// - jinit_d_coef_controller requests one pre-zeroed array per component, in component order, padded to
+//   whole MCUs, with a window of v_samp_factor block rows (5 × that for a progressive file, for smoothing).
+// - consume_data accesses one iMCU row of a component writable per call; decompress_data and
+//   decompress_smooth_data access rows read-only (smoothing: the previous, current and next rows).
+// - The entropy decoders write coefficients by assignment (first scans) and, in refinement scans, read a
+//   coefficient only to test it against zero (jdphuff `*thiscoef != 0`, jdarith `if (*thiscoef)`) or its sign
+//   and correction bit, to change that same coefficient by ±2^Al, which never makes it zero (|value| stays
+//   below 2^15). So for a coefficient the IDCT does not read, "non-zero" is all the history there is.
+// - jpeg_idct_kxk (k = 3, 5, 6, 7) reads the top-left k×k coefficients; jpeg_idct_4x4 all but row and
+//   column 4; jpeg_idct_2x2 rows and columns 0, 1, 3, 5, 7; jpeg_idct_1x1 the DC; 8×8 and the larger IDCTs
+//   a chroma component gets beside a subsampled luma (10×10 … 16×16) read all 64.
+// - Block smoothing (decompress_smooth_data) reads the DC of the neighbouring blocks and zigzag positions
+//   0…9 of the block itself; those are always kept.
+// Anything the store cannot place (an array that is not a component's coefficient array) keeps all 64.
+#include "sp_jpeg_coefficients.h"
+
+#include <jerror.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+struct sp_coef_array {
+    sp_coef_array *next;
+    JDIMENSION blocks_per_row;
+    JDIMENSION rows;
+    JDIMENSION max_access;
+    JDIMENSION iMCU_rows;       // block rows per iMCU row (the component's v_samp_factor)
+    JDIMENSION window_capacity; // rows the window can hold
+    uint64_t kept;              // natural-order positions whose values are stored
+    JCOEF *dc;                  // every block's DC, rows × blocks_per_row (a DC scan touches nothing else)
+    uint8_t **row_data;         // per block row: the encoded AC of its blocks, or NULL while all are zero
+    uint32_t *row_length;
+    uint32_t *row_capacity;
+    uint64_t *window_maps;      // per window block: where it is non-zero (cleared there, not wholesale)
+    JBLOCKROW window_blocks;    // max_access rows of full blocks
+    JBLOCKARRAY window;         // row pointers into window_blocks
+    JDIMENSION window_start;   // first row in the window
+    JDIMENSION window_rows;
+    int window_valid;
+    int window_dirty;
+    int window_dc_only;         // the window holds current DC only (its AC is stale): a DC scan's access
+};
+
+// Natural-order positions of zigzag coefficients 0…9: what block smoothing reads of a block.
+static const uint64_t smoothing_positions =
+    (1ull << 0) | (1ull << 1) | (1ull << 8) | (1ull << 16) | (1ull << 9) | (1ull << 2) | (1ull << 3)
+    | (1ull << 10) | (1ull << 17) | (1ull << 24);
+
+static uint64_t square(int size, unsigned int row_and_column_set) {
+    uint64_t positions = 0;
+    for (int row = 0; row < DCTSIZE; row++) {
+        for (int column = 0; column < DCTSIZE; column++) {
+            int in = size > 0 ? (row < size && column < size)
+                              : ((row_and_column_set >> row) & 1) && ((row_and_column_set >> column) & 1);
+            if (in) positions |= 1ull << (row * DCTSIZE + column);
+        }
+    }
+    return positions;
+}
+
+// The coefficients the IDCT for a component of this scaled size reads, plus smoothing's.
+static uint64_t kept_positions(int scaled_size) {
+    uint64_t idct;
+    switch (scaled_size) {
+    case 1: idct = 1; break;
+    case 2: idct = square(0, 0xAB); break;                          // rows/columns 0, 1, 3, 5, 7
+    case 3: case 5: case 6: case 7: idct = square(scaled_size, 0); break;
+    case 4: idct = square(0, 0xEF); break;                          // all but row/column 4
+    default: idct = ~0ull; break;
+    }
+    return idct | smoothing_positions;
+}
+
+static sp_coef_store *store_of(j_common_ptr cinfo) { return (sp_coef_store *)cinfo->client_data; }
+
+// Counts an allocation against the limit; past it the decode fails the way libjpeg's own arrays fail at
+// max_memory_to_use (JERR_NO_BACKING_STORE), which the reader reports as the decoder memory limit.
+static void count_bytes(j_common_ptr cinfo, long delta) {
+    sp_coef_store *store = store_of(cinfo);
+    store->bytes = (size_t)((long)store->bytes + delta);
+    if (store->bytes > store->peak_bytes) store->peak_bytes = store->bytes;
+    if (delta > 0 && store->max_bytes > 0 && (long)store->bytes > store->max_bytes) ERREXIT(cinfo, JERR_NO_BACKING_STORE);
+}
+
+static void *checked_calloc(j_common_ptr cinfo, size_t count, size_t size) {
+    void *pointer = calloc(count == 0 ? 1 : count, size);
+    if (pointer == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 90);
+    return pointer;
+}
+
+// MARK: - Blocks
+//
+// One block, encoded: a byte saying which of the 8 bytes of its 64-bit non-zero map are non-zero, those
+// bytes, then the values (int16, native order) of the non-zero kept coefficients in natural order.
+
+static inline uint64_t nonzero_map(const JCOEF *block) {
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    uint64_t map = 0;
+    for (int i = 0; i < 8; i += 2) {
+        __m128i a = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(block + i * 8)), zero);
+        __m128i b = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(block + i * 8 + 8)), zero);
+        uint64_t zeros = (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_packs_epi16(a, b));
+        map |= (~zeros & 0xFFFFull) << (i * 8);
+    }
+    return map;
+#else
+    uint64_t map = 0;
+    for (int p = 0; p < DCTSIZE2; p++) map |= (uint64_t)(block[p] != 0) << p;
+    return map;
+#endif
+}
+
+// Bits counted without the POPCNT instruction (not in the x86-64 baseline, so __builtin_popcountll would
+// become a library call).
+static inline int count_bits(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (int)((x * 0x0101010101010101ull) >> 56);
+}
+
+// Bit i set where byte i of map is non-zero.
+static inline unsigned int nonzero_bytes(uint64_t map) {
+    uint64_t x = map | (map >> 4);
+    x |= x >> 2;
+    x |= x >> 1;
+    x &= 0x0101010101010101ull;
+    return (unsigned int)((x * 0x0102040810204080ull) >> 56);
+}
+
+static inline size_t encoded_size(uint64_t map, uint64_t kept) {
+    return 1 + (size_t)count_bits(nonzero_bytes(map)) + 2 * (size_t)count_bits(map & kept);
+}
+
+static inline uint8_t *encode_block(uint8_t *out, const JCOEF *block, uint64_t map, uint64_t kept) {
+    unsigned int summary = nonzero_bytes(map);
+    *out++ = (uint8_t)summary;
+    for (unsigned int bytes = summary; bytes != 0; bytes &= bytes - 1) *out++ = (uint8_t)(map >> (8 * __builtin_ctz(bytes)));
+    for (uint64_t values = map & kept; values != 0; values &= values - 1) {
+        JCOEF value = block[__builtin_ctzll(values)];
+        memcpy(out, &value, sizeof value);
+        out += sizeof value;
+    }
+    return out;
+}
+
+// Fills a zeroed block; returns the byte after it and sets *map to its non-zero map.
+static inline const uint8_t *decode_block(const uint8_t *in, JCOEF *block, uint64_t kept, uint64_t *map_out) {
+    unsigned int summary = *in++;
+    uint64_t map = 0;
+    for (unsigned int bytes = summary; bytes != 0; bytes &= bytes - 1) map |= (uint64_t)(*in++) << (8 * __builtin_ctz(bytes));
+    for (uint64_t bits = map; bits != 0; bits &= bits - 1) {
+        int position = __builtin_ctzll(bits);
+        if ((kept >> position) & 1) {
+            memcpy(&block[position], in, sizeof(JCOEF));
+            in += sizeof(JCOEF);
+        } else {
+            block[position] = 1;   // non-zero, value never read
+        }
+    }
+    *map_out = map;
+    return in;
+}
+
+// MARK: - Rows
+
+// Stores window row `slot` as block row `row` (its DC in the DC plane, its AC encoded); leaves the slot's
+// non-zero maps up to date.
+static void compact_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
+    JBLOCKROW blocks = array->window[slot];
+    uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
+    JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+    uint64_t kept = array->kept & ~1ull;
+    size_t size = 0;
+    int any = 0;
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
+        uint64_t map = nonzero_map(blocks[b]);
+        maps[b] = map;
+        dc[b] = blocks[b][0];
+        map &= ~1ull;
+        any |= map != 0;
+        size += encoded_size(map, kept);
+    }
+    if (!any) size = 0;   // an all-zero row is stored as nothing
+    if (size > UINT32_MAX) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 91);
+    uint32_t capacity = array->row_capacity[row];
+    if (size > capacity || size < capacity / 2) {
+        uint8_t *data = NULL;
+        if (size > 0) {
+            data = realloc(array->row_data[row], size);
+            if (data == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 92);
+        } else {
+            free(array->row_data[row]);
+        }
+        array->row_data[row] = data;
+        array->row_capacity[row] = (uint32_t)size;
+        count_bytes(cinfo, (long)size - (long)capacity);
+    }
+    array->row_length[row] = (uint32_t)size;
+    if (size == 0) return;
+    uint8_t *out = array->row_data[row];
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) out = encode_block(out, blocks[b], maps[b] & ~1ull, kept);
+}
+
+// Decodes block row `row` into window row `slot`, clearing only what the slot held non-zero before.
+static void expand_row(sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
+    JBLOCKROW blocks = array->window[slot];
+    uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
+        for (uint64_t bits = maps[b]; bits != 0; bits &= bits - 1) blocks[b][__builtin_ctzll(bits)] = 0;
+        maps[b] = 0;
+    }
+    if (array->row_length[row] != 0) {
+        const uint8_t *in = array->row_data[row];
+        for (JDIMENSION b = 0; b < array->blocks_per_row; b++) in = decode_block(in, blocks[b], array->kept, &maps[b]);
+    }
+    const JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
+        blocks[b][0] = dc[b];
+        maps[b] |= (uint64_t)(dc[b] != 0);
+    }
+}
+
+// A DC scan's window: only the DC of window row `slot` is made current (its AC stays whatever it was).
+static void expand_dc(sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
+    JBLOCKROW blocks = array->window[slot];
+    uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
+    const JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
+        blocks[b][0] = dc[b];
+        maps[b] = (maps[b] & ~1ull) | (uint64_t)(dc[b] != 0);
+    }
+}
+
+static void compact_dc(sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
+    JBLOCKROW blocks = array->window[slot];
+    uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
+    JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
+        dc[b] = blocks[b][0];
+        maps[b] = (maps[b] & ~1ull) | (uint64_t)(dc[b] != 0);
+    }
+}
+
+static void release_arrays(j_common_ptr cinfo) {
+    sp_coef_store *store = store_of(cinfo);
+    sp_coef_array *array = store->arrays;
+    while (array != NULL) {
+        sp_coef_array *next = array->next;
+        if (array->row_data != NULL) {
+            for (JDIMENSION r = 0; r < array->rows; r++) free(array->row_data[r]);
+        }
+        free(array->row_data);
+        free(array->row_length);
+        free(array->row_capacity);
+        free(array->window_maps);
+        free(array->dc);
+        free(array->window_blocks);
+        free(array->window);
+        free(array);
+        array = next;
+    }
+    store->arrays = NULL;
+    store->requested = 0;
+    store->bytes = 0;
+}
+
+// MARK: - Memory manager methods
+
+static jvirt_barray_ptr store_request_virt_barray(j_common_ptr cinfo, int pool_id, boolean pre_zero,
+                                                  JDIMENSION blocksperrow, JDIMENSION numrows, JDIMENSION maxaccess) {
+    sp_coef_store *store = store_of(cinfo);
+    if (pool_id != JPOOL_IMAGE || !cinfo->is_decompressor) {
+        return store->base_request_virt_barray(cinfo, pool_id, pre_zero, blocksperrow, numrows, maxaccess);
+    }
+    j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+    sp_coef_array *array = checked_calloc(cinfo, 1, sizeof(sp_coef_array));
+    array->blocks_per_row = blocksperrow;
+    array->rows = numrows;
+    array->max_access = maxaccess < numrows ? maxaccess : numrows;
+    array->iMCU_rows = array->max_access;
+    array->kept = ~0ull;
+    int index = store->requested++;
+    if (index < dinfo->num_components) {
+        jpeg_component_info *component = &dinfo->comp_info[index];
+        JDIMENSION wide = (JDIMENSION)((component->width_in_blocks + component->h_samp_factor - 1)
+                                       / component->h_samp_factor * component->h_samp_factor);
+        JDIMENSION high = (JDIMENSION)((component->height_in_blocks + component->v_samp_factor - 1)
+                                       / component->v_samp_factor * component->v_samp_factor);
+        if (wide == blocksperrow && high == numrows) {
+            array->kept = kept_positions(component->DCT_scaled_size);
+            array->iMCU_rows = (JDIMENSION)component->v_samp_factor;
+        }
+    }
+    // Appended, so the list is in request (component) order.
+    sp_coef_array **last = &store->arrays;
+    while (*last != NULL) last = &(*last)->next;
+    *last = array;
+    return (jvirt_barray_ptr)array;
+}
+
+static void store_realize_virt_arrays(j_common_ptr cinfo) {
+    sp_coef_store *store = store_of(cinfo);
+    store->base_realize_virt_arrays(cinfo);
+    for (sp_coef_array *array = store->arrays; array != NULL; array = array->next) {
+        if (array->window != NULL) continue;
+        // Smoothing's read-only accesses get one iMCU row beyond the request (see store_access_virt_barray).
+        array->window_capacity = array->max_access + array->iMCU_rows;
+        if (array->window_capacity > array->rows) array->window_capacity = array->rows;
+        size_t rows = array->rows, window_blocks = (size_t)array->window_capacity * array->blocks_per_row;
+        count_bytes(cinfo, (long)(rows * (sizeof(uint8_t *) + 2 * sizeof(uint32_t)) + rows * array->blocks_per_row * sizeof(JCOEF)
+                                  + window_blocks * sizeof(JBLOCK) + array->window_capacity * sizeof(JBLOCKROW)
+                                  + window_blocks * sizeof(uint64_t)));
+        array->row_data = checked_calloc(cinfo, rows, sizeof(uint8_t *));
+        array->row_length = checked_calloc(cinfo, rows, sizeof(uint32_t));
+        array->row_capacity = checked_calloc(cinfo, rows, sizeof(uint32_t));
+        array->window_maps = checked_calloc(cinfo, window_blocks, sizeof(uint64_t));
+        array->dc = checked_calloc(cinfo, rows * array->blocks_per_row, sizeof(JCOEF));
+        array->window_blocks = checked_calloc(cinfo, window_blocks, sizeof(JBLOCK));
+        array->window = checked_calloc(cinfo, array->window_capacity, sizeof(JBLOCKROW));
+        for (JDIMENSION r = 0; r < array->window_capacity; r++) {
+            array->window[r] = array->window_blocks + (size_t)r * array->blocks_per_row;
+        }
+    }
+}
+
+static JBLOCKARRAY store_access_virt_barray(j_common_ptr cinfo, jvirt_barray_ptr pointer, JDIMENSION start_row,
+                                           JDIMENSION num_rows, boolean writable) {
+    sp_coef_store *store = store_of(cinfo);
+    sp_coef_array *array = store->arrays;
+    while (array != NULL && (jvirt_barray_ptr)array != pointer) array = array->next;
+    if (array == NULL) return store->base_access_virt_barray(cinfo, pointer, start_row, num_rows, writable);
+    if (array->window == NULL || num_rows > array->max_access || start_row > array->rows
+        || num_rows > array->rows - start_row) {
+        ERREXIT(cinfo, JERR_BAD_VIRTUAL_ACCESS);
+    }
+    // libjpeg-turbo 2.1's decompress_smooth_data reads one iMCU row past the rows it asks for (on its second
+    // iMCU row it asks for 3 but reads the 4th, which libjpeg's own arrays, wholly in memory, happen to hold).
+    // Its read-only accesses of more than one iMCU row are smoothing's, so those get one more iMCU row.
+    JDIMENSION wanted_end = start_row + num_rows;
+    if (!writable && num_rows > array->iMCU_rows) wanted_end += array->iMCU_rows;
+    if (wanted_end > array->rows) wanted_end = array->rows;
+    // A progressive DC scan (Ss = Se = 0) reads and writes nothing but the DC: only that is made current.
+    j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+    int dc_only = writable && dinfo->progressive_mode && dinfo->Se == 0;
+    int inside = array->window_valid && dc_only == array->window_dc_only && start_row >= array->window_start
+        && wanted_end <= array->window_start + array->window_rows;
+    if (!inside) {
+        if (array->window_dirty) {
+            for (JDIMENSION r = 0; r < array->window_rows; r++) {
+                if (array->window_dc_only) compact_dc(array, array->window_start + r, r);
+                else compact_row(cinfo, array, array->window_start + r, r);
+            }
+        }
+        for (JDIMENSION r = 0; r < wanted_end - start_row; r++) {
+            if (dc_only) expand_dc(array, start_row + r, r);
+            else expand_row(array, start_row + r, r);
+        }
+        array->window_start = start_row;
+        array->window_rows = wanted_end - start_row;
+        array->window_valid = 1;
+        array->window_dirty = 0;
+        array->window_dc_only = dc_only;
+    }
+    if (writable) array->window_dirty = 1;
+    return array->window + (start_row - array->window_start);
+}
+
+static void store_free_pool(j_common_ptr cinfo, int pool_id) {
+    sp_coef_store *store = store_of(cinfo);
+    if (pool_id == JPOOL_IMAGE) release_arrays(cinfo);
+    store->base_free_pool(cinfo, pool_id);
+}
+
+static void store_self_destruct(j_common_ptr cinfo) {
+    sp_coef_store *store = store_of(cinfo);
+    release_arrays(cinfo);
+    store->base_self_destruct(cinfo);
+}
+
+void sp_coef_store_install(j_decompress_ptr cinfo, sp_coef_store *store, long max_bytes) {
+    struct jpeg_memory_mgr *mem = cinfo->mem;
+    memset(store, 0, sizeof *store);
+    store->base_request_virt_barray = mem->request_virt_barray;
+    store->base_realize_virt_arrays = mem->realize_virt_arrays;
+    store->base_access_virt_barray = mem->access_virt_barray;
+    store->base_free_pool = mem->free_pool;
+    store->base_self_destruct = mem->self_destruct;
+    store->max_bytes = max_bytes;
+    cinfo->client_data = store;
+    mem->request_virt_barray = store_request_virt_barray;
+    mem->realize_virt_arrays = store_realize_virt_arrays;
+    mem->access_virt_barray = store_access_virt_barray;
+    mem->free_pool = store_free_pool;
+    mem->self_destruct = store_self_destruct;
+}
+
+size_t sp_jpeg_coefficient_store_block_bound(int scaled_size) {
+    // The summary byte, up to 8 bytes of non-zero map, and every kept coefficient non-zero.
+    return 1 + 8 + 2 * (size_t)__builtin_popcountll(kept_positions(scaled_size));
+}

@@ -1,0 +1,128 @@
+import CSharePipe
+import Foundation
+import Testing
+@testable import SharePipe
+
+/// The compact coefficient store (Sources/CSharePipe/sp_jpeg_coefficients.c) against libjpeg's own
+/// whole-image arrays: the same file, scale and output colour through the same shim, pixels compared byte
+/// for byte. `SHAREPIPE_STORE_CORPUS` (directories, colon-separated) adds more files: scripts/check-progressive-store
+/// generates scan-script, restart-interval, sampling and odd-size sets and runs this suite over them.
+@Suite("Progressive coefficient store")
+struct ProgressiveStoreTests {
+    /// One decode through the shim.
+    struct Decode: Equatable {
+        var status: sp_status
+        var width = 0, height = 0, components = 0
+        var pixels: [UInt8] = []
+        var storePeak = 0
+    }
+
+    static func decode(_ path: String, scale: Int, full: Bool, maxMemory: Int = 256 << 20) -> Decode {
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        let limits = sp_jpeg_limits(max_memory: maxMemory, max_metadata: 0, max_segments: 0, max_scans: 500)
+        var status = sp_jpeg_reader_open_file(path, limits, &handle, &message)
+        guard status == SP_OK, let handle else { return Decode(status: status) }
+        defer { sp_jpeg_reader_free(handle) }
+        var header = sp_jpeg_header()
+        status = sp_jpeg_reader_read_header(handle, 0, &header, &message)
+        guard status == SP_OK else { return Decode(status: status) }
+        sp_jpeg_reader_use_full_coefficients(handle, full ? 1 : 0)
+        let space = header.components == 1 ? SP_JPEG_OUT_GRAY : header.components == 4 ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB
+        var result = Decode(status: SP_OK)
+        var w: Int32 = 0, h: Int32 = 0, c: Int32 = 0
+        status = sp_jpeg_reader_start(handle, Int32(scale), space, &w, &h, &c, &message)
+        guard status == SP_OK else { return Decode(status: status) }
+        (result.width, result.height, result.components) = (Int(w), Int(h), Int(c))
+        let rowBytes = result.width * result.components
+        // A header claiming a huge image (TestImages/broken/huge-header.jpg): compared by status only.
+        guard rowBytes * result.height <= 256 << 20 else { return result }
+        result.pixels = [UInt8](repeating: 0, count: rowBytes * result.height)
+        var done = 0
+        while done < result.height {
+            var rows: Int32 = 0
+            status = result.pixels.withUnsafeMutableBufferPointer { buffer in
+                sp_jpeg_reader_read_rows(handle, buffer.baseAddress! + done * rowBytes, rowBytes,
+                                         Int32(result.height - done), &rows, &message)
+            }
+            guard status == SP_OK, rows > 0 else { break }
+            done += Int(rows)
+        }
+        if status == SP_OK { status = sp_jpeg_reader_finish(handle, &message) }
+        result.status = status == SP_ERR_END ? SP_OK : status
+        result.storePeak = sp_jpeg_reader_coefficient_store_peak(handle)
+        return result
+    }
+
+    /// Every JPEG under `TestImages/` (committed, including the broken ones and `progressive/`'s scan
+    /// scripts) and under the directories of `SHAREPIPE_STORE_CORPUS`.
+    static func files() -> [String] {
+        var roots = [Fixtures.path(""), Fixtures.root + "/Fuzz/crashers/jpeg"]
+        if let extra = ProcessInfo.processInfo.environment["SHAREPIPE_STORE_CORPUS"] {
+            roots += extra.split(separator: ":").map(String.init)
+        }
+        var found: [String] = []
+        for root in roots {
+            guard let walker = FileManager.default.enumerator(atPath: root) else { continue }
+            for case let relative as String in walker {
+                let path = root + "/" + relative
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+                      let handle = FileHandle(forReadingAtPath: path) else { continue }
+                let magic = handle.readData(ofLength: 3)
+                try? handle.close()
+                if [UInt8](magic) == [0xFF, 0xD8, 0xFF] { found.append(path) }
+            }
+        }
+        return found.sorted()
+    }
+
+    @Test("decodes the pixels of libjpeg's own arrays, at every scale, for every JPEG")
+    func exactAgainstLibjpeg() throws {
+        var compared = 0, progressive = 0, failedAlike = 0
+        var storeBytes = 0
+        for path in Self.files() {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            // Large committed images are covered at the scales the pipeline uses for them.
+            let scales = size > 400_000 ? [1, 2, 3] : Array(1...8)
+            for scale in scales {
+                let full = Self.decode(path, scale: scale, full: true)
+                let compact = Self.decode(path, scale: scale, full: false)
+                #expect(compact.status == full.status, "\(path) at \(scale)/8: status \(compact.status) vs \(full.status)")
+                guard full.status == SP_OK, compact.status == SP_OK else { failedAlike += 1; continue }
+                #expect(compact.width == full.width && compact.height == full.height, "\(path) at \(scale)/8")
+                #expect(compact.pixels == full.pixels, "\(path) at \(scale)/8: pixels differ")
+                compared += 1
+                if compact.storePeak > 0 {
+                    progressive += 1
+                    storeBytes += compact.storePeak
+                }
+            }
+        }
+        print("progressive store: \(compared) decodes compared (\(progressive) multi-scan), \(failedAlike) failed alike; "
+              + "store peaks summed: \(storeBytes) bytes")
+        #expect(progressive > 0)
+    }
+
+    @Test("holds a 1600×1200 progressive file at 3/8 in a fraction of libjpeg's coefficient arrays")
+    func storeIsSmall() throws {
+        let compact = Self.decode(Fixtures.path("jpeg/progressive.jpg"), scale: 3, full: false)
+        #expect(compact.status == SP_OK)
+        // libjpeg's arrays: 4:2:0, 200 × 150 luma blocks and 2 × 100 × 75 chroma blocks of 128 bytes.
+        let libjpeg = (200 * 150 + 2 * 100 * 75) * 128
+        #expect(compact.storePeak > 0 && compact.storePeak < libjpeg / 3, "store \(compact.storePeak) vs \(libjpeg)")
+    }
+
+    @Test("fails at the decoder memory limit instead of growing past it")
+    func boundedByTheLimit() throws {
+        let limited = Self.decode(Fixtures.path("jpeg/progressive.jpg"), scale: 3, full: false, maxMemory: 200_000)
+        #expect(limited.status == SP_ERR_MEMORY)
+        #expect(limited.storePeak <= 200_000 + 64 << 10)
+        let error = #expect(throws: SharePipeError.self) {
+            var options = PrepareOptions()
+            options.limits.maxDecoderMemory = 200_000
+            _ = try SharePipe.prepare(.file(path: Fixtures.path("jpeg/progressive.jpg")), options: options)
+        }
+        #expect("\(String(describing: error))".contains("decoder memory limit"))
+    }
+}
