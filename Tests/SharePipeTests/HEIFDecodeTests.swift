@@ -213,4 +213,36 @@ import Testing
         let fromBytes = try HEIFDecoding.render(.bytes(bytes), target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter())
         #expect(fromBytes.bitmap == (try Self.render("corners.avif")))
     }
+
+    /// Cut anywhere, or with bytes overwritten anywhere, a HEIF/AVIF either decodes or fails with a
+    /// `SharePipeError` naming the source; libheif's errors never end the process.
+    @Test(arguments: ["gps-irot.heic", "corners.avif", "alpha.avif"])
+    func damagedFilesFailCleanly(file: String) throws {
+        let whole = try Fixtures.bytes(Fixtures.path("heif/" + file))
+        var limits = ImageLimits()
+        limits.maxDecoderMemory = 64 << 20
+        var damaged: [[UInt8]] = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / 80)).map { Array(whole.prefix($0)) }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<80 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            var copy = whole
+            let at = Int(state >> 33) % whole.count
+            copy[at] ^= UInt8(truncatingIfNeeded: state >> 13) | 1
+            damaged.append(copy)
+        }
+        var failures = 0
+        for bytes in damaged {
+            do {
+                let source = ImageSource.bytes(bytes)
+                let probe = try HEIFDecoding.probe(source, limits: limits)
+                _ = try HEIFDecoding.render(source, target: PixelSize(width: 64, height: 64), limits: limits,
+                                            meter: PixelMemoryMeter())
+                _ = probe
+            } catch let error as SharePipeError {
+                failures += 1
+                #expect("\(error)".hasPrefix("<memory>: "), "\(error)")
+            }
+        }
+        #expect(failures >= 70, "only \(failures) of \(damaged.count) damaged copies failed")
+    }
 }
