@@ -190,7 +190,7 @@ sp_status sp_heif_reader_copy_metadata(sp_heif_reader *reader, int index, uint8_
     return error.code == heif_error_Ok ? SP_OK : fail(error, message);
 }
 
-sp_status sp_heif_reader_decode(sp_heif_reader *reader, int threads, sp_heif_planes *planes, char *message) {
+sp_status sp_heif_reader_decode(sp_heif_reader *reader, int wanted_chroma, int threads, sp_heif_planes *planes, char *message) {
     if (reader->image != NULL) { copy_message(message, "image already decoded"); return SP_ERR_ARGUMENT; }
     memset(planes, 0, sizeof(*planes));
     heif_context_set_max_decoding_threads(reader->context, threads);
@@ -198,11 +198,13 @@ sp_status sp_heif_reader_decode(sp_heif_reader *reader, int threads, sp_heif_pla
     if (options == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     options->ignore_transformations = 0;    // irot, imir and clap are authoritative: libheif applies them
     options->convert_hdr_to_8bit = 0;       // 10/12-bit samples reach the Swift side whole
-    // YCbCr with undefined chroma: the codec's own planes (4:2:0/4:2:2/4:4:4), no conversion to RGB (which
-    // would cost a second full-size buffer; libheif 1.15 converts to planar RGB when the colorspace is
-    // left undefined).
-    struct heif_error error = heif_decode_image(reader->handle, &reader->image, heif_colorspace_YCbCr,
-                                                heif_chroma_undefined, options);
+    // The coded planes: YCbCr in the chroma format the caller read from the file's configuration box (or
+    // monochrome), so libheif converts nothing. (Left undefined, libheif 1.15 converts: to planar RGB for an
+    // undefined colorspace, to 4:4:4 for YCbCr with an undefined chroma.)
+    if (wanted_chroma < 0 || wanted_chroma > 3) { heif_decoding_options_free(options); copy_message(message, "bad chroma"); return SP_ERR_ARGUMENT; }
+    enum heif_colorspace wanted_space = wanted_chroma == heif_chroma_monochrome ? heif_colorspace_monochrome : heif_colorspace_YCbCr;
+    struct heif_error error = heif_decode_image(reader->handle, &reader->image, wanted_space,
+                                                (enum heif_chroma)wanted_chroma, options);
     heif_decoding_options_free(options);
     if (error.code != heif_error_Ok) { reader->image = NULL; return fail(error, message); }
     struct heif_image *image = reader->image;

@@ -76,9 +76,11 @@ sp_status sp_heif_reader_metadata(sp_heif_reader *reader, int index, sp_heif_met
 /// Copies metadata item `index` (metadata.length bytes, exactly as stored) into `buffer`.
 sp_status sp_heif_reader_copy_metadata(sp_heif_reader *reader, int index, uint8_t *buffer, size_t length,
                                        char *message);
-/// Decodes the primary image to its native YCbCr planes (no RGB conversion, no upsampling of chroma),
-/// with irot/imir/clap applied. `threads` is libheif's tile-decoding thread count (0: tiles in this thread).
-sp_status sp_heif_reader_decode(sp_heif_reader *reader, int threads, sp_heif_planes *planes, char *message);
+/// Decodes the primary image to YCbCr planes in `chroma` (heif_chroma: 0 monochrome, 1 4:2:0, 2 4:2:2,
+/// 3 4:4:4; pass the coded format so that libheif converts nothing), with irot/imir/clap applied.
+/// `threads` is libheif's tile-decoding thread count (0: grid tiles one after another in this thread).
+sp_status sp_heif_reader_decode(sp_heif_reader *reader, int chroma, int threads, sp_heif_planes *planes,
+                                char *message);
 /// Frees the decoded image (the planes) early; the reader stays open.
 void sp_heif_reader_release_image(sp_heif_reader *reader);
 /// Frees the image, the handle and the context, and closes the file.

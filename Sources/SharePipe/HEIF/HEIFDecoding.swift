@@ -107,13 +107,14 @@ enum HEIFDecoding {
     /// resampler to `target` (at most the image size).
     static func render(_ source: ImageSource, target: PixelSize, limits: ImageLimits,
                        meter: PixelMemoryMeter) throws -> RenderedImage {
-        try HEIFReader.with(source, limits: limits) { reader in
+        // The coded chroma format, from the configuration boxes (4:4:4 when they cannot say).
+        let chroma = (try? HEIFChroma.coded(source, maxMetaBytes: limits.maxMetadataBytes)) ?? HEIFChroma.yuv444
+        return try HEIFReader.with(source, limits: limits) { reader in
             let info = try reader.info()
             let size = PixelSize(width: Int(info.width), height: Int(info.height))
             try limits.check(width: size.width, height: size.height, file: reader.file)
-            // Priced at 4:4:4 when the header cannot say (the chroma format is only known after decoding).
             let estimate = decodeMemory(size: size, bitDepth: max(Int(info.luma_bits), 8), hasAlpha: info.has_alpha != 0,
-                                        monochrome: info.chroma_bits < 0, chroma444: true)
+                                        monochrome: chroma == HEIFChroma.monochrome, chroma444: chroma != HEIFChroma.yuv420)
             if estimate > limits.maxDecoderMemory {
                 throw SharePipeError.tooLarge(file: reader.file, width: size.width, height: size.height,
                                               limit: "the decoder memory limit of \(limits.maxDecoderMemory) bytes "
@@ -122,7 +123,7 @@ enum HEIFDecoding {
             meter.allocate(estimate)
             var counted = estimate
             defer { meter.release(counted) }
-            let planes = try reader.decodePlanes(threads: decodingThreads)
+            let planes = try reader.decodePlanes(chroma: chroma, threads: decodingThreads)
             defer { reader.releaseImage() }
             // The codec's copy is gone once decoding returns; the planes stay until the last row.
             let held = planeBytes(planes)
@@ -163,5 +164,30 @@ enum HEIFDecoding {
         if planes.cb != nil { total += (Int(planes.cb_stride) + Int(planes.cr_stride)) * Int(planes.chroma_height) }
         if planes.alpha != nil { total += Int(planes.alpha_stride) * Int(planes.height) }
         return total
+    }
+}
+
+/// The decoder role for HEIF/HEIC and AVIF (one libheif-backed implementation serves both formats).
+///
+/// The orientation reported is always `.up`: libheif applies `irot`/`imir` while decoding, so the probe's
+/// size is the displayed size, and the Exif orientation a HEIF may also carry is informational (applying it
+/// would turn the picture a second time). So `storedOrientationValue` stays nil (no orientation is left to
+/// apply); the Exif that is kept has its orientation reset to 1 by the metadata policy, like every format's.
+struct HEIFDecoder: ImageDecoder {
+    let format: ImageFormat
+
+    func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
+        let byteCount = try source.byteCount()
+        let probe = try HEIFDecoding.probe(source, limits: limits)
+        return ImageInfo(format: format, size: probe.size,
+                         colorModel: probe.monochrome ? (probe.hasAlpha ? .grayAlpha : .gray) : (probe.hasAlpha ? .rgba : .rgb),
+                         bitDepth: probe.bitDepth, progressive: false, orientation: .up,
+                         storedOrientationValue: nil, frameCount: 1, hasAlpha: probe.hasAlpha,
+                         metadata: probe.metadata, byteCount: byteCount)
+    }
+
+    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+                meter: PixelMemoryMeter) throws -> RenderedImage {
+        try HEIFDecoding.render(source, target: target, limits: limits, meter: meter)
     }
 }

@@ -88,12 +88,12 @@ final class HEIFReader {
         return items
     }
 
-    /// Decodes the primary image to its native planes (transforms applied). The planes stay valid until
+    /// Decodes the primary image to YCbCr planes in `chroma` (transforms applied). The planes stay valid until
     /// `releaseImage()` or the end of `with`.
-    func decodePlanes(threads: Int) throws -> sp_heif_planes {
+    func decodePlanes(chroma: Int32, threads: Int) throws -> sp_heif_planes {
         var planes = sp_heif_planes()
         var message = shimMessageBuffer()
-        try checkShim(sp_heif_reader_decode(handle, Int32(threads), &planes, &message), message, file: file)
+        try checkShim(sp_heif_reader_decode(handle, chroma, Int32(threads), &planes, &message), message, file: file)
         return planes
     }
 
