@@ -150,11 +150,12 @@ sp_status sp_heif_reader_info(sp_heif_reader *reader, sp_heif_info *info, char *
     info->auxiliary_images = heif_image_handle_get_number_of_auxiliary_images(handle, 0);
     info->icc_length = heif_image_handle_get_raw_color_profile_size(handle);
     info->metadata_blocks = reader->metadata_count;
+    // libheif allocates the nclx struct before it validates the code points: free it on errors too.
     struct heif_color_profile_nclx *nclx = NULL;
     if (heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok && nclx != NULL) {
         copy_nclx(nclx, &info->nclx);
-        heif_nclx_color_profile_free(nclx);
     }
+    if (nclx != NULL) heif_nclx_color_profile_free(nclx);
     return SP_OK;
 }
 
@@ -250,8 +251,8 @@ sp_status sp_heif_reader_decode(sp_heif_reader *reader, int wanted_chroma, int t
     struct heif_color_profile_nclx *nclx = NULL;
     if (heif_image_get_nclx_color_profile(image, &nclx).code == heif_error_Ok && nclx != NULL) {
         copy_nclx(nclx, &planes->nclx);
-        heif_nclx_color_profile_free(nclx);
     }
+    if (nclx != NULL) heif_nclx_color_profile_free(nclx);
     return SP_OK;
 }
 

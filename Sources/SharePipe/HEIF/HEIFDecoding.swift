@@ -36,9 +36,10 @@ struct HEIFProbe {
 /// has no way to decode one tile of the primary image), so the planes are the peak. They are priced by
 /// `decodeMemory` and checked against `ImageLimits.maxDecoderMemory` before decoding.
 enum HEIFDecoding {
-    /// libheif's tile-decoding threads: 0 decodes grid tiles one after another in the calling thread, so
-    /// only one tile's decoder state exists at a time (memory first; the pipeline runs files in parallel).
-    static let decodingThreads = 0
+    /// libheif's tile-decoding threads for grid images (iPhone photos are 8×6 tiles of 512×512). Measured on
+    /// a 4032×3024 grid HEIC (libheif 1.15, 2 cores): peak RSS 60.7 MB with 0 (tiles in the calling thread),
+    /// 60.3 MB with 2; wall 2.97 s → 2.45 s. Two threads cost no memory there, so two.
+    static let decodingThreads = 2
 
     static func probe(_ source: ImageSource, limits: ImageLimits) throws -> HEIFProbe {
         try HEIFReader.with(source, limits: limits) { reader in
