@@ -29,7 +29,7 @@
 
 set -euo pipefail
 
-ALL_SECTIONS=(jpeg png gif broken lenient progressive)
+ALL_SECTIONS=(jpeg png gif broken lenient progressive heif)
 
 CONVERT=${CONVERT:-/usr/bin/convert}
 EXIFTOOL=${EXIFTOOL:-exiftool}
@@ -1586,6 +1586,122 @@ verify_progressive() {
     fi
   done
   ls -l "$OUT_ROOT/progressive" | tail -n +2 | awk '{printf "%-32s %8s\n", $9, $5}'
+}
+
+# ---------------------------------------------------------------------------
+# Section: heif  ->  TestImages/heif/  (HEIC and AVIF through heif-enc; libheif-examples 1.15)
+# ---------------------------------------------------------------------------
+# heif-enc 1.15 writes no irot/imir and no nclx-only colr for PNG input: scripts/heif-boxes.py adds them.
+# Its AVIF encoder (aom 3.6) aborts on PNG input at 4:2:0 or 4:4:4 (an assertion in write_color_config),
+# so AVIFs are made from a JPEG (4:2:0) or at 4:2:2 (alpha).
+HEIF_ENC=${HEIF_ENC:-heif-enc}
+HEIF_CONVERT=${HEIF_CONVERT:-heif-convert}
+
+# heif_rgb FILE X Y -> "R,G,B" of the displayed (transformed) image as libheif converts it
+heif_rgb() {
+  "$HEIF_CONVERT" "$1" "$TMP/heif-check.png" >/dev/null
+  rgb_at "$TMP/heif-check.png" "$2" "$3"
+}
+heif_size() { "$HEIF_CONVERT" "$1" "$TMP/heif-check.png" >/dev/null; "$CONVERT" "$TMP/heif-check.png" -format '%wx%h' info:; }
+
+# corners_png W H OUT — grey with 100×100 red TL, green TR, blue BR squares (the orientation picture)
+corners_png() {
+  local w=$1 h=$2
+  "$CONVERT" -size "${w}x${h}" xc:'rgb(128,128,128)' -fill 'rgb(255,0,0)' -draw "rectangle 0,0 99,99" \
+    -fill 'rgb(0,255,0)' -draw "rectangle $((w - 100)),0 $((w - 1)),99" \
+    -fill 'rgb(0,0,255)' -draw "rectangle $((w - 100)),$((h - 100)) $((w - 1)),$((h - 1))" -strip "PNG24:$3"
+}
+
+make_heif() {
+  local out="$OUT_ROOT/heif" box="$ROOT/scripts/heif-boxes.py"
+  for tool in "$HEIF_ENC" "$HEIF_CONVERT"; do
+    command -v "$tool" >/dev/null || { echo "missing tool: $tool (apt: libheif-examples)" >&2; exit 2; }
+  done
+  echo "== heif -> $out"
+  rm -rf "$out"
+  mkdir -p "$out" "$ROOT_BROKEN"
+  corners_png 600 400 "$TMP/corners.png"
+
+  # gps-irot.heic: pixels stored turned a quarter clockwise (400×600), irot 1 (a quarter anticlockwise)
+  # restores the 600×400 picture. The Exif item says Orientation 6 as well: applying it again would turn
+  # the picture a second time. Camera metadata (GPS) in Exif, privacy metadata in XMP.
+  "$CONVERT" "$TMP/corners.png" -rotate 90 -quality 95 -sampling-factor 1x1 "${JPEG_BASE[@]}" "$TMP/stored.jpg"
+  et "${CAMERA_TAGS[@]}" -Orientation=6 "-XMP-dc:Description=secret description (XMP)" \
+    -XMP-exif:GPSLatitude=52.5200 -XMP-exif:GPSLongitude=13.4050 -XMP-photoshop:City=Berlin "$TMP/stored.jpg"
+  "$HEIF_ENC" -q 90 "$TMP/stored.jpg" -o "$TMP/stored.heic" >/dev/null
+  "$PYTHON" "$box" "$TMP/stored.heic" "$out/gps-irot.heic" --irot 1
+
+  # mirror.heic: the picture stored upside down (flipped top to bottom), imir mode 0 flips it back (ISO/IEC
+  # 23008-12:2022: mode 0 exchanges top and bottom, 1 left and right; libheif does the same).
+  # mirror-rotate.heic: stored transposed (400×600); irot 3 (three quarters anticlockwise) and then imir 1
+  # (left-right) restore the picture: the two transforms in ipma order. No metadata in either.
+  "$CONVERT" "$TMP/corners.png" -flip "PNG24:$TMP/flip.png"
+  "$HEIF_ENC" -q 90 "$TMP/flip.png" -o "$TMP/flip.heic" >/dev/null
+  "$PYTHON" "$box" "$TMP/flip.heic" "$out/mirror.heic" --imir 0
+  "$CONVERT" "$TMP/corners.png" -transpose "PNG24:$TMP/transposed.png"
+  "$HEIF_ENC" -q 90 "$TMP/transposed.png" -o "$TMP/transposed.heic" >/dev/null
+  "$PYTHON" "$box" "$TMP/transposed.heic" "$out/mirror-rotate.heic" --irot 3 --imir 1
+
+  # corners-444.heic: 4:4:4 chroma, no metadata, no colr box.
+  "$HEIF_ENC" -q 90 -p chroma=444 "$TMP/corners.png" -o "$out/corners-444.heic" >/dev/null
+
+  # corners.avif: AV1, 4:2:0 (from a JPEG), no metadata.
+  "$CONVERT" "$TMP/corners.png" -quality 95 -sampling-factor 1x1 "${JPEG_BASE[@]}" "$TMP/corners.jpg"
+  "$HEIF_ENC" -A -q 80 "$TMP/corners.jpg" -o "$out/corners.avif" >/dev/null
+
+  # alpha.avif: 300×200 at 4:2:2 with an alpha item: opaque red left half (top), 50 % blue right half,
+  # fully transparent bottom-left quadrant.
+  "$CONVERT" -size 300x200 xc:'rgba(255,0,0,1)' \( -size 150x200 xc:'rgba(0,0,255,0.5)' \) -geometry +150+0 \
+    -compose Copy -composite \( -size 150x100 xc:'rgba(0,0,0,0)' \) -geometry +0+100 -compose Copy -composite \
+    -strip "PNG32:$TMP/alpha.png"
+  "$HEIF_ENC" -A -q 90 -p chroma=422 "$TMP/alpha.png" -o "$out/alpha.avif" >/dev/null
+
+  # p3-nclx.heic: 128×128, four 64×64 patches given as Display P3 values (colour only as nclx: P3
+  # primaries 12, sRGB transfer 13, BT.601 matrix 6, full range), 4:4:4 at quality 95.
+  "$CONVERT" -size 128x128 xc:'rgb(230,230,230)' -fill 'rgb(200,60,40)' -draw 'rectangle 0,0 63,63' \
+    -fill 'rgb(40,180,90)' -draw 'rectangle 64,0 127,63' -fill 'rgb(60,80,200)' -draw 'rectangle 0,64 63,127' \
+    -strip "PNG24:$TMP/p3.png"
+  "$HEIF_ENC" -q 95 -p chroma=444 "$TMP/p3.png" -o "$TMP/p3.heic" >/dev/null
+  "$PYTHON" "$box" "$TMP/p3.heic" "$out/p3-nclx.heic" --nclx 12,13,6,1
+
+  # ten-bit.heic: 256×64 horizontal gradient black → white from a 16-bit PNG, coded at 10 bits.
+  "$CONVERT" -size 64x256 gradient:white-black -rotate 90 -depth 16 -strip "PNG48:$TMP/gradient16.png"
+  "$HEIF_ENC" -q 95 -b 10 -p chroma=444 "$TMP/gradient16.png" -o "$out/ten-bit.heic" >/dev/null
+
+  # Broken: the first 60 % of gps-irot.heic; and a copy of corners-444.heic whose ispe claims 60000×60000.
+  head -c $(( $(stat -c %s "$out/gps-irot.heic") * 6 / 10 )) "$out/gps-irot.heic" >"$ROOT_BROKEN/truncated.heic"
+  "$PYTHON" - "$out/corners-444.heic" "$ROOT_BROKEN/huge-ispe.heic" <<'PY'
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+at = data.index(b"ispe") + 8  # after type and version/flags
+data[at:at + 8] = struct.pack(">II", 60000, 60000)
+open(sys.argv[2], "wb").write(data)
+PY
+  verify_heif "$out"
+}
+
+verify_heif() {
+  local out=$1
+  echo "-- displayed size and corners as libheif decodes them (heif-convert)"
+  expect "gps-irot.heic displayed" "$(heif_size "$out/gps-irot.heic")" 600x400
+  color_is "$(heif_rgb "$out/gps-irot.heic" 50 50)" 255,0,0 12 || fail "gps-irot.heic top-left is not red"
+  color_is "$(heif_rgb "$out/gps-irot.heic" 550 350)" 0,0,255 12 || fail "gps-irot.heic bottom-right is not blue"
+  expect "gps-irot.heic Exif orientation" "$("$EXIFTOOL" -n -s3 -Orientation "$out/gps-irot.heic")" 6
+  expect "gps-irot.heic GPS" "$("$EXIFTOOL" -n -s3 -GPSLatitude "$out/gps-irot.heic")" 52.52
+  expect "gps-irot.heic XMP city" "$("$EXIFTOOL" -s3 -XMP-photoshop:City "$out/gps-irot.heic")" Berlin
+  local f
+  for f in mirror.heic mirror-rotate.heic; do
+    expect "$f displayed" "$(heif_size "$out/$f")" 600x400
+    color_is "$(heif_rgb "$out/$f" 50 50)" 255,0,0 12 || fail "$f top-left is not red"
+    color_is "$(heif_rgb "$out/$f" 550 50)" 0,255,0 12 || fail "$f top-right is not green"
+  done
+  expect "corners-444.heic displayed" "$(heif_size "$out/corners-444.heic")" 600x400
+  expect "corners.avif displayed" "$(heif_size "$out/corners.avif")" 600x400
+  color_is "$(heif_rgb "$out/corners.avif" 550 50)" 0,255,0 12 || fail "corners.avif top-right is not green"
+  expect "alpha.avif has alpha" "$(heif-info "$out/alpha.avif" | grep -c 'alpha channel: yes')" 1
+  expect "p3-nclx.heic colour profile" "$(heif-info "$out/p3-nclx.heic" | sed -n 's/.*color profile: //p' | head -1)" nclx
+  expect "ten-bit.heic bit depth" "$("$EXIFTOOL" -s3 -BitDepthLuma "$out/ten-bit.heic")" 10
+  ls -l "$out" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
 }
 
 # ---------------------------------------------------------------------------

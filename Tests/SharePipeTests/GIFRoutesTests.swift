@@ -32,6 +32,7 @@ import Testing
         case .gif: return "ICCRGBG1012"
         case .png: return "iCCP"
         case .jpeg: return "ICC_PROFILE"
+        case .heif, .avif: return "prof"   // input-only formats: never an output
         }
     }
 

@@ -75,6 +75,10 @@ import Testing
             Case(name: "16-bit RGB PNG", info: info(.png, 3000, 2000, .rgb, bitDepth: 16),
                  decoded: PixelSize(width: 3000, height: 2000), target: PixelSize(width: 1620, height: 1080),
                  metered: window((3000, 2000), (1620, 1080), 3) + 3000 * 3 * 2 + 3000 * 3 * 4),
+            // HEIF: libheif's whole-image planes (priced at 4:4:4, twice while decoding), then Float rows.
+            Case(name: "12 MP HEIC", info: info(.heif, 4032, 3024),
+                 decoded: PixelSize(width: 4032, height: 3024), target: PixelSize(width: 1440, height: 1080),
+                 metered: 2 * 3 * 4032 * 3024 + window((4032, 3024), (1440, 1080), 3) + 4032 * 3 * 4),
             // Animated: canvas and saved rectangle at the screen size, pictures and the viewer model at the output.
             Case(name: "animated GIF", info: info(.gif, 500, 280, .palette, frames: 40, bytes: 400_000),
                  decoded: PixelSize(width: 500, height: 280), target: PixelSize(width: 500, height: 280),

@@ -5,4 +5,5 @@
 #include "sp_jpeg_transform.h"
 #include "sp_png.h"
 #include "sp_gif.h"
+#include "sp_heif.h"
 #endif

@@ -3,6 +3,8 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     case jpeg
     case png
     case gif
+    case heif
+    case avif
 
     /// The usual file extension.
     public var fileExtension: String {
@@ -10,6 +12,8 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         case .jpeg: return "jpg"
         case .png: return "png"
         case .gif: return "gif"
+        case .heif: return "heic"
+        case .avif: return "avif"
         }
     }
 
@@ -21,12 +25,26 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
            prefix[3..<6].elementsEqual([0x38, 0x39, 0x61]) || prefix[3..<6].elementsEqual([0x38, 0x37, 0x61]) {
             return .gif
         }
-        return nil
+        return heifFamily(prefix)
+    }
+
+    /// HEIF (HEIC) or AVIF by the `ftyp` box: the major brand, and for the structural brands mif1/msf1 the
+    /// compatible brands within `prefix` (an AVIF may name mif1 first).
+    private static func heifFamily(_ prefix: [UInt8]) -> ImageFormat? {
+        guard prefix.count >= 12, prefix[4..<8].elementsEqual(Array("ftyp".utf8)) else { return nil }
+        let brand = { (at: Int) in String(decoding: prefix[at..<at + 4], as: UTF8.self) }
+        let major = brand(8)
+        if ["avif", "avis"].contains(major) { return .avif }
+        if ["heic", "heix", "heim", "heis", "hevc", "hevx"].contains(major) { return .heif }
+        guard ["mif1", "msf1"].contains(major) else { return nil }
+        let boxSize = Int(prefix[0]) << 24 | Int(prefix[1]) << 16 | Int(prefix[2]) << 8 | Int(prefix[3])
+        let compatible = stride(from: 16, to: min(boxSize, prefix.count) - 3, by: 4).map(brand)
+        return compatible.contains("avif") || compatible.contains("avis") ? .avif : .heif
     }
 
     /// Detects the format of a source by its magic bytes.
     static func detect(_ source: ImageSource) throws -> ImageFormat {
-        let prefix = try source.prefix(16)
+        let prefix = try source.prefix(64)
         if prefix.isEmpty {
             throw SharePipeError.unsupportedFormat(file: source.displayName, reason: "file is empty")
         }

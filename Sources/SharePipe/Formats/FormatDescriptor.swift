@@ -44,6 +44,9 @@ struct FormatDescriptor: Sendable {
     let animation: AnimationSupport?
     /// The memory the still and metadata-rewrite routes need for an input in this format.
     let memory: MemoryModel
+    /// For a format SharePipe reads but never writes (HEIF, AVIF): the format an input is written as, before
+    /// the service's accepted formats apply. nil: the input's own format.
+    var writtenAs: (@Sendable (_ input: ImageInfo) -> ImageFormat)? = nil
 }
 
 /// The fitting steps a format offers as an output, cheapest loss first. `PreparePlan` turns them into a

@@ -7,6 +7,8 @@ enum FormatRegistry {
         case .jpeg: return jpeg
         case .png: return png
         case .gif: return gif
+        case .heif: return heif
+        case .avif: return avif
         }
     }
 
@@ -37,6 +39,9 @@ enum FormatRegistry {
                            strongest: PNGEncoder.strongestEffort),
         animation: nil,
         memory: MemoryEstimate.png)
+
+    static let heif = HEIFFormat.descriptor(.heif)
+    static let avif = HEIFFormat.descriptor(.avif)
 
     static let gif = FormatDescriptor(
         format: .gif,

@@ -1,0 +1,54 @@
+/// HEIF/HEIC and AVIF as formats: input only. No service takes them, so an output is a JPEG, or a PNG where
+/// the image has alpha (then, if the service refuses PNG, its accepted formats decide as for any PNG).
+enum HEIFFormat {
+    /// The format a HEIF/AVIF input is written as before the service's accepted formats apply.
+    static func outputFormat(for info: ImageInfo) -> ImageFormat { info.hasAlpha ? .png : .jpeg }
+
+    /// The descriptor shared by `.heif` and `.avif` (one libheif-backed decoder).
+    static func descriptor(_ format: ImageFormat) -> FormatDescriptor {
+        FormatDescriptor(
+            format: format,
+            decoder: HEIFDecoder(format: format),
+            // Never asked for: `writtenAs` sends every output to JPEG or PNG. The JPEG encoder stands here
+            // only because a descriptor must name one.
+            encoder: { _ in JPEGEncoder() },
+            metadataPolicy: StandardMetadataPolicy(),
+            writableMetadata: { kept, present in kept.writtenAsJPEG(present: present) },
+            metadataRewriter: nil,
+            sourceQuality: nil,
+            fitting: .qualitySearch,
+            animation: nil,
+            memory: MemoryEstimate.heif,
+            writtenAs: { outputFormat(for: $0) })
+    }
+}
+
+extension MemoryEstimate {
+    /// HEIF/AVIF (`HEIFDecoding.render`): libheif decodes the whole primary image to YCbCr planes (metered,
+    /// twice while decoding: the codec's picture and libheif's planes), rows are converted to Float and
+    /// resampled, then encoded as JPEG (or PNG with alpha). The planes are priced at 4:4:4 (the probe does
+    /// not know the chroma format; 4:2:0 needs half the chroma). libheif and libde265/dav1d working memory
+    /// beyond the planes, measured on a 12 MP HEIC (libheif 1.15): about 2 bytes per pixel.
+    static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+        let size = info.size
+        let monochrome = info.colorModel == .gray || info.colorModel == .grayAlpha
+        let channels = (monochrome ? 1 : 3) + (info.hasAlpha ? 1 : 0)
+        let out = PixelSize(width: min(plan.target.width, size.width), height: min(plan.target.height, size.height))
+        let planes = HEIFDecoding.decodeMemory(size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
+                                               monochrome: monochrome, chroma444: true)
+        let metered = planes + LanczosResampler.memoryEstimate(from: size, to: out, channels: channels)
+            + size.width * channels * MemoryLayout<Float>.stride
+        var encoder = jpegEncoderBytes(out, channels: channels >= 3 ? 3 : 1)
+        var output = jpegOutputBytes(out, channels: channels >= 3 ? 3 : 1, keptMetadata: keptMetadata)
+        var unmetered = 0
+        if plan.outputFormat == .png {
+            // As a PNG input's encode: the stored-image copies, deflate state, candidate files.
+            let raw = out.area * 4 + out.height
+            encoder = max(encoder, zlibBytes + 2 * (out.width * 4 + 1) * 2)
+            output = max(output, 5 * (raw + raw / 1000 + 1024 + keptMetadata))
+            unmetered = out.area * channels * 2 + out.area * 2
+        }
+        return Parts(decodedSize: size, renderedSize: out, channels: channels, metered: metered, unmetered: unmetered,
+                     decoder: size.area * 2 + (4 << 20), encoder: encoder, output: output)
+    }
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""make-grid-heic.py — assemble a grid HEIC, as an iPhone writes one, from HEIC tiles made by heif-enc.
+
+    make-grid-heic.py OUT.heic WIDTH HEIGHT COLUMNS ROWS TILE_0.heic ... [--exif TIFF_FILE]
+
+libheif 1.15's heif-enc writes one coded image per file; an iPhone stores a 4032×3024 photo as 8×6 coded
+tiles of 512×512 and a `grid` item that places them (ISO/IEC 23008-12, 6.6.2.3). Each TILE is a heif-enc
+output (row-major order) whose item 1 is the tile; its hvcC and coded data are copied into the new file.
+The grid is the primary item; the tiles are hidden; an optional Exif item (the TIFF structure, e.g. from
+`exiftool -b -EXIF`) describes the grid. Standard library only.
+"""
+import struct
+import sys
+
+
+def box(kind, payload):
+    return struct.pack(">I4s", 8 + len(payload), kind) + payload
+
+
+def full_box(kind, version, flags, payload):
+    return box(kind, struct.pack(">I", (version << 24) | flags) + payload)
+
+
+def children(data, start, end):
+    position = start
+    while position + 8 <= end:
+        size, kind = struct.unpack(">I4s", data[position:position + 8])
+        if size < 8:
+            raise SystemExit("unsupported box size at %d" % position)
+        yield kind, position + 8, position + size
+        position += size
+
+
+def child(data, start, end, kind):
+    for found, body, stop in children(data, start, end):
+        if found == kind:
+            return body, stop
+    raise SystemExit("no %r box" % kind)
+
+
+def read_tile(path):
+    """(hvcC box bytes, coded data, (width, height)) of item 1 of a heif-enc output."""
+    data = open(path, "rb").read()
+    meta, meta_end = child(data, 0, len(data), b"meta")
+    meta += 4
+    iprp, iprp_end = child(data, meta, meta_end, b"iprp")
+    ipco, ipco_end = child(data, iprp, iprp_end, b"ipco")
+    hvcc, hvcc_end = child(data, ipco, ipco_end, b"hvcC")
+    ispe, _ = child(data, ipco, ipco_end, b"ispe")
+    size = struct.unpack(">II", data[ispe + 4:ispe + 12])
+    iloc, _ = child(data, meta, meta_end, b"iloc")
+    version = data[iloc]
+    sizes = data[iloc + 4], data[iloc + 5]
+    offset_size, length_size, base_size = sizes[0] >> 4, sizes[0] & 15, sizes[1] >> 4
+    index_size = (sizes[1] & 15) if version in (1, 2) else 0
+    position = iloc + 6
+    count = struct.unpack(">H", data[position:position + 2])[0]
+    position += 2
+    for _ in range(count):
+        item = struct.unpack(">H", data[position:position + 2])[0]
+        position += 2 + (2 if version in (1, 2) else 0) + 2
+        base = int.from_bytes(data[position:position + base_size], "big")
+        position += base_size
+        extents = struct.unpack(">H", data[position:position + 2])[0]
+        position += 2
+        pieces = []
+        for _ in range(extents):
+            position += index_size
+            offset = int.from_bytes(data[position:position + offset_size], "big")
+            position += offset_size
+            length = int.from_bytes(data[position:position + length_size], "big")
+            position += length_size
+            pieces.append(data[base + offset:base + offset + length])
+        if item == 1:
+            return data[hvcc - 8:hvcc_end], b"".join(pieces), size
+    raise SystemExit("%s has no item 1" % path)
+
+
+def main():
+    args = sys.argv[1:]
+    exif = None
+    if "--exif" in args:
+        at = args.index("--exif")
+        exif = open(args[at + 1], "rb").read()
+        del args[at:at + 2]
+    out, width, height, columns, rows = args[0], int(args[1]), int(args[2]), int(args[3]), int(args[4])
+    tiles = [read_tile(p) for p in args[5:]]
+    if len(tiles) != columns * rows:
+        raise SystemExit("need %d tiles, got %d" % (columns * rows, len(tiles)))
+
+    grid_id = len(tiles) + 1
+    exif_id = grid_id + 1
+    items = [(i + 1, b"hvc1", tiles[i][1], 1) for i in range(len(tiles))]
+    grid_data = struct.pack(">BBBBHH", 0, 0, rows - 1, columns - 1, width, height)
+    items.append((grid_id, b"grid", grid_data, 0))
+    if exif is not None:
+        items.append((exif_id, b"Exif", struct.pack(">I", 0) + exif, 0))
+
+    # Properties: one hvcC per tile, the tiles' ispe (all tiles have one size), the grid's ispe.
+    if len({size for _, _, size in tiles}) != 1:
+        raise SystemExit("tiles differ in size")
+    tile_width, tile_height = tiles[0][2]
+    if tile_width * columns < width or tile_height * rows < height:
+        raise SystemExit("tiles do not cover the grid")
+    properties = [hvcc for hvcc, _, _ in tiles]
+    properties.append(full_box(b"ispe", 0, 0, struct.pack(">II", tile_width, tile_height)))
+    properties.append(full_box(b"ispe", 0, 0, struct.pack(">II", width, height)))
+    tile_ispe, grid_ispe = len(tiles) + 1, len(tiles) + 2
+    ipco = box(b"ipco", b"".join(properties))
+    entries = b""
+    for i in range(len(tiles)):
+        entries += struct.pack(">HBBB", i + 1, 2, 0x80 | (i + 1), tile_ispe)
+    entries += struct.pack(">HBB", grid_id, 1, grid_ispe)
+    ipma = full_box(b"ipma", 0, 0, struct.pack(">I", len(tiles) + 1) + entries)
+    iprp = box(b"iprp", ipco + ipma)
+
+    hdlr = full_box(b"hdlr", 0, 0, struct.pack(">I4sIII", 0, b"pict", 0, 0, 0) + b"\0")
+    pitm = full_box(b"pitm", 0, 0, struct.pack(">H", grid_id))
+    infes = b"".join(full_box(b"infe", 2, hidden, struct.pack(">HH4s", item, 0, kind) + b"\0")
+                     for item, kind, _, hidden in items)
+    iinf = full_box(b"iinf", 0, 0, struct.pack(">H", len(items)) + infes)
+    refs = box(b"dimg", struct.pack(">HH", grid_id, len(tiles)) + b"".join(struct.pack(">H", i + 1) for i in range(len(tiles))))
+    if exif is not None:
+        refs += box(b"cdsc", struct.pack(">HHH", exif_id, 1, grid_id))
+    iref = full_box(b"iref", 0, 0, refs)
+    ftyp = box(b"ftyp", b"heic" + struct.pack(">I", 0) + b"mif1heicmiaf")
+
+    def build_meta(mdat_start):
+        offset = mdat_start
+        locations = b""
+        for item, _, payload, _ in items:
+            locations += struct.pack(">HHHII", item, 0, 1, offset, len(payload))
+            offset += len(payload)
+        iloc = full_box(b"iloc", 0, 0, struct.pack(">BBH", 0x44, 0x00, len(items)) + locations)
+        return full_box(b"meta", 0, 0, hdlr + pitm + iloc + iinf + iref + iprp)
+
+    meta = build_meta(0)
+    meta = build_meta(len(ftyp) + len(meta) + 8)
+    mdat = box(b"mdat", b"".join(payload for _, _, payload, _ in items))
+    open(out, "wb").write(ftyp + meta + mdat)
+
+
+if __name__ == "__main__":
+    main()
