@@ -32,6 +32,7 @@ import Testing
         case .gif: return "ICCRGBG1012"
         case .png: return "iCCP"
         case .jpeg: return "ICC_PROFILE"
+        case .webp: return "ICCP"
         }
     }
 

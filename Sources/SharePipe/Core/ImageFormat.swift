@@ -3,6 +3,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     case jpeg
     case png
     case gif
+    case webp
 
     /// The usual file extension.
     public var fileExtension: String {
@@ -10,6 +11,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         case .jpeg: return "jpg"
         case .png: return "png"
         case .gif: return "gif"
+        case .webp: return "webp"
         }
     }
 
@@ -21,6 +23,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
            prefix[3..<6].elementsEqual([0x38, 0x39, 0x61]) || prefix[3..<6].elementsEqual([0x38, 0x37, 0x61]) {
             return .gif
         }
+        if prefix.count >= 12, prefix[0..<4].elementsEqual("RIFF".utf8), prefix[8..<12].elementsEqual("WEBP".utf8) { return .webp }
         return nil
     }
 
@@ -32,7 +35,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         }
         guard let format = sniff(prefix) else {
             throw SharePipeError.unsupportedFormat(file: source.displayName,
-                                                   reason: "not a JPEG, PNG or GIF (unrecognised signature)")
+                                                   reason: "not a JPEG, PNG, GIF or WebP (unrecognised signature)")
         }
         return format
     }

@@ -67,7 +67,7 @@ struct PreparePlan: Sendable, Equatable {
             return
         }
 
-        outputFormat = options.outputFormat(for: info.format)
+        outputFormat = options.outputFormat(for: info.format, hasAlpha: info.hasAlpha)
         let output = FormatRegistry.descriptor(for: outputFormat)
         orientation = info.orientation
         byteLimit = options.maxBytes
