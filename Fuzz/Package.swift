@@ -18,5 +18,6 @@ let package = Package(
         .executableTarget(name: "FuzzPNG", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzGIF", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzHEIF", dependencies: ["FuzzSupport", .product(name: "SharePipe", package: "SharePipe")]),
+        .executableTarget(name: "FuzzWebP", dependencies: ["FuzzSupport"]),
     ]
 )

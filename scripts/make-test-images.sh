@@ -29,7 +29,7 @@
 
 set -euo pipefail
 
-ALL_SECTIONS=(jpeg png gif broken lenient progressive heif)
+ALL_SECTIONS=(jpeg png gif broken lenient progressive heif webp)
 
 CONVERT=${CONVERT:-/usr/bin/convert}
 EXIFTOOL=${EXIFTOOL:-exiftool}
@@ -1702,6 +1702,101 @@ verify_heif() {
   expect "p3-nclx.heic colour profile" "$(heif-info "$out/p3-nclx.heic" | sed -n 's/.*color profile: //p' | head -1)" nclx
   expect "ten-bit.heic bit depth" "$("$EXIFTOOL" -s3 -BitDepthLuma "$out/ten-bit.heic")" 10
   ls -l "$out" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
+}
+
+# ---------------------------------------------------------------------------
+# Section: webp  ->  TestImages/webp/  (cwebp, img2webp, webpmux from the `webp` package)
+# ---------------------------------------------------------------------------
+# webp_rgb_at FILE X Y -> "R,G,B" of the stored pixels (dwebp decodes; no orientation applied)
+webp_rgb_at() {
+  dwebp -quiet -pam "$1" -o "$TMP/webp-probe.pam"
+  "$CONVERT" "$TMP/webp-probe.pam" -format \
+    "%[fx:int(255*p{$2,$3}.r+0.5)],%[fx:int(255*p{$2,$3}.g+0.5)],%[fx:int(255*p{$2,$3}.b+0.5)]" info:
+}
+
+make_webp() {
+  local out="$OUT_ROOT/webp" t="$TMP/webp" f
+  mkdir -p "$out" "$t"
+  echo "== webp -> ${out#"$ROOT"/}"
+  for tool in cwebp dwebp img2webp webpmux webpinfo; do
+    command -v "$tool" >/dev/null || { echo "missing tool: $tool (apt: webp)" >&2; exit 2; }
+  done
+
+  # --- 1. gps-orient6.webp: lossy, stored 240x320, Exif Orientation 6, displayed 320x240 with 32px markers
+  #        red TL / green TR / blue BR on grey; camera metadata (Exif GPS) and XMP, copied by cwebp from a JPEG.
+  "$CONVERT" -size 320x240 'xc:rgb(128,128,128)' \
+    -fill 'rgb(255,0,0)' -draw 'rectangle 0,0 31,31' \
+    -fill 'rgb(0,255,0)' -draw 'rectangle 288,0 319,31' \
+    -fill 'rgb(0,0,255)' -draw 'rectangle 288,208 319,239' \
+    -rotate -90 +repage -strip -type TrueColor "${Q95_444[@]}" "$t/orient6.jpg"
+  et "${CAMERA_TAGS[@]}" -Orientation=6 "-XMP-dc:Description=secret description (XMP)" \
+    -XMP-exif:GPSLatitude=52.5200 -XMP-exif:GPSLongitude=13.4050 "$t/orient6.jpg"
+  cwebp -quiet -q 90 -sharp_yuv -metadata all "$t/orient6.jpg" -o "$out/gps-orient6.webp"
+
+  # --- 2. icc.webp: lossy 200x150 photo-like with the synthesised Display P3 profile of jpeg/icc-p3.jpg.
+  "$CONVERT" "$OUT_ROOT/jpeg/icc-p3.jpg" -resize 200x150! "${Q95_444[@]}" "$t/icc.jpg"
+  cwebp -quiet -q 80 -metadata icc "$t/icc.jpg" -o "$out/icc.webp"
+
+  # --- 3. lossless-alpha.webp: VP8L 200x150 grey with 20px red TL / green TR / blue BR markers, the
+  #        bottom-left quarter (100x75) fully transparent and a 40x40 half-transparent yellow square at 100,40.
+  "$CONVERT" -size 200x150 'xc:rgb(128,128,128)' -alpha set \
+    -fill 'rgb(255,0,0)' -draw 'rectangle 0,0 19,19' \
+    -fill 'rgb(0,255,0)' -draw 'rectangle 180,0 199,19' \
+    -fill 'rgb(0,0,255)' -draw 'rectangle 180,130 199,149' \
+    \( -size 100x75 xc:none \) -geometry +0+75 -compose copy -composite \
+    \( -size 40x40 'xc:rgba(255,255,0,0.5)' \) -geometry +100+40 -compose copy -composite \
+    -depth 8 -strip "PNG32:$t/alpha.png"
+  cwebp -quiet -lossless -exact "$t/alpha.png" -o "$out/lossless-alpha.webp"
+
+  # --- 4. animated.webp: 160x120, 4 frames with 16px red TL / green TR / blue BR markers on grey and a
+  #        40x40 centre square white, black, yellow, cyan; durations 100, 250, 40, 500 ms; loop count 3
+  #        (plays 3 times); Exif with GPS (Orientation 1) added with webpmux.
+  local colours=("255,255,255" "0,0,0" "255,255,0" "0,255,255") i
+  for i in 0 1 2 3; do
+    "$CONVERT" -size 160x120 'xc:rgb(128,128,128)' \
+      -fill 'rgb(255,0,0)' -draw 'rectangle 0,0 15,15' \
+      -fill 'rgb(0,255,0)' -draw 'rectangle 144,0 159,15' \
+      -fill 'rgb(0,0,255)' -draw 'rectangle 144,104 159,119' \
+      -fill "rgb(${colours[i]})" -draw 'rectangle 60,40 99,79' \
+      -depth 8 -strip "PNG24:$t/frame$i.png"
+  done
+  img2webp -loop 3 -lossless -d 100 "$t/frame0.png" -d 250 "$t/frame1.png" -lossy -q 90 -d 40 "$t/frame2.png" \
+    -lossless -d 500 "$t/frame3.png" -o "$t/animated.webp" >/dev/null 2>&1
+  cp "$t/orient6.jpg" "$t/exif-source.jpg"
+  et -n -Orientation=1 "$t/exif-source.jpg"
+  "$EXIFTOOL" -b -EXIF "$t/exif-source.jpg" >"$t/exif.bin"
+  webpmux -set exif "$t/exif.bin" "$t/animated.webp" -o "$out/animated.webp" >/dev/null 2>&1
+
+  # --- 5. broken inputs: truncated.webp (first 60 % of gps-orient6.webp), canvas-bomb.webp (animated.webp with
+  #        its VP8X canvas rewritten to 16000x16000: 256 MP, refused before libwebp allocates two canvases).
+  head -c "$(( $(stat -c %s "$out/gps-orient6.webp") * 60 / 100 ))" "$out/gps-orient6.webp" >"$ROOT_BROKEN/truncated.webp"
+  "$PYTHON" - "$out/animated.webp" "$ROOT_BROKEN/canvas-bomb.webp" <<'PY'
+import struct, sys
+data = bytearray(open(sys.argv[1], 'rb').read())
+assert data[12:16] == b'VP8X'
+data[24:27] = struct.pack('<I', 16000 - 1)[:3]
+data[27:30] = struct.pack('<I', 16000 - 1)[:3]
+open(sys.argv[2], 'wb').write(data)
+PY
+
+  # --- checks
+  expect "gps-orient6.webp Exif GPS" "$("$EXIFTOOL" -n -s3 -EXIF:GPSLatitude -EXIF:GPSLongitude "$out/gps-orient6.webp" | tr '\n' ' ')" "52.52 13.405 "
+  expect "gps-orient6.webp XMP GPS" "$("$EXIFTOOL" -n -s3 -XMP:GPSLatitude "$out/gps-orient6.webp")" "52.52"
+  expect "gps-orient6.webp orientation" "$("$EXIFTOOL" -n -s3 -Orientation "$out/gps-orient6.webp")" "6"
+  expect "gps-orient6.webp stored size" "$(webpinfo "$out/gps-orient6.webp" | sed -n 's/^  Canvas size \(.*\)$/\1/p')" "240 x 320"
+  for f in "16 303 255,0,0" "16 16 0,255,0" "223 16 0,0,255" "223 303 128,128,128"; do
+    set -- $f
+    color_is "$(webp_rgb_at "$out/gps-orient6.webp" "$1" "$2")" "$3" 12 || fail "gps-orient6.webp stored pixel $1,$2 is not $3"
+  done
+  expect "icc.webp ICC" "$("$EXIFTOOL" -s3 -ICC_Profile:ProfileDescription "$out/icc.webp")" "$("$EXIFTOOL" -s3 -ICC_Profile:ProfileDescription "$OUT_ROOT/jpeg/icc-p3.jpg")"
+  expect "lossless-alpha.webp format" "$(webpinfo "$out/lossless-alpha.webp" | grep -c 'Format: Lossless')" "1"
+  dwebp -quiet -pam "$out/lossless-alpha.webp" -o "$t/a.pam"
+  expect "lossless-alpha.webp alpha at 50,100 / 120,60" "$("$CONVERT" "$t/a.pam" -format '%[fx:int(255*p{50,100}.a+0.5)] %[fx:int(255*p{120,60}.a+0.5)]' info:)" "0 128"
+  expect "animated.webp frames" "$(webpmux -info "$out/animated.webp" | sed -n 's/^Number of frames: //p')" "4"
+  expect "animated.webp loop" "$(webpmux -info "$out/animated.webp" | sed -n 's/.*Loop Count *: //p')" "3"
+  expect "animated.webp durations" "$(webpmux -info "$out/animated.webp" | awk '/^ *[0-9]+:/ {print $7}' | tr '\n' ' ')" "100 250 40 500 "
+  expect "animated.webp Exif GPS" "$("$EXIFTOOL" -n -s3 -EXIF:GPSLatitude "$out/animated.webp")" "52.52"
+  ls -l "$out" | tail -n +2 | awk '{printf "  %-24s %8s\n", $9, $5}'
 }
 
 # ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import Testing
         case .png: return "iCCP"
         case .jpeg: return "ICC_PROFILE"
         case .heif, .avif: return "prof"   // input-only formats: never an output
+        case .webp: return "ICCP"
         }
     }
 

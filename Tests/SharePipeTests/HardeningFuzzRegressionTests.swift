@@ -10,7 +10,7 @@ import Testing
 @Suite struct HardeningFuzzRegressionTests {
     static let crashers: [String] = {
         let root = Fixtures.root + "/Fuzz/crashers"
-        return ["jpeg", "png", "gif", "heif"].flatMap { target in
+        return ["jpeg", "png", "gif", "heif", "webp"].flatMap { target in
             ((try? FileManager.default.contentsOfDirectory(atPath: root + "/" + target)) ?? [])
                 .filter { !$0.hasPrefix(".") }.sorted().map { "\(target)/\($0)" }
         }
@@ -74,5 +74,13 @@ import Testing
         Self.replay(try Fixtures.bytes(Fixtures.path("broken/truncated.jpg")), name: "truncated.jpg")
         Self.replay(try Fixtures.bytes(Fixtures.path("png/palette-meta.png")), name: "palette-meta.png")
         Self.replay(try Fixtures.bytes(Fixtures.path("gif/metadata.gif")), name: "metadata.gif")
+        for name in ["gps-orient6.webp", "lossless-alpha.webp", "animated.webp"] {
+            var webp = try Fixtures.bytes(Fixtures.path("webp/" + name))
+            for _ in 0..<12 {
+                Self.replay(webp, name: "\(name) + \(webp.count % 12)")
+                webp.append(0)  // bytes after the RIFF data are ignored; the length picks the next options
+            }
+        }
+        Self.replay(try Fixtures.bytes(Fixtures.path("broken/truncated.webp")), name: "truncated.webp")
     }
 }

@@ -8,7 +8,7 @@ import Testing
     /// Every committed broken input, with the error kind and a phrase its message must contain.
     static let broken: [(file: String, kind: String, reason: String)] = [
         ("empty.jpg", "unsupportedFormat", "file is empty"),
-        ("not-an-image.png", "unsupportedFormat", "not a JPEG, PNG or GIF"),
+        ("not-an-image.png", "unsupportedFormat", "not a JPEG, PNG, GIF or WebP"),
         ("no-sof.jpg", "corrupt", "no image"),
         ("sos-before-sof.jpg", "corrupt", "SOS before SOF"),
         ("huge-header.jpg", "tooLarge", "65000×65000 exceeds the pixel limit of 120000000"),
@@ -25,6 +25,8 @@ import Testing
         ("huge-ihdr.png", "tooLarge", "100000×100000"),
         ("gif-no-frames.gif", "corrupt", "no image"),
         ("gif-huge-screen.gif", "tooLarge", "65535×65535"),
+        ("truncated.webp", "corrupt", "truncated"),
+        ("canvas-bomb.webp", "tooLarge", "16000×16000 exceeds the pixel limit"),
     ]
 
     /// Every file in TestImages/broken/, including those other sections add.
@@ -61,7 +63,8 @@ import Testing
     /// fails or, where the format allows, is prepared whole with a warning; never a crash, never an error
     /// that does not name the file.
     @Test(arguments: ["jpeg/tiny-16x16.jpg", "jpeg/gps-orient6.jpg", "jpeg/progressive.jpg", "jpeg/cmyk-adobe.jpg",
-                      "png/palette-8.png", "png/detail-rgba-8-interlaced.png", "gif/loop3.gif", "gif/interlaced.gif"])
+                      "png/palette-8.png", "png/detail-rgba-8-interlaced.png", "gif/loop3.gif", "gif/interlaced.gif",
+                      "webp/gps-orient6.webp", "webp/lossless-alpha.webp", "webp/animated.webp"])
     func truncatedAtManyOffsets(_ relative: String) throws {
         let whole = try Fixtures.bytes(Fixtures.path(relative))
         var options = PrepareOptions(maxShortEdge: 64)

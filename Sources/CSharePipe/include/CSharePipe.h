@@ -6,4 +6,5 @@
 #include "sp_png.h"
 #include "sp_gif.h"
 #include "sp_heif.h"
+#include "sp_webp.h"
 #endif

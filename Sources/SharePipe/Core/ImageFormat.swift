@@ -5,6 +5,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     case gif
     case heif
     case avif
+    case webp
 
     /// The usual file extension.
     public var fileExtension: String {
@@ -14,6 +15,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         case .gif: return "gif"
         case .heif: return "heic"
         case .avif: return "avif"
+        case .webp: return "webp"
         }
     }
 
@@ -25,6 +27,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
            prefix[3..<6].elementsEqual([0x38, 0x39, 0x61]) || prefix[3..<6].elementsEqual([0x38, 0x37, 0x61]) {
             return .gif
         }
+        if prefix.count >= 12, prefix[0..<4].elementsEqual("RIFF".utf8), prefix[8..<12].elementsEqual("WEBP".utf8) { return .webp }
         return heifFamily(prefix)
     }
 
@@ -50,7 +53,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         }
         guard let format = sniff(prefix) else {
             throw SharePipeError.unsupportedFormat(file: source.displayName,
-                                                   reason: "not a JPEG, PNG or GIF (unrecognised signature)")
+                                                   reason: "not a JPEG, PNG, GIF or WebP (unrecognised signature)")
         }
         return format
     }

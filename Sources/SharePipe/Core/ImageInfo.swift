@@ -48,6 +48,8 @@ public struct ImageInfo: Sendable {
     /// PNG: the colour and physical chunks (sRGB, gAMA, cHRM, cICP, mDCV, cLLI, pHYs) as stored. They are
     /// structure, not metadata: kept in every strip mode and written again by the PNG encoder.
     var pngStructuralChunks: [PNGChunk] = []
+    /// WebP: what the container walk found (bitstream kind, animation, loop count).
+    var webp: WebPHeader?
 
     /// Size as displayed, after the orientation is applied.
     public var orientedSize: PixelSize { orientation.swapsAxes ? size.transposed : size }

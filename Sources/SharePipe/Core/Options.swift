@@ -111,10 +111,12 @@ public struct PrepareOptions: Sendable, Equatable {
     /// converted (to JPEG when listed, flattening alpha over white, else to PNG).
     public var acceptedFormats: [ImageFormat]?
 
-    /// The format to write for an input in `format`: the same where accepted.
-    public func outputFormat(for format: ImageFormat) -> ImageFormat {
+    /// The format to write for an input in `format`: the same where accepted; otherwise JPEG, or PNG for a
+    /// GIF and for a WebP with alpha (`hasAlpha`) where PNG is accepted.
+    public func outputFormat(for format: ImageFormat, hasAlpha: Bool = false) -> ImageFormat {
         guard let accepted = acceptedFormats, !accepted.contains(format) else { return format }
         if format == .gif, accepted.contains(.png) { return .png }   // palette art stays lossless
+        if format == .webp, hasAlpha, accepted.contains(.png) { return .png }   // transparency survives
         return accepted.contains(.jpeg) ? .jpeg : accepted.first ?? format
     }
 

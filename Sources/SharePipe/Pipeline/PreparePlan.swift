@@ -80,7 +80,7 @@ struct PreparePlan: Sendable, Equatable {
             return
         }
 
-        outputFormat = options.outputFormat(for: input.writtenAs?(info) ?? info.format)
+        outputFormat = options.outputFormat(for: input.writtenAs?(info) ?? info.format, hasAlpha: info.hasAlpha)
         let output = FormatRegistry.descriptor(for: outputFormat)
         orientation = info.orientation
         byteLimit = options.maxBytes

@@ -69,12 +69,13 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
 extension ServiceProfile {
     /// X/Twitter. Stills ≤ 5 MB, animated GIF ≤ 15 MB (X developer docs, media best practices: "Image
     /// size <= 5 MB, animated GIF size <= 15 MB"; MB taken as 10^6, the safe reading). GIF ≤ 1280×1080,
-    /// ≤ 350 frames, width × height × frames ≤ 300 M; stills ≤ 8192×8192.
+    /// ≤ 350 frames, width × height × frames ≤ 300 M; stills ≤ 8192×8192. Formats JPEG, PNG, GIF, WebP.
     public static let x = ServiceProfile(
         name: "x", displayName: "X/Twitter", maxStillBytes: 5_000_000,
         caps: SizeCaps(shortEdge: 1080, width: 8192, height: 8192),
         animation: AnimationLimits(maxBytes: 15_000_000, maxWidth: 1280, maxHeight: 1080, maxFrames: 350,
                                    maxTotalPixels: 300_000_000),
+        formats: [.jpeg, .png, .gif, .webp],
         source: "X developer docs, media best practices", confidence: "high (bytes), medium (caps)")
 
     /// Weibo: "< 5M" (open API statuses/upload_pic), short edge 1080 (the original app's rule). No
@@ -91,6 +92,7 @@ extension ServiceProfile {
         name: "mastodon", displayName: "Mastodon", maxStillBytes: 16_777_216,
         caps: SizeCaps(shortEdge: 1080, pixels: 8_294_400),
         animation: AnimationLimits(maxBytes: 16_777_216, maxPixels: 921_600),
+        formats: [.jpeg, .png, .gif, .webp],
         source: "mastodon app/models/media_attachment.rb, instance API", confidence: "high")
 
     /// Bluesky: blobs ≤ 2,000,000 bytes, decimal (atproto lexicon app.bsky.embed.images; was 1,000,000
@@ -108,12 +110,14 @@ extension ServiceProfile {
         name: "telegram", displayName: "Telegram", maxStillBytes: 10_000_000,
         caps: SizeCaps(shortEdge: 1080, edgeSum: 10_000),
         animation: AnimationLimits(maxBytes: 50_000_000),
+        formats: [.jpeg, .png, .gif, .webp],
         source: "Telegram Bot API sendPhoto, TDLib docs", confidence: "high")
 
     /// Discord: 10 MiB attachments (discord-api-docs; 20 MiB announced 2026-09 — override with a user profile).
     public static let discord = ServiceProfile(
         name: "discord", displayName: "Discord", maxStillBytes: 10_485_760,
         animation: AnimationLimits(maxBytes: 10_485_760),
+        formats: [.jpeg, .png, .gif, .webp],
         source: "discord-api-docs reference (uploading files)", confidence: "medium")
 
     /// Instagram (content publishing API): JPEG only, ≤ 8 MB, width 320–1440 (the service scales to 1440
@@ -148,12 +152,14 @@ extension ServiceProfile {
     public static let reddit = ServiceProfile(
         name: "reddit", displayName: "Reddit", maxStillBytes: 20_000_000,
         animation: AnimationLimits(maxBytes: 100_000_000),
+        formats: [.jpeg, .png, .gif, .webp],
         source: "third-party summaries", confidence: "low")
 
     /// Tumblr: stills ≤ 20 MB, GIFs ≤ 10 MB; shown ~1280 wide.
     public static let tumblr = ServiceProfile(
         name: "tumblr", displayName: "Tumblr", maxStillBytes: 20_000_000,
         animation: AnimationLimits(maxBytes: 10_000_000),
+        formats: [.jpeg, .png, .gif, .webp],
         source: "help.tumblr.com via third parties", confidence: "low–medium")
 
     /// Built-in profiles, in the order `sharepipe services` lists them.

@@ -1,0 +1,274 @@
+// libwebp calls. libwebp reports every error by status code and never exits, so no setjmp is needed; each
+// function turns the status into an sp_status with a readable message.
+#include "sp_webp.h"
+
+#include <webp/decode.h>
+#include <webp/demux.h>
+#include <webp/encode.h>
+#include <webp/mux.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void copy_message(char *message, const char *text) {
+    if (message == NULL) return;
+    strncpy(message, text, SP_MESSAGE_LENGTH - 1);
+    message[SP_MESSAGE_LENGTH - 1] = '\0';
+}
+
+static const char *vp8_status_text(VP8StatusCode status) {
+    switch (status) {
+    case VP8_STATUS_OK: return "ok";
+    case VP8_STATUS_OUT_OF_MEMORY: return "libwebp ran out of memory";
+    case VP8_STATUS_INVALID_PARAM: return "invalid decoding parameter";
+    case VP8_STATUS_BITSTREAM_ERROR: return "damaged WebP bitstream";
+    case VP8_STATUS_UNSUPPORTED_FEATURE: return "unsupported WebP feature";
+    case VP8_STATUS_SUSPENDED: return "WebP data ends early (file is truncated)";
+    case VP8_STATUS_USER_ABORT: return "decoding aborted";
+    case VP8_STATUS_NOT_ENOUGH_DATA: return "WebP data ends early (file is truncated)";
+    }
+    return "unknown libwebp status";
+}
+
+static sp_status vp8_status(VP8StatusCode status, char *message) {
+    copy_message(message, vp8_status_text(status));
+    return status == VP8_STATUS_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+}
+
+// MARK: - Still images, incremental
+
+struct sp_webp_decoder {
+    WebPDecoderConfig config;   // must outlive the WebPIDecoder, which refers to its options and output
+    WebPIDecoder *decoder;
+};
+
+sp_status sp_webp_decoder_new(int output_width, int output_height, int channels, sp_webp_decoder **out,
+                              char *message) {
+    *out = NULL;
+    if (output_width <= 0 || output_height <= 0 || (channels != 3 && channels != 4)) {
+        copy_message(message, "invalid output size or channel count");
+        return SP_ERR_ARGUMENT;
+    }
+    sp_webp_decoder *decoder = calloc(1, sizeof(sp_webp_decoder));
+    if (decoder == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
+    if (!WebPInitDecoderConfig(&decoder->config)) {
+        free(decoder);
+        copy_message(message, "libwebp version mismatch");
+        return SP_ERR_LIBRARY;
+    }
+    decoder->config.output.colorspace = channels == 4 ? MODE_RGBA : MODE_RGB;
+    decoder->config.options.use_scaling = 1;   // a no-op when the scaled size is the stored size
+    decoder->config.options.scaled_width = output_width;
+    decoder->config.options.scaled_height = output_height;
+    decoder->decoder = WebPIDecode(NULL, 0, &decoder->config);
+    if (decoder->decoder == NULL) {
+        free(decoder);
+        copy_message(message, "out of memory");
+        return SP_ERR_MEMORY;
+    }
+    *out = decoder;
+    return SP_OK;
+}
+
+sp_status sp_webp_decoder_append(sp_webp_decoder *decoder, const uint8_t *data, size_t length, int *complete,
+                                 int *rows_ready, char *message) {
+    *complete = 0;
+    *rows_ready = 0;
+    if (decoder == NULL || data == NULL || length == 0) {
+        copy_message(message, "no decoder or no data");
+        return SP_ERR_ARGUMENT;
+    }
+    VP8StatusCode status = WebPIAppend(decoder->decoder, data, length);
+    int last_y = 0;
+    if (WebPIDecGetRGB(decoder->decoder, &last_y, NULL, NULL, NULL) != NULL) *rows_ready = last_y;
+    if (status == VP8_STATUS_OK) { *complete = 1; return SP_OK; }
+    if (status == VP8_STATUS_SUSPENDED) return SP_OK;
+    return vp8_status(status, message);
+}
+
+const uint8_t *sp_webp_decoder_rows(const sp_webp_decoder *decoder, int *width, int *height, int *stride) {
+    int last_y = 0;
+    return WebPIDecGetRGB(decoder->decoder, &last_y, width, height, stride);
+}
+
+void sp_webp_decoder_free(sp_webp_decoder *decoder) {
+    if (decoder == NULL) return;
+    WebPIDelete(decoder->decoder);
+    WebPFreeDecBuffer(&decoder->config.output);
+    free(decoder);
+}
+
+// MARK: - Animations
+
+struct sp_webp_animation {
+    WebPAnimDecoder *decoder;
+};
+
+sp_status sp_webp_animation_open(const uint8_t *data, size_t length, sp_webp_animation **out,
+                                 sp_webp_animation_info *info, char *message) {
+    *out = NULL;
+    memset(info, 0, sizeof(*info));
+    if (data == NULL || length == 0) { copy_message(message, "no data"); return SP_ERR_ARGUMENT; }
+    WebPAnimDecoderOptions options;
+    if (!WebPAnimDecoderOptionsInit(&options)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
+    options.color_mode = MODE_RGBA;   // straight alpha
+    options.use_threads = 0;
+    WebPData webp = { data, length };
+    WebPAnimDecoder *decoder = WebPAnimDecoderNew(&webp, &options);
+    if (decoder == NULL) {
+        copy_message(message, "damaged or truncated animated WebP (the demuxer refused it)");
+        return SP_ERR_LIBRARY;
+    }
+    WebPAnimInfo anim;
+    if (!WebPAnimDecoderGetInfo(decoder, &anim)) {
+        WebPAnimDecoderDelete(decoder);
+        copy_message(message, "cannot read the animation's header");
+        return SP_ERR_LIBRARY;
+    }
+    sp_webp_animation *animation = calloc(1, sizeof(sp_webp_animation));
+    if (animation == NULL) {
+        WebPAnimDecoderDelete(decoder);
+        copy_message(message, "out of memory");
+        return SP_ERR_MEMORY;
+    }
+    animation->decoder = decoder;
+    info->canvas_width = (int)anim.canvas_width;
+    info->canvas_height = (int)anim.canvas_height;
+    info->loop_count = (int)anim.loop_count;
+    info->frame_count = (int)anim.frame_count;
+    *out = animation;
+    return SP_OK;
+}
+
+sp_status sp_webp_animation_next(sp_webp_animation *animation, const uint8_t **canvas, int *end_time_ms,
+                                 char *message) {
+    *canvas = NULL;
+    *end_time_ms = 0;
+    if (!WebPAnimDecoderHasMoreFrames(animation->decoder)) return SP_ERR_END;
+    uint8_t *buffer = NULL;
+    int timestamp = 0;
+    if (!WebPAnimDecoderGetNext(animation->decoder, &buffer, &timestamp)) {
+        copy_message(message, "damaged animation frame");
+        return SP_ERR_LIBRARY;
+    }
+    *canvas = buffer;
+    *end_time_ms = timestamp;
+    return SP_OK;
+}
+
+void sp_webp_animation_free(sp_webp_animation *animation) {
+    if (animation == NULL) return;
+    WebPAnimDecoderDelete(animation->decoder);
+    free(animation);
+}
+
+// MARK: - Encoding
+
+static const char *encoding_error_text(WebPEncodingError error) {
+    switch (error) {
+    case VP8_ENC_OK: return "ok";
+    case VP8_ENC_ERROR_OUT_OF_MEMORY: return "libwebp ran out of memory";
+    case VP8_ENC_ERROR_BITSTREAM_OUT_OF_MEMORY: return "libwebp ran out of memory for the bitstream";
+    case VP8_ENC_ERROR_NULL_PARAMETER: return "missing encoder parameter";
+    case VP8_ENC_ERROR_INVALID_CONFIGURATION: return "invalid encoder configuration";
+    case VP8_ENC_ERROR_BAD_DIMENSION: return "image too large for WebP (16383 px at most per edge)";
+    case VP8_ENC_ERROR_PARTITION0_OVERFLOW: return "partition 0 overflow (image too complex at this quality)";
+    case VP8_ENC_ERROR_PARTITION_OVERFLOW: return "partition overflow";
+    case VP8_ENC_ERROR_BAD_WRITE: return "write error";
+    case VP8_ENC_ERROR_FILE_TOO_BIG: return "encoded WebP over 4 GiB";
+    case VP8_ENC_ERROR_USER_ABORT: return "encoding aborted";
+    case VP8_ENC_ERROR_LAST: break;
+    }
+    return "unknown libwebp encoding error";
+}
+
+/// Wraps a bare bitstream with metadata chunks (WebPMux writes VP8X with the matching flags).
+static sp_status add_metadata(const uint8_t *bitstream, size_t length, const sp_webp_chunk *chunks, int chunk_count,
+                              uint8_t **out, size_t *out_length, char *message) {
+    WebPMux *mux = WebPMuxNew();
+    if (mux == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
+    WebPData image = { bitstream, length };
+    sp_status status = SP_OK;
+    WebPMuxError error = WebPMuxSetImage(mux, &image, 0);
+    if (error != WEBP_MUX_OK) {
+        snprintf(message, SP_MESSAGE_LENGTH, "cannot wrap the encoded image (mux error %d)", (int)error);
+        status = SP_ERR_LIBRARY;
+    }
+    for (int i = 0; status == SP_OK && i < chunk_count; i++) {
+        char fourcc[5] = { chunks[i].fourcc[0], chunks[i].fourcc[1], chunks[i].fourcc[2], chunks[i].fourcc[3], 0 };
+        WebPData data = { chunks[i].data, chunks[i].length };
+        error = WebPMuxSetChunk(mux, fourcc, &data, 1);
+        if (error != WEBP_MUX_OK) {
+            snprintf(message, SP_MESSAGE_LENGTH, "cannot add the '%s' chunk (mux error %d)", fourcc, (int)error);
+            status = error == WEBP_MUX_MEMORY_ERROR ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+        }
+    }
+    if (status == SP_OK) {
+        WebPData assembled = { NULL, 0 };
+        error = WebPMuxAssemble(mux, &assembled);
+        if (error != WEBP_MUX_OK) {
+            snprintf(message, SP_MESSAGE_LENGTH, "cannot assemble the WebP file (mux error %d)", (int)error);
+            status = error == WEBP_MUX_MEMORY_ERROR ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+        } else {
+            *out = (uint8_t *)assembled.bytes;   // malloc'ed by libwebp (WebPMalloc): freed by sp_free
+            *out_length = assembled.size;
+        }
+    }
+    WebPMuxDelete(mux);
+    return status;
+}
+
+sp_status sp_webp_encode(const uint8_t *pixels, int width, int height, int channels, sp_webp_encode_settings settings,
+                         const sp_webp_chunk *chunks, int chunk_count, uint8_t **out, size_t *out_length, char *message) {
+    *out = NULL;
+    *out_length = 0;
+    if (pixels == NULL || width <= 0 || height <= 0 || (channels != 3 && channels != 4)) {
+        copy_message(message, "invalid bitmap");
+        return SP_ERR_ARGUMENT;
+    }
+    if (width > WEBP_MAX_DIMENSION || height > WEBP_MAX_DIMENSION) {
+        copy_message(message, encoding_error_text(VP8_ENC_ERROR_BAD_DIMENSION));
+        return SP_ERR_ARGUMENT;
+    }
+    WebPConfig config;
+    if (!WebPConfigInit(&config)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
+    config.lossless = settings.lossless ? 1 : 0;
+    config.quality = (float)(settings.quality < 0 ? 0 : settings.quality > 100 ? 100 : settings.quality);
+    config.method = settings.method < 0 ? 0 : settings.method > 6 ? 6 : settings.method;
+    config.exact = 0;               // RGB under fully transparent pixels may change (invisible)
+    config.thread_level = 0;
+    if (!WebPValidateConfig(&config)) { copy_message(message, "invalid encoder configuration"); return SP_ERR_ARGUMENT; }
+
+    WebPPicture picture;
+    if (!WebPPictureInit(&picture)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
+    picture.width = width;
+    picture.height = height;
+    picture.use_argb = config.lossless;   // lossless works on ARGB, lossy on YUV: import straight into it
+    int imported = channels == 4 ? WebPPictureImportRGBA(&picture, pixels, width * 4)
+                                 : WebPPictureImportRGB(&picture, pixels, width * 3);
+    if (!imported) {
+        WebPPictureFree(&picture);
+        copy_message(message, "out of memory importing the bitmap");
+        return SP_ERR_MEMORY;
+    }
+    WebPMemoryWriter writer;
+    WebPMemoryWriterInit(&writer);
+    picture.writer = WebPMemoryWrite;
+    picture.custom_ptr = &writer;
+    int encoded = WebPEncode(&config, &picture);
+    WebPEncodingError error = picture.error_code;
+    WebPPictureFree(&picture);
+    if (!encoded) {
+        WebPMemoryWriterClear(&writer);
+        copy_message(message, encoding_error_text(error));
+        return error == VP8_ENC_ERROR_OUT_OF_MEMORY || error == VP8_ENC_ERROR_BITSTREAM_OUT_OF_MEMORY ? SP_ERR_MEMORY
+                                                                                                       : SP_ERR_LIBRARY;
+    }
+    if (chunk_count == 0) {
+        *out = writer.mem;   // malloc'ed by WebPMemoryWrite
+        *out_length = writer.size;
+        return SP_OK;
+    }
+    sp_status status = add_metadata(writer.mem, writer.size, chunks, chunk_count, out, out_length, message);
+    WebPMemoryWriterClear(&writer);
+    return status;
+}

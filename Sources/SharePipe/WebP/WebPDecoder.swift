@@ -1,0 +1,194 @@
+import CSharePipe
+
+/// Reads WebP, still and animated: a Swift walk over the RIFF chunks for the header and metadata, then
+/// libwebp's incremental decoder fed the file 64 KiB at a time, its rows streamed into the resampler.
+///
+/// Memory: libwebp scales while it decodes (`use_scaling`, its row rescaler), so the only output buffer it
+/// allocates is the intermediate size `decodeSize(stored:target:)` — about twice the target — and the
+/// Lanczos resampler takes it the rest of the way, as JPEG's shrink-on-load does. What libwebp holds
+/// besides (counted by `libraryBytes`): a lossy (VP8) image needs a few macroblock rows plus, with
+/// alpha, the whole alpha plane (width × height bytes); a lossless (VP8L) image is always decoded whole
+/// into a 32-bit ARGB buffer (width × height × 4 bytes) before rows are emitted, so scaling saves only the
+/// output. The compressed bytes are copied into libwebp's input buffer as they arrive (at most the file).
+///
+/// An animated WebP rendered as a still is its first composited frame (`WebPAnimationSource`).
+struct WebPDecoder: ImageDecoder {
+    var format: ImageFormat { .webp }
+
+    /// The intermediate size is at least `intermediateFactor` × the target (never above the stored size), so
+    /// libwebp's area-averaging rescaler does the coarse reduction and Lanczos-3 the last factor of two.
+    static let intermediateFactor = 2
+
+    func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
+        let byteCount = try source.byteCount()
+        let header = try WebPScan.read(source, limits: limits)
+        var storedOrientation: Int?
+        for case .exif(let tiff) in header.metadata {
+            storedOrientation = (try? ExifEditor(tiff: tiff))?.orientation
+            break
+        }
+        var info = ImageInfo(format: .webp, size: header.canvas, colorModel: header.hasAlpha ? .rgba : .rgb, bitDepth: 8,
+                             progressive: false, orientation: Orientation(exifValue: storedOrientation),
+                             storedOrientationValue: storedOrientation, frameCount: header.frameCount,
+                             hasAlpha: header.hasAlpha, metadata: header.metadata, byteCount: byteCount)
+        info.webp = header
+        return info
+    }
+
+    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+                meter: PixelMemoryMeter) throws -> RenderedImage {
+        var header = info.webp
+        if header == nil { header = try WebPScan.read(source, limits: limits) }
+        guard let header else { throw SharePipeError.corrupt(file: source.displayName, reason: "no WebP header") }
+        let stored = header.canvas
+        let outputTarget = PixelSize(width: max(1, min(target.width, stored.width)), height: max(1, min(target.height, stored.height)))
+        if header.isAnimated {
+            return try renderFirstFrame(source, header: header, target: outputTarget, limits: limits, meter: meter)
+        }
+        let decoded = Self.decodeSize(stored: stored, target: outputTarget)
+        let channels = header.hasAlpha ? 4 : 3
+        let libraryBytes = Self.libraryBytes(header, decoded: decoded)
+        if libraryBytes > limits.maxDecoderMemory {
+            throw SharePipeError.tooLarge(file: source.displayName, width: stored.width, height: stored.height,
+                                          limit: "the decoder memory limit of \(limits.maxDecoderMemory) bytes "
+                                              + "(libwebp needs \(libraryBytes) for this image)")
+        }
+        return try meter.holding(libraryBytes) {
+            let decoder = try WebPStillDecoder(output: decoded, channels: channels, file: source.displayName)
+            var resampler = LanczosResampler(from: decoded, to: outputTarget, layout: channels == 4 ? .rgba : .rgb, meter: meter)
+            var rowsPushed = 0
+            let complete = try WebPInput.stream(source) { chunk in
+                let (done, rowsReady) = try decoder.append(chunk)
+                decoder.withRows { rows, stride in
+                    while rowsPushed < min(rowsReady, decoded.height) {
+                        resampler.push(row: UnsafeBufferPointer(start: rows + rowsPushed * stride, count: decoded.width * channels))
+                        rowsPushed += 1
+                    }
+                }
+                return done
+            }
+            guard complete, rowsPushed == decoded.height else {
+                _ = try? resampler.finish()
+                throw SharePipeError.corrupt(file: source.displayName, reason: "WebP data ends early (file is truncated)")
+            }
+            return RenderedImage(bitmap: try resampler.finish(), warnings: Self.warnings(header))
+        }
+    }
+
+    /// The size libwebp decodes to: the target scaled by `intermediateFactor`, within the stored size, keeping
+    /// the aspect ratio of the target.
+    static func decodeSize(stored: PixelSize, target: PixelSize) -> PixelSize {
+        let width = min(stored.width, target.width * intermediateFactor)
+        let height = min(stored.height, target.height * intermediateFactor)
+        return PixelSize(width: max(width, 1), height: max(height, 1))
+    }
+
+    /// What libwebp allocates for pixels while decoding a still to `decoded`: its output buffer, plus the
+    /// whole ARGB image for lossless or the whole alpha plane for lossy with alpha, plus its row caches.
+    static func libraryBytes(_ header: WebPHeader, decoded: PixelSize) -> Int {
+        let stored = header.canvas
+        let output = decoded.area * (header.hasAlpha ? 4 : 3)
+        let rowCaches = stored.width * 4 * 32 + decoded.width * 4 * 8   // macroblock / ARGB cache rows, rescaler rows
+        if header.lossless { return output + stored.area * 4 + rowCaches }
+        return output + (header.hasAlpha ? stored.area : 0) + rowCaches
+    }
+
+    /// The first composited frame of an animation, resampled to `target`.
+    private func renderFirstFrame(_ source: ImageSource, header: WebPHeader, target: PixelSize, limits: ImageLimits,
+                                  meter: PixelMemoryMeter) throws -> RenderedImage {
+        let animation = try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
+        defer { animation.close() }
+        guard let frame = try animation.nextFrame() else {
+            throw SharePipeError.corrupt(file: source.displayName, reason: "animation without frames")
+        }
+        var resampler = LanczosResampler(from: header.canvas, to: target, layout: .rgba, meter: meter)
+        let rowLength = header.canvas.width * 4
+        frame.canvas.pixels.withUnsafeBufferPointer { pixels in
+            for y in 0..<header.canvas.height {
+                resampler.push(row: UnsafeBufferPointer(rebasing: pixels[y * rowLength..<(y + 1) * rowLength]))
+            }
+        }
+        return RenderedImage(bitmap: try resampler.finish(), warnings: Self.warnings(header))
+    }
+
+    /// Recoverable damage the header walk found.
+    static func warnings(_ header: WebPHeader) -> [String] {
+        header.missingBytes > 0 ? ["the file ends \(header.missingBytes) bytes before its RIFF size says (trailing chunks missing)"] : []
+    }
+}
+
+/// libwebp's incremental decoder on one image, deleted with this object.
+final class WebPStillDecoder {
+    private let handle: OpaquePointer
+    let file: String
+
+    init(output: PixelSize, channels: Int, file: String) throws {
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        try checkShim(sp_webp_decoder_new(Int32(output.width), Int32(output.height), Int32(channels), &handle, &message),
+                      message, file: file)
+        self.handle = handle!
+        self.file = file
+    }
+
+    deinit { sp_webp_decoder_free(handle) }
+
+    /// Feeds the next bytes; returns whether the image is complete and how many output rows are final.
+    func append(_ bytes: UnsafeRawBufferPointer) throws -> (complete: Bool, rows: Int) {
+        var message = shimMessageBuffer()
+        var complete: Int32 = 0, rows: Int32 = 0
+        try checkShim(sp_webp_decoder_append(handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
+                                             &complete, &rows, &message), message, file: file)
+        return (complete != 0, Int(rows))
+    }
+
+    /// Calls `body` with the output rows decoded so far and their stride (nothing before the header is read).
+    func withRows(_ body: (UnsafePointer<UInt8>, Int) throws -> Void) rethrows {
+        var width: Int32 = 0, height: Int32 = 0, stride: Int32 = 0
+        guard let rows = sp_webp_decoder_rows(handle, &width, &height, &stride) else { return }
+        try body(rows, Int(stride))
+    }
+}
+
+/// Hands a source to a consumer in 64 KiB pieces (files are read through one buffer, never loaded whole).
+enum WebPInput {
+    static let chunkBytes = 64 << 10
+
+    /// Calls `consume` with successive pieces until it returns true (done) or the data ends; returns whether
+    /// the consumer finished.
+    static func stream(_ source: ImageSource, _ consume: (UnsafeRawBufferPointer) throws -> Bool) throws -> Bool {
+        switch source {
+        case .bytes(let bytes):
+            return try bytes.withUnsafeBytes { all in
+                var offset = 0
+                while offset < all.count {
+                    let end = min(all.count, offset + chunkBytes)
+                    if try consume(UnsafeRawBufferPointer(rebasing: all[offset..<end])) { return true }
+                    offset = end
+                }
+                return false
+            }
+        case .file(let path):
+            let file = try InputFile(path: path)
+            defer { file.close() }
+            var buffer = [UInt8](repeating: 0, count: chunkBytes)
+            while true {
+                let got = try buffer.withUnsafeMutableBytes { try file.read(into: $0) }
+                if got == 0 { return false }
+                if try buffer.withUnsafeBytes({ try consume(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }) { return true }
+            }
+        }
+    }
+
+    /// The whole source in memory (the animation decoder needs every frame's bytes at once).
+    static func wholeBytes(_ source: ImageSource) throws -> [UInt8] {
+        switch source {
+        case .bytes(let bytes): return bytes
+        case .file:
+            var out: [UInt8] = []
+            out.reserveCapacity(try source.byteCount())
+            _ = try stream(source) { piece in out += piece; return false }
+            return out
+        }
+    }
+}

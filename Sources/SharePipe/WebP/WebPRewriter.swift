@@ -1,0 +1,54 @@
+/// Strips or replaces a WebP's metadata without touching its image data: the bitstream chunks (VP8, VP8L,
+/// ALPH, ANIM, ANMF) are copied byte for byte, every metadata chunk of the source is dropped, and the kept
+/// blocks are written where the container wants them (ICCP after VP8X; EXIF, XMP and kept unknown chunks
+/// after the image). The VP8X flags are recomputed; a simple file that gains metadata gets a VP8X header.
+/// Used when the image needs no resize and no rotation.
+enum WebPRewriter {
+    static func rewrite(_ source: ImageSource, keeping blocks: [MetadataBlock]) throws -> [UInt8] {
+        let walker = try WebPChunkWalker(source)
+        let metadata = WebPEncoder.chunks(for: blocks, unknown: true)
+        let icc = metadata.first { $0.fourCC == "ICCP" }
+        let trailing = metadata.filter { $0.fourCC != "ICCP" }
+        var vp8x: [UInt8]?
+        var image: [UInt8] = []
+        var bitstream: WebPBitstreamHeader?
+        while let chunk = try walker.next() {
+            switch chunk.fourCC {
+            case "VP8X":
+                vp8x = try walker.readPayload(chunk)
+            case "VP8 ", "VP8L":
+                let start = image.count
+                try walker.copyChunk(chunk, into: &image)
+                bitstream = WebPBitstreamHeader(fourCC: chunk.fourCC, payload: Array(image[(start + 8)..<min(image.count, start + 18)]))
+            case "ALPH", "ANIM", "ANMF":
+                try walker.copyChunk(chunk, into: &image)
+            default:
+                continue  // ICCP, EXIF, XMP and unknown chunks: replaced by the kept blocks
+            }
+            if vp8x == nil && bitstream != nil { break }   // a simple file ends with its bitstream
+        }
+        guard !image.isEmpty else { throw SharePipeError.corrupt(file: walker.name, reason: "no image data") }
+
+        var body: [UInt8] = []
+        if vp8x != nil || !metadata.isEmpty {
+            var header = try vp8x ?? Self.extendedHeader(for: bitstream, file: walker.name)
+            var flags = WebPFeatureFlags(rawValue: header[0]).intersection([.alpha, .animation])
+            if icc != nil { flags.insert(.icc) }
+            if trailing.contains(where: { $0.fourCC == "EXIF" }) { flags.insert(.exif) }
+            if trailing.contains(where: { $0.fourCC == "XMP " }) { flags.insert(.xmp) }
+            header[0] = flags.rawValue
+            body += WebPBytes.chunk("VP8X", header)
+            if let icc { body += WebPBytes.chunk("ICCP", icc.data) }
+        }
+        body += image
+        for chunk in trailing { body += WebPBytes.chunk(chunk.fourCC, chunk.data) }
+        return Array("RIFF".utf8) + WebPBytes.le32(body.count + 4) + Array("WEBP".utf8) + body
+    }
+
+    /// A VP8X payload for a simple file that gains metadata: its canvas is the bitstream's size.
+    private static func extendedHeader(for bitstream: WebPBitstreamHeader?, file: String) throws -> [UInt8] {
+        guard let bitstream else { throw SharePipeError.corrupt(file: file, reason: "unreadable bitstream header") }
+        let flags: WebPFeatureFlags = bitstream.alpha ? [.alpha] : []
+        return [flags.rawValue, 0, 0, 0] + WebPBytes.le24(bitstream.size.width - 1) + WebPBytes.le24(bitstream.size.height - 1)
+    }
+}
