@@ -29,7 +29,7 @@
 
 set -euo pipefail
 
-ALL_SECTIONS=(jpeg png gif broken)
+ALL_SECTIONS=(jpeg png gif broken apng)
 
 CONVERT=${CONVERT:-/usr/bin/convert}
 EXIFTOOL=${EXIFTOOL:-exiftool}
@@ -1393,6 +1393,34 @@ verify_broken() {
     $(( $("$PYTHON" -c "import sys; print(open(sys.argv[1],'rb').read().count(b'\xff\xda'))" "$TMP/prog-tiny.jpg") + 600 ))
   expect "broken/huge-header.jpg frame header" "$("$PYTHON" -c "import struct, sys; d = open(sys.argv[1], 'rb').read(); i = d.index(b'\xff\xc0'); print('%dx%d' % struct.unpack('>HH', d[i + 7:i + 9] + d[i + 5:i + 7]))" "$ROOT_BROKEN/huge-header.jpg")" 65000x65000
   ls -l "$ROOT_BROKEN" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
+}
+
+# ---------------------------------------------------------------------------
+# apng: animated PNGs written chunk by chunk by scripts/make-apng.py (numpy + zlib)
+# ---------------------------------------------------------------------------
+APNG_BROKEN_FILES=(apng-bad-sequence.png apng-frame-outside.png apng-missing-fdat.png)
+
+make_apng() {
+  local out="$OUT_ROOT/apng"
+  echo "== apng -> ${out#"$ROOT"/}"
+  rm -rf "$out" && mkdir -p "$out" "$ROOT_BROKEN"
+  # Exif orientation 6 + GPS (eXIf), a tEXt comment and an XMP packet (iTXt), written by exiftool into a
+  # still PNG whose metadata chunks make-apng.py copies into exif-gps-orient6.png.
+  "$CONVERT" -size 4x4 xc:gray -strip "PNG24:$TMP/apng-metadata.png"
+  "$EXIFTOOL" -q -overwrite_original -Orientation#=6 -Make=SharePipeCam \
+    -GPSLatitude=52.52 -GPSLatitudeRef=N -GPSLongitude=13.405 -GPSLongitudeRef=E \
+    -PNG:Comment="private comment" -XMP:Description=secret "$TMP/apng-metadata.png"
+  "$PYTHON" "$ROOT/scripts/make-apng.py" main "$out" "$TMP/apng-metadata.png"
+  "$PYTHON" "$ROOT/scripts/make-apng.py" broken "$ROOT_BROKEN"
+  local f
+  for f in dispose-blend:4 hidden-default:2 palette:3 exif-gps-orient6:2; do
+    expect "apng/${f%%:*}.png frames (ffprobe)" \
+      "$(ffprobe -v error -count_frames -show_entries stream=nb_read_frames -of csv=p=0 "$out/${f%%:*}.png" 2>/dev/null || echo ?)" "${f##*:}"
+  done
+  expect "apng/exif-gps-orient6.png Orientation" "$("$EXIFTOOL" -s3 -n -Orientation "$out/exif-gps-orient6.png")" 6
+  expect "apng/exif-gps-orient6.png GPS" "$("$EXIFTOOL" -s3 -n -GPSLatitude "$out/exif-gps-orient6.png")" 52.52
+  for f in "${APNG_BROKEN_FILES[@]}"; do [[ -f "$ROOT_BROKEN/$f" ]] || fail "broken/$f was not made"; done
+  ls -l "$out" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
 }
 
 # ---------------------------------------------------------------------------

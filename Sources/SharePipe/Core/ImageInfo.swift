@@ -48,6 +48,10 @@ public struct ImageInfo: Sendable {
     /// PNG: the colour and physical chunks (sRGB, gAMA, cHRM, cICP, mDCV, cLLI, pHYs) as stored. They are
     /// structure, not metadata: kept in every strip mode and written again by the PNG encoder.
     var pngStructuralChunks: [PNGChunk] = []
+    /// APNG: the animation (frames, plays), when the PNG has a valid one; `frameCount` is its frame count.
+    var pngAnimation: APNGAnimation? = nil
+    /// What the header read noticed and worked around (a broken APNG animation shown as its still image).
+    var probeWarnings: [String] = []
 
     /// Size as displayed, after the orientation is applied.
     public var orientedSize: PixelSize { orientation.swapsAxes ? size.transposed : size }

@@ -37,10 +37,12 @@ struct PNGDecoder: ImageDecoder {
         var info = ImageInfo(format: .png, size: PixelSize(width: header.width, height: header.height),
                              colorModel: header.colorModel, bitDepth: header.bitDepth, progressive: header.interlaced,
                              orientation: Orientation(exifValue: storedOrientation),
-                             storedOrientationValue: storedOrientation, frameCount: 1,
+                             storedOrientationValue: storedOrientation, frameCount: scan.animation?.frames.count ?? 1,
                              hasAlpha: header.colorType == 4 || header.colorType == 6 || scan.hasTransparencyChunk,
                              metadata: metadata, byteCount: byteCount)
         info.pngStructuralChunks = scan.structuralChunks
+        info.pngAnimation = scan.animation
+        info.probeWarnings = scan.warnings
         return info
     }
 
