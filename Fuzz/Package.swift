@@ -17,5 +17,6 @@ let package = Package(
         .executableTarget(name: "FuzzJPEG", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzPNG", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzGIF", dependencies: ["FuzzSupport"]),
+        .executableTarget(name: "FuzzAPNG", dependencies: ["FuzzSupport"]),
     ]
 )

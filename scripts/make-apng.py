@@ -158,9 +158,9 @@ def broken(out):
         p.body.append(p.fdat(green))
     def missing_data(p):
         p.body.append(p.fctl(8, 8, 0, 0, 10, 100, 0, 0))              # no fdAT follows
-    base("apng-bad-sequence.png", bad_sequence)
-    base("apng-frame-outside.png", outside)
-    base("apng-missing-fdat.png", missing_data)
+    base("bad-sequence.png", bad_sequence)
+    base("frame-outside.png", outside)
+    base("missing-fdat.png", missing_data)
 
 if __name__ == "__main__":
     which, out = sys.argv[1], sys.argv[2]

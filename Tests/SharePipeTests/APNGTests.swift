@@ -129,9 +129,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ["apng-bad-sequence.png", "apng-frame-outside.png", "apng-missing-fdat.png"])
+    @Test(arguments: ["bad-sequence.png", "frame-outside.png", "missing-fdat.png"])
     func brokenAnimationFallsBackToTheDefaultImage(name: String) throws {
-        let path = Fixtures.path("broken/" + name)
+        let path = Self.path("broken-animation/" + name)
         let info = try Self.probe(path)
         #expect(info.frameCount == 1)
         #expect(info.pngAnimation == nil)
@@ -184,6 +184,33 @@ import Testing
             guard case SharePipeError.corrupt(let file, let reason)? = error as? SharePipeError else { return false }
             return file == "<memory>" && reason.contains("fdAT")
         }
+    }
+
+    @Test func aStillIsTheFirstAnimationFrameNotTheFallbackImage() throws {
+        let path = Self.path("hidden-default.png")
+        let info = try Self.probe(path)
+        let meter = PixelMemoryMeter()
+        let rendered = try PNGDecoder().render(.file(path: path), info: info, target: PixelSize(width: 20, height: 15),
+                                               limits: ImageLimits(), meter: meter)
+        #expect(rendered.bitmap.size == PixelSize(width: 20, height: 15))
+        for (x, y) in [(0, 0), (19, 0), (0, 14), (19, 14)] {
+            #expect(rendered.bitmap.pixel(x: x, y: y).map(Int.init) == [0, 0, 255, 255], "(\(x),\(y))")  // blue, not magenta
+        }
+        #expect(rendered.warnings.contains("animated PNG (2 frames): only the first frame is kept"))
+        #expect(meter.currentBytes == rendered.bitmap.byteCount || meter.currentBytes == 0)
+        // With the default image as frame 0, the still is that image, corners in place.
+        let marked = try PNGDecoder().render(.file(path: Self.path("dispose-blend.png")), info: try Self.probe(Self.path("dispose-blend.png")),
+                                             target: PixelSize(width: 64, height: 48), limits: ImageLimits(), meter: PixelMemoryMeter())
+        #expect(marked.bitmap.pixel(x: 0, y: 0).prefix(3).map(Int.init) == [255, 0, 0])
+        #expect(marked.bitmap.pixel(x: 63, y: 47).prefix(3).map(Int.init) == [0, 0, 255])
+    }
+
+    @Test func aBrokenAnimationsWarningReachesTheRender() throws {
+        let path = Self.path("broken-animation/bad-sequence.png")
+        let info = try Self.probe(path)
+        let rendered = try PNGDecoder().render(.file(path: path), info: info, target: info.size, limits: ImageLimits(),
+                                               meter: PixelMemoryMeter())
+        #expect(rendered.warnings.contains { $0.contains("sequence number 7 where 2 was expected") })
     }
 
     static func offset(of type: String, in bytes: [UInt8]) -> Int? {

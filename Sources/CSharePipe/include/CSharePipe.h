@@ -4,4 +4,5 @@
 #include "sp_jpeg.h"
 #include "sp_png.h"
 #include "sp_gif.h"
+#include "sp_color.h"
 #endif

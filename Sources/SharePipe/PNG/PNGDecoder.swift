@@ -48,6 +48,17 @@ struct PNGDecoder: ImageDecoder {
 
     func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
                 meter: PixelMemoryMeter) throws -> RenderedImage {
+        // An APNG as a still is its first frame (which need not be the IDAT image).
+        var rendered = try info.pngAnimation.map {
+            try APNGStill.render(source, animation: $0, target: target, limits: limits, meter: meter)
+        } ?? renderDefaultImage(source, target: target, limits: limits, meter: meter)
+        rendered.warnings = info.probeWarnings + rendered.warnings
+        return rendered
+    }
+
+    /// The IDAT image, rows streamed from libpng into the resampler.
+    private func renderDefaultImage(_ source: ImageSource, target: PixelSize, limits: ImageLimits,
+                                    meter: PixelMemoryMeter) throws -> RenderedImage {
         try PNGReader.with(source, limits: limits) { reader in
             let header = try reader.readInfo()
             let stored = PixelSize(width: Int(header.width), height: Int(header.height))
