@@ -162,7 +162,9 @@ final class Reporter: @unchecked Sendable {
             print("\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
                   + "\(report.inputBytes ?? 0) → \(result.byteCount) bytes, \(quality), "
                   + "\(result.attempts.count) attempt(s), removed: \(removed.isEmpty ? "nothing" : removed)"
-                  + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : ""))
+                  + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : "")
+                  + result.adjustments.map { "; \($0)" }.joined()
+                  + result.warnings.map { "; warning: \($0)" }.joined())
         }
         fflush(nil)
         if interactive { writeStandardError("[\(done)/\(total)]") }

@@ -52,6 +52,24 @@ struct APNGFrameSource: AnimationFrameSource {
         meter.allocate(countedBytes)
     }
 
+    /// The PNG descriptor's animation entry: the frames of a PNG whose probe found a valid animation.
+    /// The animation route's opener passes no meter, so the source counts in a meter of its own;
+    /// `meteredBytes` is what it holds at most, which `MemoryEstimate` prices.
+    static func open(_ source: ImageSource, info: ImageInfo, limits: ImageLimits) throws -> any AnimationFrameSource {
+        guard let animation = info.pngAnimation else {
+            throw SharePipeError.corrupt(file: source.displayName, reason: "not an animated PNG")
+        }
+        return try APNGFrameSource(source, animation: animation, limits: limits, meter: PixelMemoryMeter())
+    }
+
+    /// The most pixel memory a source on `info` counts: the canvas, the rectangle a "previous" dispose
+    /// saves (up to a canvas), a frame's decoded rows (a whole frame when interlaced) and one RGBA row.
+    static func meteredBytes(_ info: ImageInfo) -> Int {
+        let canvas = info.size.area * 4
+        let rowBytes = info.size.width * 4 * (info.bitDepth == 16 ? 2 : 1)
+        return 2 * canvas + (info.progressive ? info.size.height * rowBytes : rowBytes) + info.size.width * 4
+    }
+
     /// Uncounts the canvas; call when done with the source (it also happens if the value is dropped
     /// after the last frame).
     mutating func release() {

@@ -19,11 +19,7 @@ enum APNGStill {
                 resampler.push(row: UnsafeBufferPointer(rebasing: pixels[y * rowBytes..<(y + 1) * rowBytes]))
             }
         }
-        let bitmap = try resampler.finish()
-        var warnings: [String] = []
-        if animation.frames.count > 1 {
-            warnings.append("animated PNG (\(animation.frames.count) frames): only the first frame is kept")
-        }
-        return RenderedImage(bitmap: bitmap, warnings: warnings)
+        // "First frame only" is the plan's adjustment (`PreparePlan`), reported with the result.
+        return RenderedImage(bitmap: try resampler.finish(), warnings: [])
     }
 }
