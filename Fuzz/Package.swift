@@ -19,5 +19,6 @@ let package = Package(
         .executableTarget(name: "FuzzGIF", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzHEIF", dependencies: ["FuzzSupport", .product(name: "SharePipe", package: "SharePipe")]),
         .executableTarget(name: "FuzzWebP", dependencies: ["FuzzSupport"]),
+        .executableTarget(name: "FuzzAPNG", dependencies: ["FuzzSupport"]),
     ]
 )

@@ -29,7 +29,7 @@
 
 set -euo pipefail
 
-ALL_SECTIONS=(jpeg png gif broken lenient progressive heif webp)
+ALL_SECTIONS=(jpeg png gif broken lenient progressive heif webp apng jpegcolor)
 
 CONVERT=${CONVERT:-/usr/bin/convert}
 EXIFTOOL=${EXIFTOOL:-exiftool}
@@ -1705,6 +1705,34 @@ verify_heif() {
 }
 
 # ---------------------------------------------------------------------------
+# apng: animated PNGs written chunk by chunk by scripts/make-apng.py (numpy + zlib)
+# ---------------------------------------------------------------------------
+APNG_BROKEN_ANIMATIONS=(bad-sequence.png frame-outside.png missing-fdat.png)
+
+make_apng() {
+  local out="$OUT_ROOT/apng"
+  echo "== apng -> ${out#"$ROOT"/}"
+  rm -rf "$out" && mkdir -p "$out/broken-animation"
+  # Exif orientation 6 + GPS (eXIf), a tEXt comment and an XMP packet (iTXt), written by exiftool into a
+  # still PNG whose metadata chunks make-apng.py copies into exif-gps-orient6.png.
+  "$CONVERT" -size 4x4 xc:gray -strip "PNG24:$TMP/apng-metadata.png"
+  "$EXIFTOOL" -q -overwrite_original -Orientation#=6 -Make=SharePipeCam \
+    -GPSLatitude=52.52 -GPSLatitudeRef=N -GPSLongitude=13.405 -GPSLongitudeRef=E \
+    -PNG:Comment="private comment" -XMP:Description=secret "$TMP/apng-metadata.png"
+  "$PYTHON" "$ROOT/scripts/make-apng.py" main "$out" "$TMP/apng-metadata.png"
+  "$PYTHON" "$ROOT/scripts/make-apng.py" broken "$out/broken-animation"
+  local f
+  for f in dispose-blend:4 hidden-default:2 palette:3 exif-gps-orient6:2; do
+    expect "apng/${f%%:*}.png frames (ffprobe)" \
+      "$(ffprobe -v error -count_frames -show_entries stream=nb_read_frames -of csv=p=0 "$out/${f%%:*}.png" 2>/dev/null || echo ?)" "${f##*:}"
+  done
+  expect "apng/exif-gps-orient6.png Orientation" "$("$EXIFTOOL" -s3 -n -Orientation "$out/exif-gps-orient6.png")" 6
+  expect "apng/exif-gps-orient6.png GPS" "$("$EXIFTOOL" -s3 -n -GPSLatitude "$out/exif-gps-orient6.png")" 52.52
+  for f in "${APNG_BROKEN_ANIMATIONS[@]}"; do [[ -f "$out/broken-animation/$f" ]] || fail "apng/broken-animation/$f was not made"; done
+  ls -l "$out" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
+}
+
+# ---------------------------------------------------------------------------
 # Section: webp  ->  TestImages/webp/  (cwebp, img2webp, webpmux from the `webp` package)
 # ---------------------------------------------------------------------------
 # webp_rgb_at FILE X Y -> "R,G,B" of the stored pixels (dwebp decodes; no orientation applied)
@@ -1797,6 +1825,50 @@ PY
   expect "animated.webp durations" "$(webpmux -info "$out/animated.webp" | awk '/^ *[0-9]+:/ {print $7}' | tr '\n' ' ')" "100 250 40 500 "
   expect "animated.webp Exif GPS" "$("$EXIFTOOL" -n -s3 -EXIF:GPSLatitude "$out/animated.webp")" "52.52"
   ls -l "$out" | tail -n +2 | awk '{printf "  %-24s %8s\n", $9, $5}'
+}
+
+# ---------------------------------------------------------------------------
+# jpegcolor: a CMYK JPEG with an embedded (synthetic, CC0) CMYK profile and ImageMagick's profile-based
+# conversion of it as the expected colours; a 12-bit and a lossless JPEG that must be refused as unsupported.
+# ---------------------------------------------------------------------------
+make_jpegcolor() {
+  local out="$OUT_ROOT/jpeg-color"
+  echo "== jpegcolor -> ${out#"$ROOT"/}"
+  [[ -f "$OUT_ROOT/jpeg/tiny-16x16.jpg" ]] || { echo "run the jpeg section first" >&2; exit 2; }
+  command -v ffmpeg >/dev/null || { echo "missing tool: ffmpeg" >&2; exit 2; }
+  rm -rf "$out" && mkdir -p "$out"
+  "$PYTHON" "$ROOT/scripts/make-cmyk-profile.py" cmyk "$TMP/test-cmyk.icc"
+  "$PYTHON" "$ROOT/scripts/make-cmyk-profile.py" srgb "$TMP/test-srgb.icc"
+  # 64×64, a 4×4 grid of 16×16 CMYK patches (row by row; see TestImages/README.md).
+  "$PYTHON" - "$TMP/patches.cmyk" <<'PY'
+import sys
+patches = [(0,0,0,0),(255,0,0,0),(0,255,0,0),(0,0,255,0),(0,0,0,255),(255,255,0,0),(0,255,255,0),(255,0,255,0),
+           (128,0,0,0),(0,128,0,0),(0,0,128,0),(0,0,0,128),(64,128,192,32),(200,100,50,20),(30,60,90,120),(255,255,255,255)]
+rows = bytearray()
+for y in range(64):
+    for x in range(64):
+        rows += bytes(patches[(y // 16) * 4 + x // 16])
+open(sys.argv[1], "wb").write(rows)
+PY
+  "$CONVERT" -size 64x64 -depth 8 "cmyk:$TMP/patches.cmyk" -profile "$TMP/test-cmyk.icc" \
+    -quality 100 -sampling-factor 1x1 "${JPEG_BASE[@]}" "$out/cmyk-icc.jpg"
+  "$CONVERT" "$out/cmyk-icc.jpg" -profile "$TMP/test-srgb.icc" -strip "PNG24:$out/cmyk-icc-imagemagick.png"
+  # Refused as unsupported, so they live in broken/ (the demo and HardeningInputTests expect them to fail).
+  # 12-bit: tiny-16x16.jpg's SOF0 turned into SOF1 with precision 12 (the header is what libjpeg refuses).
+  mkdir -p "$ROOT_BROKEN"
+  "$PYTHON" - "$OUT_ROOT/jpeg/tiny-16x16.jpg" "$ROOT_BROKEN/sof1-12bit.jpg" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.index(b"\xff\xc0")
+d[i + 1], d[i + 4] = 0xC1, 12
+open(sys.argv[2], "wb").write(d)
+PY
+  ffmpeg -v error -y -i "$OUT_ROOT/jpeg/tiny-16x16.jpg" -c:v ljpeg -pix_fmt bgr24 -strict -1 "$ROOT_BROKEN/sof3-lossless.jpg"
+  expect "jpeg-color/cmyk-icc.jpg colorspace" "$("$CONVERT" "$out/cmyk-icc.jpg" -format '%[colorspace]' info:)" CMYK
+  expect "jpeg-color/cmyk-icc.jpg profile" "$("$EXIFTOOL" -s3 -ICC_Profile:ColorSpaceData "$out/cmyk-icc.jpg")" "CMYK"
+  expect "jpeg-color/cmyk-icc-imagemagick.png paper" "$("$CONVERT" "$out/cmyk-icc-imagemagick.png" -format '%[pixel:p{8,8}]' info:)" "srgb(245,242,234)"
+  expect "broken/sof3-lossless.jpg SOF3" "$("$PYTHON" -c "import sys; print(b'\xff\xc3' in open(sys.argv[1],'rb').read())" "$ROOT_BROKEN/sof3-lossless.jpg")" True
+  ls -l "$out" | tail -n +2 | awk '{printf "%-28s %8s\n", $9, $5}'
 }
 
 # ---------------------------------------------------------------------------

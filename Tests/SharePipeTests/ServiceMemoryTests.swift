@@ -213,7 +213,8 @@ import Testing
                             "\(folder)/\(file) [\(label)]: measured \(result.peakPixelBytes) > estimated \(estimate.meteredPixelBytes)")
                     // The planner's first size is the pipeline's (displayed orientation in the attempts).
                     if let first = result.attempts.first {
-                        let planned = info.orientation.swapsAxes && !(info.format == .gif && info.frameCount > 1)
+                        // Stills plan in stored orientation; an animation plans its oriented canvas.
+                        let planned = info.orientation.swapsAxes && PreparePlan(info: info, options: options).route != .animation
                             ? estimate.targetSize.transposed : estimate.targetSize
                         #expect(first.size.width <= planned.width && first.size.height <= planned.height,
                                 "\(folder)/\(file) [\(label)]: first attempt \(first.size), planned \(planned)")

@@ -40,6 +40,16 @@ public enum FuzzHarness {
         exit(LLVMFuzzerRunDriver(&argc, &argv, entry))
     }
 
+    /// Whether the four ASCII letters of a chunk type occur anywhere in the input (APNG's acTL).
+    public static func containsChunkType(_ type: String, _ data: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        let pattern = Array(type.utf8)
+        guard count >= pattern.count else { return false }
+        for i in 0...(count - pattern.count) where (0..<pattern.count).allSatisfy({ data[i + $0] == pattern[$0] }) {
+            return true
+        }
+        return false
+    }
+
     public static func run(_ data: UnsafePointer<UInt8>?, _ count: Int, format: ImageFormat) -> CInt {
         let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? []
         guard ImageFormat.sniff(Array(bytes.prefix(16))) == format else { return -1 }

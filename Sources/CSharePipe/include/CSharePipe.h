@@ -7,4 +7,5 @@
 #include "sp_gif.h"
 #include "sp_heif.h"
 #include "sp_webp.h"
+#include "sp_color.h"
 #endif

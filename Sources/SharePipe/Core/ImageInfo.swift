@@ -50,6 +50,10 @@ public struct ImageInfo: Sendable {
     var pngStructuralChunks: [PNGChunk] = []
     /// WebP: what the container walk found (bitstream kind, animation, loop count).
     var webp: WebPHeader?
+    /// APNG: the animation (frames, plays), when the PNG has a valid one; `frameCount` is its frame count.
+    var pngAnimation: APNGAnimation? = nil
+    /// What the header read noticed and worked around (a broken APNG animation shown as its still image).
+    var probeWarnings: [String] = []
 
     /// Size as displayed, after the orientation is applied.
     public var orientedSize: PixelSize { orientation.swapsAxes ? size.transposed : size }

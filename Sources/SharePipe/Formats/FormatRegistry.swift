@@ -38,7 +38,8 @@ enum FormatRegistry {
         sourceQuality: nil,
         fitting: .lossless(efforts: [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort],
                            strongest: PNGEncoder.strongestEffort),
-        animation: nil,
+        // APNG: frames composited by `APNGFrameSource` (a PNG's frame count is its animation's).
+        animation: .frames { try APNGFrameSource.open($0, info: $1, limits: $2) },
         memory: MemoryEstimate.png)
 
     static let heif = HEIFFormat.descriptor(.heif)

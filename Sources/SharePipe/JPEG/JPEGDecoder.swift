@@ -60,6 +60,7 @@ struct JPEGDecoder: ImageDecoder {
             meter.allocate(bufferBytes)
             defer { meter.release(bufferBytes) }
             let inverted = info.jpegAdobeInverted
+            let (profileTransform, colorWarning) = isCMYK ? CMYKProfileTransform.forImage(info, file: reader.file) : (nil, nil)
             while true {
                 let got = try rows.withUnsafeMutableBufferPointer {
                     try reader.readRows(into: $0.baseAddress!, rowBytes: rowBytes, maxRows: batch)
@@ -70,7 +71,11 @@ struct JPEGDecoder: ImageDecoder {
                         let row = UnsafeBufferPointer(rebasing: all[r * rowBytes..<(r + 1) * rowBytes])
                         if isCMYK {
                             rgbRow.withUnsafeMutableBufferPointer { rgb in
-                                CMYKConversion.toRGB(row, into: rgb, pixels: decoded.width, inverted: inverted)
+                                if let profileTransform {
+                                    profileTransform.convert(row, into: rgb, pixels: decoded.width)
+                                } else {
+                                    CMYKConversion.toRGB(row, into: rgb, pixels: decoded.width, inverted: inverted)
+                                }
                             }
                             rgbRow.withUnsafeBufferPointer { resampler.push(row: $0) }
                         } else {
@@ -87,13 +92,15 @@ struct JPEGDecoder: ImageDecoder {
                 throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
             }
             let warnings = reader.warnings()
-            return RenderedImage(bitmap: bitmap, warnings: warnings.count > 0 ? ["\(warnings.count) libjpeg warning(s), last: \(warnings.last)"] : [])
+            return RenderedImage(bitmap: bitmap,
+                                 warnings: (warnings.count > 0 ? ["\(warnings.count) libjpeg warning(s), last: \(warnings.last)"] : [])
+                                     + (colorWarning.map { [$0] } ?? []))
         }
     }
 }
 
 /// CMYK to RGB without a colour-management engine: the naive complement product, which is what browsers
-/// do for untagged CMYK. Adobe's APP14 marker means the values are stored inverted (Photoshop writes
+/// do for untagged CMYK (tagged CMYK goes through its profile: `CMYKProfileTransform`). Adobe's APP14 marker means the values are stored inverted (Photoshop writes
 /// 255 − ink), which libjpeg passes through untouched.
 enum CMYKConversion {
     static func toRGB(_ cmyk: UnsafeBufferPointer<UInt8>, into rgb: UnsafeMutableBufferPointer<UInt8>,

@@ -27,7 +27,20 @@ final class JPEGReader {
     /// enforces `limits.maxDecoderMemory` (libjpeg's `max_memory_to_use` and the compact coefficient store's
     /// bound), `limits.maxMetadataBytes`,
     /// `maxSegments` and `maxScans`; past one it throws `tooLarge`.
+    /// A file libjpeg-turbo refuses because of its coding process (12-bit, lossless, hierarchical) throws
+    /// `unsupportedFormat` with that reason instead of `corrupt` (see `JPEGFrameHeader`).
     static func with<T>(_ source: ImageSource, limits: ImageLimits, _ body: (JPEGReader) throws -> T) throws -> T {
+        do {
+            return try open(source, limits: limits, body)
+        } catch SharePipeError.corrupt(let file, let reason) {
+            if let unsupported = JPEGFrameHeader.read(source)?.unsupportedReason {
+                throw SharePipeError.unsupportedFormat(file: file, reason: unsupported)
+            }
+            throw SharePipeError.corrupt(file: file, reason: reason)
+        }
+    }
+
+    private static func open<T>(_ source: ImageSource, limits: ImageLimits, _ body: (JPEGReader) throws -> T) throws -> T {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
         let shimLimits = sp_jpeg_limits(max_memory: limits.maxDecoderMemory, max_metadata: limits.maxMetadataBytes,

@@ -178,6 +178,15 @@ final class PNGChunkWalker {
         return (data, crc == PNGCRC.checksum(type: header.type, data: data))
     }
 
+    /// The first `count` bytes of the current chunk's payload (no CRC check); the rest is skipped by the
+    /// next `nextChunk()`.
+    func prefix(of header: Header, count: Int) throws -> [UInt8] {
+        precondition(count <= pendingBytes - 4, "prefix longer than the payload")
+        let data = try reader.bytes(count)
+        pendingBytes -= count
+        return data
+    }
+
     /// Appends the current chunk exactly as stored (length, type, payload, CRC) to `out`.
     func copyChunk(_ header: Header, into out: inout [UInt8]) throws {
         out += [UInt8(header.length >> 24), UInt8((header.length >> 16) & 0xFF),

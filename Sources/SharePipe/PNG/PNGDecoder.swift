@@ -37,15 +37,28 @@ struct PNGDecoder: ImageDecoder {
         var info = ImageInfo(format: .png, size: PixelSize(width: header.width, height: header.height),
                              colorModel: header.colorModel, bitDepth: header.bitDepth, progressive: header.interlaced,
                              orientation: Orientation(exifValue: storedOrientation),
-                             storedOrientationValue: storedOrientation, frameCount: 1,
+                             storedOrientationValue: storedOrientation, frameCount: scan.animation?.frames.count ?? 1,
                              hasAlpha: header.colorType == 4 || header.colorType == 6 || scan.hasTransparencyChunk,
                              metadata: metadata, byteCount: byteCount)
         info.pngStructuralChunks = scan.structuralChunks
+        info.pngAnimation = scan.animation
+        info.probeWarnings = scan.warnings
         return info
     }
 
     func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
                 meter: PixelMemoryMeter) throws -> RenderedImage {
+        // An APNG as a still is its first frame (which need not be the IDAT image).
+        var rendered = try info.pngAnimation.map {
+            try APNGStill.render(source, animation: $0, target: target, limits: limits, meter: meter)
+        } ?? renderDefaultImage(source, target: target, limits: limits, meter: meter)
+        rendered.warnings = info.probeWarnings + rendered.warnings
+        return rendered
+    }
+
+    /// The IDAT image, rows streamed from libpng into the resampler.
+    private func renderDefaultImage(_ source: ImageSource, target: PixelSize, limits: ImageLimits,
+                                    meter: PixelMemoryMeter) throws -> RenderedImage {
         try PNGReader.with(source, limits: limits) { reader in
             let header = try reader.readInfo()
             let stored = PixelSize(width: Int(header.width), height: Int(header.height))

@@ -51,6 +51,10 @@ struct PNGScan {
     var metadata: [MetadataBlock]
     /// Where in `metadata` the profile of an iCCP chunk belongs, if the file has one.
     var iccPosition: Int?
+    /// The APNG animation, when the file has a valid one (see `APNGScanner`).
+    var animation: APNGAnimation? = nil
+    /// What the walk noticed and worked around (an APNG animation set aside, and why).
+    var warnings: [String] = []
 
     /// Reads every chunk up to IEND. The header's size is checked against `limits` as soon as IHDR is
     /// read, before anything else. Critical chunks with a bad CRC make the file corrupt; ancillary ones are
@@ -70,10 +74,16 @@ struct PNGScan {
 
         var scan = PNGScan(header: header, hasTransparencyChunk: false, structuralChunks: [], metadata: [], iccPosition: nil)
         var sawPalette = false, sawImageData = false, metadataChunks = 0
+        var animation = APNGScanner(canvas: PixelSize(width: header.width, height: header.height))
         while true {
             let chunk = try walker.nextChunk()
             if chunk.type == .IEND { break }
+            if APNGScanner.wants(chunk.type) {
+                try animation.observe(chunk, walker: walker, afterImageData: sawImageData)
+                continue
+            }
             if chunk.type == .IDAT {
+                animation.observeImageData()
                 if header.colorType == 3 && !sawPalette {
                     throw SharePipeError.corrupt(file: file, reason: "palette image has no PLTE before its image data")
                 }
@@ -111,6 +121,7 @@ struct PNGScan {
             }
         }
         guard sawImageData else { throw SharePipeError.corrupt(file: file, reason: "no image data (IDAT chunk)") }
+        (scan.animation, scan.warnings) = try animation.finish(limits: limits, file: file)
         return scan
     }
 }

@@ -28,7 +28,8 @@ enum AnimationRoute {
             let pass = AnimatedGIFPass(source: source, summary: summary, metadata: plan.writtenMetadata.kept, meter: meter)
             run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
         case .frames(let open):
-            let pass = AnimationFramesPass(open: { try open(source, info, options.limits) },
+            warnings = info.probeWarnings
+            let pass = AnimationFramesPass(open: { try open(source, info, options.limits) }, orientation: plan.orientation,
                                            metadata: plan.writtenMetadata.kept, meter: meter)
             run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
         }
@@ -172,6 +173,8 @@ struct AnimationLadder: LadderRunner {
 /// it, and the encoder's viewer model at the output size; each pass opens the source afresh.
 struct AnimationFramesPass {
     let open: () throws -> any AnimationFrameSource
+    /// Applied to each canvas before it is resampled (the source's Exif orientation).
+    var orientation: Orientation = .up
     let metadata: [MetadataBlock]
     let meter: PixelMemoryMeter
 
@@ -192,7 +195,8 @@ struct AnimationFramesPass {
             }
             let delay = clock.advance(milliseconds: frame.durationMilliseconds)
             if index % plan.keepEvery == 0 {
-                let picture = InMemoryResample.resize(frame.canvas, to: plan.size, meter: meter)
+                let canvas = orientation == .up ? frame.canvas : frame.canvas.applying(orientation)
+                let picture = InMemoryResample.resize(canvas, to: plan.size, meter: meter)
                 // A composited canvas may turn any pixel transparent from one frame to the next.
                 let source = GIFFrame(rect: whole, localPalette: nil, interlaced: false,
                                       control: GIFGraphicsControl(delay: delay))

@@ -26,9 +26,10 @@ struct PreparePlan: Sendable, Equatable {
     var route: Route
     var inputFormat: ImageFormat
     var outputFormat: ImageFormat
-    /// The first size the fitting tries: stored orientation for stills, the canvas for animations.
+    /// The first size the fitting tries: stored orientation for stills, the oriented canvas for animations.
     var target: PixelSize
-    /// The orientation applied to the pixels (always `.up` for animations and metadata rewrites).
+    /// The orientation applied to the pixels (always `.up` for metadata rewrites; an animation's frames are
+    /// oriented one by one, before resampling).
     var orientation: Orientation
     /// The byte limit the output must meet (the animated one on the animation route).
     var byteLimit: Int?
@@ -60,11 +61,12 @@ struct PreparePlan: Sendable, Equatable {
         if animated {
             route = .animation
             outputFormat = AnimationRoute.outputFormat
-            orientation = .up
+            // Each canvas is oriented before it is resampled (an APNG's Exif orientation; GIF has none).
+            orientation = info.orientation
             byteLimit = options.animatedMaxBytes
             writtenMetadata = FormatRegistry.descriptor(for: outputFormat).writableMetadata(decided, info.metadataKinds)
-            let capped = ScalePlan.targetSize(for: info.size, caps: options.animatedSizeCaps)
-            let initial = AnimationRoute.initialPlan(canvas: info.size, frameCount: info.frameCount, options: options)
+            let capped = ScalePlan.targetSize(for: info.orientedSize, caps: options.animatedSizeCaps)
+            let initial = AnimationRoute.initialPlan(canvas: info.orientedSize, frameCount: info.frameCount, options: options)
             target = initial.size
             ladder = .animation(initial: initial, frameCount: info.frameCount,
                                 dimensionFloor: min(initial.size.shortEdge, max(options.minShortEdge, initial.size.shortEdge / 2)),

@@ -229,6 +229,10 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         }
         let main = render(target)
         var metered = main.metered
+        if info.pngAnimation != nil {
+            // An APNG as a still is its first frame composited onto an RGBA canvas (`APNGStill`).
+            metered += APNGFrameSource.meteredBytes(info) + LanczosResampler.memoryEstimate(from: size, to: main.output, channels: 4)
+        }
         var rewriteOutput = 0
         if plan.route == .metadataRewrite {
             metered = max(metered, render(ScalePlan.scaled(size, by: 0.125)).metered)
