@@ -155,7 +155,7 @@ enum HEIFDecoding {
                 }
             }
             let bitmap = try resampler.finish()
-            return RenderedImage(bitmap: bitmap, decodedSize: size, warnings: [])
+            return RenderedImage(bitmap: bitmap, warnings: [])
         }
     }
 
