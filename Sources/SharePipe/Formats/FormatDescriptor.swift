@@ -11,7 +11,6 @@ struct FormatDescriptor: Sendable {
     /// the source's metadata; nil when it declines a file that only browsers show right (it is then
     /// re-encoded).
     typealias MetadataRewriter = @Sendable (_ source: ImageSource, _ kept: [MetadataBlock]) throws -> [UInt8]?
-    typealias MetadataRewriter = @Sendable (_ source: ImageSource, _ kept: [MetadataBlock]) throws -> [UInt8]
     /// A lossless turn: applies `info.orientation` to the image data of `source` without decoding it, writing
     /// `kept` as the metadata.
     typealias LosslessTurn = @Sendable (_ source: ImageSource, _ info: ImageInfo, _ kept: [MetadataBlock]) throws

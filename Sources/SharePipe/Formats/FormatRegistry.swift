@@ -70,6 +70,7 @@ enum FormatRegistry {
         metadataPolicy: StandardMetadataPolicy(),
         writableMetadata: { kept, present in kept.writtenAsWebP(present: present) },
         metadataRewriter: WebPRewriter.rewrite,
+        losslessTurn: nil,
         sourceQuality: nil,
         fitting: .qualitySearch,
         animation: .frames { source, info, limits in

@@ -15,6 +15,7 @@ enum HEIFFormat {
             metadataPolicy: StandardMetadataPolicy(),
             writableMetadata: { kept, present in kept.writtenAsJPEG(present: present) },
             metadataRewriter: nil,
+            losslessTurn: nil,
             sourceQuality: nil,
             fitting: .qualitySearch,
             animation: nil,
