@@ -58,6 +58,8 @@ struct FileJSON: Encodable {
     var adjustments: [String]?
     var error: String?
     var errorKind: String?
+    /// For `tooLarge`: which limit, the value found and the limit's number.
+    var errorLimit: ExceededLimit?
 
     init(_ report: BatchReport) {
         input = report.input
@@ -84,6 +86,7 @@ struct FileJSON: Encodable {
         if let error = report.error {
             self.error = error.description
             errorKind = error.kind
+            if case .tooLarge(_, let exceeded) = error { errorLimit = exceeded }
         }
     }
 }

@@ -157,11 +157,16 @@ struct GIFReadingTests {
         #expect {
             _ = try SharePipe.inspect(.file(path: path), limits: ImageLimits(maxFrames: 3))
         } throws: { error in
-            guard case SharePipeError.tooLarge(_, _, _, let limit) = error else { return false }
-            return limit.contains("frame limit")
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded.kind == .frameCount && exceeded.found == 4 && exceeded.limit == 3
+                && exceeded.description.contains("frame limit of 3 frames")
         }
-        #expect(throws: SharePipeError.self) {
+        #expect {
             _ = try SharePipe.inspect(.file(path: path), limits: ImageLimits(maxTotalFramePixels: 1600 * 1200 * 3))
+        } throws: { error in
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded.kind == .totalFramePixels && exceeded.limit == 1600 * 1200 * 3
+                && (exceeded.found ?? 0) > 1600 * 1200 * 3
         }
     }
 }

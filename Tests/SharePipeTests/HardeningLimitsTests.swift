@@ -22,14 +22,19 @@ import Testing
     @Test func defaultsAdmitA100MPPhotoAndRefuseA100000SquareHeader() throws {
         let limits = ImageLimits()
         try limits.check(width: 12_240, height: 8_160, file: "100mp.jpg")      // 99.9 MP
-        #expect(throws: SharePipeError.tooLarge(file: "h.png", width: 100_000, height: 100_000,
-                                                limit: "the dimension limit of 65500 px")) {
+        let square = PixelSize(width: 100_000, height: 100_000)
+        #expect(throws: SharePipeError.tooLarge(file: "h.png", exceeded: ExceededLimit(.dimension, found: 100_000,
+                                                                                       limit: 65_500, size: square))) {
             try limits.check(width: 100_000, height: 100_000, file: "h.png")
         }
-        #expect(throws: SharePipeError.tooLarge(file: "w.jpg", width: 60_000, height: 60_000,
-                                                limit: "the pixel limit of 120000000 px")) {
+        let big = PixelSize(width: 60_000, height: 60_000)
+        #expect(throws: SharePipeError.tooLarge(file: "w.jpg", exceeded: ExceededLimit(.pixelArea, found: 3_600_000_000,
+                                                                                       limit: 120_000_000, size: big))) {
             try limits.check(width: 60_000, height: 60_000, file: "w.jpg")
         }
+        #expect(SharePipeError.tooLarge(file: "w.jpg", exceeded: ExceededLimit(.pixelArea, found: 3_600_000_000,
+                                                                             limit: 120_000_000, size: big)).description
+                == "w.jpg: image too large: 60000×60000 exceeds the pixel limit of 120000000 px")
         // A header whose area overflows is refused, not wrapped round to a small number.
         var wide = ImageLimits()
         wide.maxDimension = .max
@@ -130,6 +135,9 @@ import Testing
         let object = try JSONSerialization.jsonObject(with: Data(pixels.stdout.utf8)) as? [String: Any]
         #expect(object?["errorKind"] as? String == "tooLarge")
         #expect((object?["error"] as? String)?.contains("600×400 exceeds the pixel limit of 1000 px") == true)
+        let limit = object?["errorLimit"] as? [String: Any]
+        #expect(limit?["kind"] as? String == "pixelArea" && limit?["found"] as? Int == 240_000 && limit?["limit"] as? Int == 1000,
+                "\(pixels.stdout)")
 
         let invalid = try Tool.run(Tool.sharepipe, ["prepare", jpeg, "--out", directory, "--max-input-bytes", "0"])
         #expect(invalid.status == 2)

@@ -240,8 +240,9 @@ import Testing
         #expect {
             try SharePipe.prepare(.file(path: Fixtures.path("jpeg/large-4000x3000.jpg")), options: options)
         } throws: { error in
-            guard case SharePipeError.tooLarge(_, 4000, 3000, let limit) = error else { return false }
-            return limit.contains("1000000")
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded == ExceededLimit(.pixelArea, found: 12_000_000, limit: 1_000_000,
+                                             size: PixelSize(width: 4000, height: 3000))
         }
     }
 

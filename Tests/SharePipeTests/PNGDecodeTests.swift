@@ -115,8 +115,9 @@ struct PNGDecodeTests {
         #expect {
             try decoder.render(source, info: info, target: target, limits: tight, meter: PixelMemoryMeter())
         } throws: { error in
-            guard case SharePipeError.tooLarge(_, 123, 97, let limit) = error else { return false }
-            return limit.contains("decoder memory limit")
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded.kind == .decoderMemory && exceeded.found == evenRows && exceeded.limit == evenRows - 1
+                && exceeded.size == PixelSize(width: 123, height: 97)
         }
         // The same limit does not touch a non-interlaced image, which streams one row at a time.
         let plain = PNGFixtures.source("detail-rgba-8.png")

@@ -63,8 +63,9 @@ struct PNGErrorTests {
         #expect {
             try Pipeline.prepare(.file(path: PNGFixtures.broken("huge-ihdr.png")), options: PrepareOptions())
         } throws: { error in
-            guard case SharePipeError.tooLarge(_, 100_000, 100_000, let limit) = error else { return false }
-            return limit.contains("65500")
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded == ExceededLimit(.dimension, found: 100_000, limit: 65_500,
+                                             size: PixelSize(width: 100_000, height: 100_000))
         }
         let (report, outputs) = try batch(PNGFixtures.broken("huge-ihdr.png"))
         #expect(report.error?.kind == "tooLarge")
@@ -89,8 +90,9 @@ struct PNGErrorTests {
         #expect {
             try PNGDecoder().render(source, info: info, target: PixelSize(width: 1080, height: 1080), limits: wide, meter: meter)
         } throws: { error in
-            guard case SharePipeError.tooLarge(_, 100_000, 100_000, let limit) = error else { return false }
-            return limit.contains("pixel limit")
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded == ExceededLimit(.pixelArea, found: 10_000_000_000, limit: ImageLimits().maxPixels,
+                                             size: PixelSize(width: 100_000, height: 100_000))
         }
         #expect(meter.peakBytes == 0)
     }

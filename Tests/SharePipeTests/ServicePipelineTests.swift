@@ -331,7 +331,9 @@ import Testing
             _ = try await pipeline.prepare(upload: Self.chunks(bytes, size: 8192), named: "big.jpg", for: [.x])
             Issue.record("expected tooLarge")
         } catch let error as SharePipeError {
-            #expect(error == .tooLarge(file: "big.jpg", width: 0, height: 0, limit: "the input limit of 100000 bytes"))
+            // Receiving stops at the first 8 KiB chunk past the limit: 13 × 8192 bytes.
+            #expect(error == .tooLarge(file: "big.jpg", exceeded: ExceededLimit(.inputBytes, found: 13 * 8192, limit: 100_000)))
+            #expect(error.description == "big.jpg: too large: exceeds the input limit of 100000 bytes (file has 106496)")
         }
         #expect(Self.spoolFiles(in: directory).isEmpty)
         #expect(await pipeline.budget.usage.reservedBytes == 0)

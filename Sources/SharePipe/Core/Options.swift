@@ -54,14 +54,15 @@ public struct ImageLimits: Sendable, Equatable, Codable {
         if width <= 0 || height <= 0 {
             throw SharePipeError.corrupt(file: file, reason: "header gives an empty image (\(width)×\(height))")
         }
+        let size = PixelSize(width: width, height: height)
         if width > maxDimension || height > maxDimension {
-            throw SharePipeError.tooLarge(file: file, width: width, height: height,
-                                          limit: "the dimension limit of \(maxDimension) px")
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.dimension, found: max(width, height),
+                                                                               limit: maxDimension, size: size))
         }
         let (area, overflow) = width.multipliedReportingOverflow(by: height)
         if overflow || area > maxPixels {
-            throw SharePipeError.tooLarge(file: file, width: width, height: height,
-                                          limit: "the pixel limit of \(maxPixels) px")
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.pixelArea, found: overflow ? Int.max : area,
+                                                                               limit: maxPixels, size: size))
         }
     }
 }

@@ -7,8 +7,8 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The data is damaged or not what its header claims.
     case corrupt(file: String, reason: String)
     /// The header asks for more than the configured limits; refused before any pixel memory is allocated.
-    /// Width and height are 0 when the limit was reached before the header's size was known.
-    case tooLarge(file: String, width: Int, height: Int, limit: String)
+    /// `exceeded` says which limit, the value found, the limit's number and, once the header was read, the size.
+    case tooLarge(file: String, exceeded: ExceededLimit)
     /// Nothing within the quality and dimension floors fits under the byte limit.
     case cannotMeetLimit(file: String, limit: Int, bestBytes: Int)
     /// The input could not be opened or read.
@@ -30,7 +30,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The file the error is about; nil for options.
     public var file: String? {
         switch self {
-        case .unsupportedFormat(let file, _), .corrupt(let file, _), .tooLarge(let file, _, _, _),
+        case .unsupportedFormat(let file, _), .corrupt(let file, _), .tooLarge(let file, _),
              .cannotMeetLimit(let file, _, _), .unreadable(let file, _), .unwritable(let file, _),
              .encodingFailed(let file, _), .cancelled(let file):
             return file
@@ -44,10 +44,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self {
         case .unsupportedFormat(_, let reason): return "unsupported format: \(reason)"
         case .corrupt(_, let reason): return "corrupt image: \(reason)"
-        case .tooLarge(_, let width, let height, let limit):
-            // Limits checked before the header is read (input bytes) have no size to show.
-            if width <= 0 || height <= 0 { return "too large: exceeds \(limit)" }
-            return "image too large: \(width)×\(height) exceeds \(limit)"
+        case .tooLarge(_, let exceeded): return exceeded.description
         case .cannotMeetLimit(_, let limit, let best):
             return "cannot fit under \(limit) bytes: smallest output reached was \(best) bytes"
         case .unreadable(_, let reason): return "cannot read: \(reason)"

@@ -5,7 +5,9 @@ func checkShim(_ status: sp_status, _ message: [CChar], file: String) throws {
     switch status {
     case SP_OK, SP_ERR_END: return
     case SP_ERR_IO: throw SharePipeError.unreadable(file: file, reason: shimText(message))
-    case SP_ERR_MEMORY: throw SharePipeError.tooLarge(file: file, width: 0, height: 0, limit: "available memory (\(shimText(message)))")
+    case SP_ERR_MEMORY:
+        throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.availableMemory, found: nil, limit: nil,
+                                                                           detail: shimText(message)))
     default: throw SharePipeError.corrupt(file: file, reason: shimText(message))
     }
 }

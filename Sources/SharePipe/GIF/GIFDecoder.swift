@@ -27,8 +27,8 @@ struct GIFSummary {
             while let frame = try stream.nextFrame() {
                 let index = stream.frameCount - 1
                 if stream.frameCount > limits.maxFrames {
-                    throw SharePipeError.tooLarge(file: reader.file, width: screen.width, height: screen.height,
-                                                  limit: "the frame limit of \(limits.maxFrames) frames")
+                    throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
+                        .frameCount, found: stream.frameCount, limit: limits.maxFrames, size: screen))
                 }
                 if !frame.rect.isEmpty {
                     try limits.check(width: frame.rect.width, height: frame.rect.height, file: reader.file)
@@ -36,8 +36,8 @@ struct GIFSummary {
                 // Every frame costs a full canvas to composite and resample, and its own area to decode.
                 totalPixels += max(screen.area, frame.rect.area)
                 if totalPixels > limits.maxTotalFramePixels {
-                    throw SharePipeError.tooLarge(file: reader.file, width: screen.width, height: screen.height,
-                                                  limit: "the animation limit of \(limits.maxTotalFramePixels) frame pixels")
+                    throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
+                        .totalFramePixels, found: totalPixels, limit: limits.maxTotalFramePixels, size: screen))
                 }
                 if frame.transparentIndex != nil { summary.anyTransparentIndex = true }
                 if frame.interlaced { summary.anyInterlaced = true }

@@ -65,20 +65,22 @@ final class JPEGReader {
     /// `checkShim`, but a reader limit becomes `tooLarge` with the number that was passed.
     private func check(_ status: sp_status, _ message: [CChar]) throws {
         if status == SP_ERR_MEMORY {
-            let limit: String?
+            let known = size.width > 0 && size.height > 0 ? size : nil
+            let exceeded: ExceededLimit?
             switch sp_jpeg_reader_limit_hit(handle) {
             case SP_JPEG_LIMIT_MEMORY:
-                limit = "the decoder memory limit of \(limits.maxDecoderMemory) bytes (libjpeg: \(shimText(message)))"
+                exceeded = ExceededLimit(.decoderMemory, found: nil, limit: limits.maxDecoderMemory, size: known,
+                                         detail: "libjpeg: \(shimText(message))")
             case SP_JPEG_LIMIT_METADATA:
-                limit = "the metadata limit of \(limits.maxMetadataBytes) bytes (APPn/COM segments)"
+                exceeded = ExceededLimit(.metadataBytes, found: nil, limit: limits.maxMetadataBytes, size: known)
             case SP_JPEG_LIMIT_SEGMENTS:
-                limit = "the limit of \(JPEGReader.maxSegments) metadata segments"
+                exceeded = ExceededLimit(.metadataSegments, found: JPEGReader.maxSegments + 1, limit: JPEGReader.maxSegments, size: known)
             case SP_JPEG_LIMIT_SCANS:
-                limit = "the limit of \(JPEGReader.maxScans) progressive scans"
+                exceeded = ExceededLimit(.progressiveScans, found: JPEGReader.maxScans + 1, limit: JPEGReader.maxScans, size: known)
             default:
-                limit = nil
+                exceeded = nil
             }
-            if let limit { throw SharePipeError.tooLarge(file: file, width: size.width, height: size.height, limit: limit) }
+            if let exceeded { throw SharePipeError.tooLarge(file: file, exceeded: exceeded) }
         }
         try checkShim(status, message, file: file)
     }

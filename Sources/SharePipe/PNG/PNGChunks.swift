@@ -168,8 +168,8 @@ final class PNGChunkWalker {
     /// Loads the current chunk's payload and checks its CRC.
     func payload(of header: Header) throws -> (data: [UInt8], crcMatches: Bool) {
         guard header.length <= PNGLimits.maxChunkBytes else {
-            throw SharePipeError.tooLarge(file: name, width: 0, height: 0,
-                                          limit: "the chunk limit of \(PNGLimits.maxChunkBytes) bytes (\(header.type) chunk has \(header.length))")
+            throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.chunkBytes, found: header.length,
+                                                                               limit: PNGLimits.maxChunkBytes, detail: "\(header.type) chunk"))
         }
         let data = try reader.bytes(header.length)
         let stored = try reader.bytes(4)

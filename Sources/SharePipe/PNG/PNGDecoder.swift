@@ -66,9 +66,9 @@ struct PNGDecoder: ImageDecoder {
             let expected = PNGRowFormat(header: header)
             let interlaceBytes = header.interlaced != 0 ? PNGRowFormat.evenRowCount(stored.height) * expected.rowBytes(width: stored.width) : 0
             if interlaceBytes > limits.maxDecoderMemory {
-                throw SharePipeError.tooLarge(file: reader.file, width: stored.width, height: stored.height,
-                                              limit: "the decoder memory limit of \(limits.maxDecoderMemory) bytes "
-                                                  + "(de-interlacing this Adam7 PNG needs \(interlaceBytes))")
+                throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
+                    .decoderMemory, found: interlaceBytes, limit: limits.maxDecoderMemory, size: stored,
+                    detail: "de-interlacing this Adam7 PNG"))
             }
             let output = try reader.start()
             guard Int(output.channels) == expected.channels, Int(output.bit_depth) == expected.bitDepth,

@@ -114,8 +114,9 @@ struct PNGScan {
             case .metadata:
                 metadataChunks += 1
                 if metadataChunks > PNGLimits.maxMetadataChunks {
-                    throw SharePipeError.tooLarge(file: file, width: header.width, height: header.height,
-                                                  limit: "the limit of \(PNGLimits.maxMetadataChunks) metadata chunks")
+                    throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(
+                        .metadataChunks, found: metadataChunks, limit: PNGLimits.maxMetadataChunks,
+                        size: PixelSize(width: header.width, height: header.height)))
                 }
                 scan.metadata.append(PNGMetadataChunks.block(for: PNGChunk(type: chunk.type, data: data)))
             }

@@ -58,8 +58,8 @@ enum Pipeline {
         // 1. Detect the format by magic bytes and read the header: no pixels yet.
         let inputBytes = try source.byteCount()
         if inputBytes > options.limits.maxInputBytes {
-            throw SharePipeError.tooLarge(file: file, width: 0, height: 0,
-                                          limit: "the input limit of \(options.limits.maxInputBytes) bytes (file has \(inputBytes))")
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.inputBytes, found: inputBytes,
+                                                                               limit: options.limits.maxInputBytes))
         }
         let format = try withFile(file) { try ImageFormat.detect(source) }
         let input = FormatRegistry.descriptor(for: format)

@@ -92,8 +92,7 @@ public actor MemoryBudget {
     public func reserve(_ bytes: Int, holdingJobSlot: Bool = true, for name: String = "<job>") async throws -> Reservation {
         try Task.checkCancellation()
         if bytes > capacity && oversizedJobs == .refuse {
-            throw SharePipeError.tooLarge(file: name, width: 0, height: 0,
-                                          limit: "the memory budget of \(capacity) bytes (the job needs \(bytes))")
+            throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.memoryBudget, found: bytes, limit: capacity))
         }
         let reservation = makeReservation(bytes, holdingJobSlot: holdingJobSlot)
         if queue.isEmpty && fits(reservation, releasing: nil) {

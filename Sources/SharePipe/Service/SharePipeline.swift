@@ -237,8 +237,8 @@ public struct SharePipeline: Sendable {
     private func refuseIfOversized(_ plans: [JobPlan], named name: String) throws {
         let need = Self.need(plans)
         guard need > configuration.memoryBudget, configuration.oversizedJobs == .refuse, let info = plans.first?.info else { return }
-        throw SharePipeError.tooLarge(file: name, width: info.size.width, height: info.size.height,
-                                      limit: "the memory budget of \(configuration.memoryBudget) bytes (preparing it needs about \(need))")
+        throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.memoryBudget, found: need,
+                                                                           limit: configuration.memoryBudget, size: info.size))
     }
 
     private static func need(_ plans: [JobPlan]) -> Int { plans.map(\.estimate.totalBytes).max() ?? 0 }
@@ -372,8 +372,7 @@ public struct SharePipeline: Sendable {
         switch error {
         case .unsupportedFormat(let file, let reason): return .unsupportedFormat(file: rename(file), reason: reason)
         case .corrupt(let file, let reason): return .corrupt(file: rename(file), reason: reason)
-        case .tooLarge(let file, let width, let height, let limit):
-            return .tooLarge(file: rename(file), width: width, height: height, limit: limit)
+        case .tooLarge(let file, let exceeded): return .tooLarge(file: rename(file), exceeded: exceeded)
         case .cannotMeetLimit(let file, let limit, let best): return .cannotMeetLimit(file: rename(file), limit: limit, bestBytes: best)
         case .unreadable(let file, let reason): return .unreadable(file: rename(file), reason: reason)
         case .unwritable(let file, let reason): return .unwritable(file: rename(file), reason: reason)

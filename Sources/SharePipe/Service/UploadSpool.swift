@@ -73,8 +73,7 @@ struct UploadReceiver {
         func take(_ buffer: UnsafeBufferPointer<UInt8>) throws {
             total += buffer.count
             if total > maxBytes {
-                throw SharePipeError.tooLarge(file: name, width: 0, height: 0,
-                                              limit: "the input limit of \(maxBytes) bytes")
+                throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.inputBytes, found: total, limit: maxBytes))
             }
             if spool == nil && total > threshold {
                 spool = try SpoolFile.create(in: directory)
