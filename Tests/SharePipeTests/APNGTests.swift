@@ -147,9 +147,9 @@ import Testing
         do {
             _ = try Self.probe(path, limits: ImageLimits(maxTotalFramePixels: 64 * 48 * 3))
             Issue.record("4 frames of 64×48 passed a 3-canvas limit")
-        } catch let SharePipeError.tooLarge(file, _, _, limit) {
+        } catch let SharePipeError.tooLarge(file, exceeded) {
             #expect(file == path)
-            #expect(limit.contains("frame pixels"))
+            #expect(exceeded.kind == .totalFramePixels && exceeded.found == 64 * 48 * 4)
         }
         #expect(try Self.probe(path, limits: ImageLimits(maxFrames: 4, maxTotalFramePixels: 64 * 48 * 4)).frameCount == 4)
     }

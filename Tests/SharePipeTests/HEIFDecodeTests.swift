@@ -179,7 +179,7 @@ import Testing
     @Test func hugeHeaderIsRefusedBeforeDecoding() throws {
         let source = ImageSource.file(path: Fixtures.path("broken/huge-ispe.heic"))
         #expect { try HEIFDecoding.probe(source, limits: ImageLimits()) } throws: { error in
-            guard case SharePipeError.tooLarge(let file, _, _, _) = error else { return false }
+            guard case SharePipeError.tooLarge(let file, _) = error else { return false }
             return file.hasSuffix("huge-ispe.heic")
         }
         // libheif's own limit, set from maxDimension, refuses it while parsing.
@@ -191,8 +191,8 @@ import Testing
     @Test func decoderMemoryLimitIsCheckedBeforeDecoding() throws {
         let meter = PixelMemoryMeter()
         #expect { try Self.render("gps-irot.heic", limits: ImageLimits(maxDecoderMemory: 100_000), meter: meter) } throws: { error in
-            guard case SharePipeError.tooLarge(_, _, _, let limit) = error else { return false }
-            return limit.contains("decoder memory")
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded.kind == .decoderMemory && exceeded.limit == 100_000
         }
         #expect(meter.peakBytes == 0)
     }

@@ -115,13 +115,13 @@ struct WebPProbeTests {
         }
         do {
             _ = try WebPDecoder().probe(.file(path: Fixtures.path("broken/canvas-bomb.webp")), limits: ImageLimits())
-        } catch SharePipeError.tooLarge(let file, let width, let height, _) {
-            #expect(file.hasSuffix("canvas-bomb.webp") && width == 16000 && height == 16000)
+        } catch SharePipeError.tooLarge(let file, let exceeded) {
+            #expect(file.hasSuffix("canvas-bomb.webp") && exceeded.size == PixelSize(width: 16000, height: 16000))
         }
         #expect {
             try WebPDecoder().probe(WebPFixtures.source("animated.webp"), limits: ImageLimits(maxFrames: 3))
         } throws: { error in
-            if case SharePipeError.tooLarge(_, _, _, let limit) = error { return limit.contains("frame limit") }
+            if case SharePipeError.tooLarge(_, let exceeded) = error { return exceeded.kind == .frameCount && exceeded.limit == 3 }
             return false
         }
         #expect {
@@ -228,7 +228,7 @@ struct WebPDecodeTests {
             try WebPDecoder().render(.bytes(bytes), info: info, target: info.size, limits: ImageLimits(maxDecoderMemory: 50_000),
                                      meter: PixelMemoryMeter())
         } throws: { error in
-            if case SharePipeError.tooLarge(_, _, _, let limit) = error { return limit.contains("decoder memory") }
+            if case SharePipeError.tooLarge(_, let exceeded) = error { return exceeded.kind == .decoderMemory && exceeded.limit == 50_000 }
             return false
         }
     }

@@ -166,18 +166,9 @@ struct APNGScanner {
         if frames.count < declaredFrames {
             note("acTL declares \(declaredFrames) frames but \(frames.count) are present; those are shown")
         }
-        if frames.count > limits.maxFrames {
-            throw SharePipeError.tooLarge(file: file, width: canvas.width, height: canvas.height,
-                                          limit: "the frame limit of \(limits.maxFrames) frames (APNG has \(frames.count))")
-        }
         // Every frame is composited onto the whole canvas, so the work and the canvases handed on grow with
         // frames × canvas, whatever the frame rectangles.
-        let (total, overflow) = frames.count.multipliedReportingOverflow(by: canvas.area)
-        if overflow || total > limits.maxTotalFramePixels {
-            throw SharePipeError.tooLarge(file: file, width: canvas.width, height: canvas.height,
-                                          limit: "the animation limit of \(limits.maxTotalFramePixels) frame pixels "
-                                              + "(\(frames.count) frames of \(canvas))")
-        }
+        try limits.checkAnimation(frames: frames.count, canvas: canvas, file: file)
         return (APNGAnimation(frames: frames, plays: plays, defaultImageIsFirstFrame: defaultImageIsFirstFrame), warnings)
     }
 

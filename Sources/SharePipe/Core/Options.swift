@@ -65,6 +65,20 @@ public struct ImageLimits: Sendable, Equatable, Codable {
                                                                                limit: maxPixels, size: size))
         }
     }
+
+    /// Checks an animation whose every frame is composited onto the whole canvas (APNG, animated WebP):
+    /// the frame count, and frames × canvas area, before anything is decoded.
+    func checkAnimation(frames: Int, canvas: PixelSize, file: String) throws {
+        if frames > maxFrames {
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.frameCount, found: frames, limit: maxFrames,
+                                                                               size: canvas))
+        }
+        let (total, overflow) = frames.multipliedReportingOverflow(by: canvas.area)
+        if overflow || total > maxTotalFramePixels {
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.totalFramePixels, found: overflow ? Int.max : total,
+                                                                               limit: maxTotalFramePixels, size: canvas))
+        }
+    }
 }
 
 /// How the fitting search trades memory for CPU.

@@ -86,7 +86,7 @@ struct EncoderFailure: Error {
 
     /// The error naming `file`.
     func error(file: String) -> SharePipeError {
-        outOfMemory ? .tooLarge(file: file, width: 0, height: 0, limit: "available memory while encoding (\(reason))")
+        outOfMemory ? .tooLarge(file: file, exceeded: ExceededLimit(.availableMemory, found: nil, limit: nil, detail: "while encoding: \(reason)"))
                     : .encodingFailed(file: file, reason: reason)
     }
 }

@@ -117,9 +117,9 @@ enum HEIFDecoding {
             let estimate = decodeMemory(size: size, bitDepth: max(Int(info.luma_bits), 8), hasAlpha: info.has_alpha != 0,
                                         monochrome: chroma == HEIFChroma.monochrome, chroma444: chroma != HEIFChroma.yuv420)
             if estimate > limits.maxDecoderMemory {
-                throw SharePipeError.tooLarge(file: reader.file, width: size.width, height: size.height,
-                                              limit: "the decoder memory limit of \(limits.maxDecoderMemory) bytes "
-                                                  + "(decoding this HEIF needs about \(estimate))")
+                throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(.decoderMemory, found: estimate,
+                                                                                       limit: limits.maxDecoderMemory, size: size,
+                                                                                       detail: "decoding this HEIF"))
             }
             meter.allocate(estimate)
             var counted = estimate

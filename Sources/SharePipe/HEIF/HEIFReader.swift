@@ -39,8 +39,8 @@ final class HEIFReader {
     private static func check(_ status: sp_status, _ message: [CChar], file: String, limits: ImageLimits) throws {
         let text = shimText(message)
         if status == SP_ERR_LIBRARY, text.contains("Security limit exceeded") || text.contains("exceeds the maximum image size") {
-            throw SharePipeError.tooLarge(file: file, width: 0, height: 0,
-                                          limit: "the dimension limit of \(limits.maxDimension) px (libheif: \(text))")
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.dimension, found: nil, limit: limits.maxDimension,
+                                                                               detail: "libheif: \(text)"))
         }
         try checkShim(status, message, file: file)
     }
@@ -73,8 +73,8 @@ final class HEIFReader {
             try checkShim(sp_heif_reader_metadata(handle, Int32(index), &item, &message), message, file: file)
             total += item.length
             if total > maxBytes {
-                throw SharePipeError.tooLarge(file: file, width: 0, height: 0,
-                                              limit: "the metadata limit of \(maxBytes) bytes (HEIF metadata items)")
+                throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.metadataBytes, found: total, limit: maxBytes,
+                                                                                   detail: "HEIF metadata items"))
             }
             var data = [UInt8](repeating: 0, count: item.length)
             if item.length > 0 {

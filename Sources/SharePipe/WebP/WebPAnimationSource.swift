@@ -29,9 +29,8 @@ final class WebPAnimationSource: AnimationFrameSource {
         try WebPScan.checkFrames(header.frameCount, canvas: header.canvas, limits: limits, file: file)
         let needed = Self.memoryBytes(canvas: header.canvas)
         if needed > limits.maxDecoderMemory {
-            throw SharePipeError.tooLarge(file: file, width: header.canvas.width, height: header.canvas.height,
-                                          limit: "the decoder memory limit of \(limits.maxDecoderMemory) bytes "
-                                              + "(compositing this animation needs \(needed))")
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.decoderMemory, found: needed, limit: limits.maxDecoderMemory,
+                                                                               size: header.canvas, detail: "compositing this animation"))
         }
         bytes = try WebPInput.wholeBytes(source)
         var message = shimMessageBuffer()

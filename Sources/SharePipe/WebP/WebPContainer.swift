@@ -158,8 +158,8 @@ enum WebPScan {
         func checkMetadataBudget(_ size: Int) throws {
             metadataBytes += size + 64
             if metadataBytes > limits.maxMetadataBytes {
-                throw SharePipeError.tooLarge(file: file, width: 0, height: 0,
-                                              limit: "the metadata limit of \(limits.maxMetadataBytes) bytes")
+                throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.metadataBytes, found: metadataBytes,
+                                                                                   limit: limits.maxMetadataBytes, detail: "WebP metadata chunks"))
             }
         }
 
@@ -241,14 +241,6 @@ enum WebPScan {
     /// Refuses an animation whose frame count or total frame area (every frame composited onto the whole
     /// canvas, as the animation decoder does) is over the limits.
     static func checkFrames(_ frames: Int, canvas: PixelSize, limits: ImageLimits, file: String) throws {
-        if frames > limits.maxFrames {
-            throw SharePipeError.tooLarge(file: file, width: canvas.width, height: canvas.height,
-                                          limit: "the frame limit of \(limits.maxFrames)")
-        }
-        let (total, overflow) = canvas.area.multipliedReportingOverflow(by: frames)
-        if overflow || total > limits.maxTotalFramePixels {
-            throw SharePipeError.tooLarge(file: file, width: canvas.width, height: canvas.height,
-                                          limit: "the animation limit of \(limits.maxTotalFramePixels) frame pixels")
-        }
+        try limits.checkAnimation(frames: frames, canvas: canvas, file: file)
     }
 }

@@ -49,9 +49,8 @@ struct WebPDecoder: ImageDecoder {
         let channels = header.hasAlpha ? 4 : 3
         let libraryBytes = Self.libraryBytes(header, decoded: decoded)
         if libraryBytes > limits.maxDecoderMemory {
-            throw SharePipeError.tooLarge(file: source.displayName, width: stored.width, height: stored.height,
-                                          limit: "the decoder memory limit of \(limits.maxDecoderMemory) bytes "
-                                              + "(libwebp needs \(libraryBytes) for this image)")
+            throw SharePipeError.tooLarge(file: source.displayName, exceeded: ExceededLimit(.decoderMemory, found: libraryBytes,
+                                                                                             limit: limits.maxDecoderMemory, size: stored, detail: "libwebp"))
         }
         return try meter.holding(libraryBytes) {
             let decoder = try WebPStillDecoder(output: decoded, channels: channels, file: source.displayName)
