@@ -12,14 +12,7 @@ enum APNGStill {
         }
         let canvas = first.canvas
         let outputTarget = PixelSize(width: min(target.width, canvas.width), height: min(target.height, canvas.height))
-        var resampler = LanczosResampler(from: canvas.size, to: outputTarget, layout: .rgba, meter: meter)
-        let rowBytes = canvas.width * 4
-        canvas.pixels.withUnsafeBufferPointer { pixels in
-            for y in 0..<canvas.height {
-                resampler.push(row: UnsafeBufferPointer(rebasing: pixels[y * rowBytes..<(y + 1) * rowBytes]))
-            }
-        }
         // "First frame only" is the plan's adjustment (`PreparePlan`), reported with the result.
-        return RenderedImage(bitmap: try resampler.finish(), warnings: [])
+        return RenderedImage(bitmap: InMemoryResample.resize(canvas, to: outputTarget, meter: meter), warnings: [])
     }
 }

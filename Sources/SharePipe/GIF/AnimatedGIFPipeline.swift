@@ -140,16 +140,7 @@ struct AnimatedGIFPass {
 
     /// The canvas at the output size: Lanczos on RGBA (premultiplied inside the resampler), or a copy.
     static func picture(of canvas: GIFCanvas, at size: PixelSize, meter: PixelMemoryMeter) -> [UInt8] {
-        if size == canvas.size { return canvas.pixels }
-        var resampler = LanczosResampler(from: canvas.size, to: size, layout: .rgba, meter: meter)
-        let rowBytes = canvas.size.width * 4
-        canvas.pixels.withUnsafeBufferPointer { all in
-            for y in 0..<canvas.size.height {
-                resampler.push(row: UnsafeBufferPointer(rebasing: all[y * rowBytes..<(y + 1) * rowBytes]))
-            }
-        }
-        // Every row was pushed, so the resampler is complete.
-        return (try? resampler.finish())?.pixels ?? [UInt8](repeating: 0, count: size.area * 4)
+        InMemoryResample.resize(Bitmap(size: canvas.size, layout: .rgba, pixels: canvas.pixels), to: size, meter: meter).pixels
     }
 }
 

@@ -100,14 +100,8 @@ struct WebPDecoder: ImageDecoder {
         guard let frame = try animation.nextFrame() else {
             throw SharePipeError.corrupt(file: source.displayName, reason: "animation without frames")
         }
-        var resampler = LanczosResampler(from: header.canvas, to: target, layout: .rgba, meter: meter)
-        let rowLength = header.canvas.width * 4
-        frame.canvas.pixels.withUnsafeBufferPointer { pixels in
-            for y in 0..<header.canvas.height {
-                resampler.push(row: UnsafeBufferPointer(rebasing: pixels[y * rowLength..<(y + 1) * rowLength]))
-            }
-        }
-        return RenderedImage(bitmap: try resampler.finish(), warnings: Self.warnings(header))
+        return RenderedImage(bitmap: InMemoryResample.resize(frame.canvas, to: target, meter: meter),
+                             warnings: Self.warnings(header))
     }
 
     /// Recoverable damage the header walk found.
