@@ -29,7 +29,7 @@ import Testing
         #expect(run.status == 1)
         #expect(run.stdout.contains("processed 3, failed 2, skipped 0"), "\(run.stdout)")
         #expect(run.stderr.contains("truncated.jpg: corrupt image"), "\(run.stderr)")
-        #expect(run.stderr.contains("notes.jpg: unsupported format: not a JPEG, PNG, GIF or WebP"), "\(run.stderr)")
+        #expect(run.stderr.contains("notes.jpg: unsupported format: not a JPEG, PNG, GIF, WebP, HEIC or AVIF"), "\(run.stderr)")
         // Outputs mirror the tree; bad files leave nothing behind, not even temporary files.
         let outputs = try FileManager.default.subpathsOfDirectory(atPath: directory + "/out").sorted()
         #expect(outputs == ["in", "in/gps-thumb.jpg", "in/orient-6.jpg", "in/sub", "in/sub/orient-3.jpg"])

@@ -8,7 +8,7 @@ import Testing
     /// Every committed broken input, with the error kind and a phrase its message must contain.
     static let broken: [(file: String, kind: String, reason: String)] = [
         ("empty.jpg", "unsupportedFormat", "file is empty"),
-        ("not-an-image.png", "unsupportedFormat", "not a JPEG, PNG, GIF or WebP"),
+        ("not-an-image.png", "unsupportedFormat", "not a JPEG, PNG, GIF, WebP, HEIC or AVIF"),
         ("no-sof.jpg", "corrupt", "no image"),
         ("sos-before-sof.jpg", "corrupt", "SOS before SOF"),
         ("huge-header.jpg", "tooLarge", "65000×65000 exceeds the pixel limit of 120000000"),

@@ -53,7 +53,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         }
         guard let format = sniff(prefix) else {
             throw SharePipeError.unsupportedFormat(file: source.displayName,
-                                                   reason: "not a JPEG, PNG, GIF or WebP (unrecognised signature)")
+                                                   reason: "not a JPEG, PNG, GIF, WebP, HEIC or AVIF (unrecognised signature)")
         }
         return format
     }

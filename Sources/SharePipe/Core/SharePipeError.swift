@@ -2,7 +2,7 @@ import CSharePipe
 
 /// Everything that can go wrong preparing an image. Each case names the file (or "<memory>") and says why.
 public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The bytes are not a JPEG, PNG, GIF or WebP (detected by magic bytes, not by name).
+    /// The bytes are not a JPEG, PNG, GIF, WebP, HEIC or AVIF (detected by magic bytes, not by name).
     case unsupportedFormat(file: String, reason: String)
     /// The data is damaged or not what its header claims.
     case corrupt(file: String, reason: String)
