@@ -7,10 +7,7 @@ enum APNGStill {
                        meter: PixelMemoryMeter) throws -> RenderedImage {
         var frames = try APNGFrameSource(source, animation: animation, limits: limits, meter: meter)
         defer { frames.release() }
-        guard let first = try frames.nextFrame() else {
-            throw SharePipeError.corrupt(file: source.displayName, reason: "the animation has no frames")
-        }
-        let canvas = first.canvas
+        let canvas = try frames.firstFrame(file: source.displayName).canvas
         let outputTarget = PixelSize(width: min(target.width, canvas.width), height: min(target.height, canvas.height))
         // "First frame only" is the plan's adjustment (`PreparePlan`), reported with the result.
         return RenderedImage(bitmap: InMemoryResample.resize(canvas, to: outputTarget, meter: meter), warnings: [])

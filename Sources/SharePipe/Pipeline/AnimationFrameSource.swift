@@ -24,6 +24,17 @@ protocol AnimationFrameSource {
     mutating func nextFrame() throws -> AnimationFrame?
 }
 
+extension AnimationFrameSource {
+    /// The first composited frame, for an animation prepared as a still; an animation without frames is
+    /// corrupt (named after `file`).
+    mutating func firstFrame(file: String) throws -> AnimationFrame {
+        guard let frame = try nextFrame() else {
+            throw SharePipeError.corrupt(file: file, reason: "the animation has no frames")
+        }
+        return frame
+    }
+}
+
 /// One composited frame of an `AnimationFrameSource`.
 struct AnimationFrame {
     /// Straight-alpha RGBA8 pixels of the whole canvas.

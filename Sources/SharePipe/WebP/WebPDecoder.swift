@@ -95,11 +95,9 @@ struct WebPDecoder: ImageDecoder {
     /// The first composited frame of an animation, resampled to `target`.
     private func renderFirstFrame(_ source: ImageSource, header: WebPHeader, target: PixelSize, limits: ImageLimits,
                                   meter: PixelMemoryMeter) throws -> RenderedImage {
-        let animation = try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
+        var animation = try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
         defer { animation.close() }
-        guard let frame = try animation.nextFrame() else {
-            throw SharePipeError.corrupt(file: source.displayName, reason: "animation without frames")
-        }
+        let frame = try animation.firstFrame(file: source.displayName)
         return RenderedImage(bitmap: InMemoryResample.resize(frame.canvas, to: target, meter: meter),
                              warnings: Self.warnings(header))
     }
