@@ -100,27 +100,27 @@ struct PipelineOptions: ParsableArguments {
             let names = catalog.profiles.map(\.name).joined(separator: ", ")
             throw ValidationError("unknown service '\(name)' (known: \(names))")
         }
+        // The CLI's entry check: the same `validate()` the library's entry points run, with the flags named.
         do {
             for (_, options) in try makeTargets() { try options.validate() }
-        } catch SharePipeError.invalidOptions(let reason) {
-            throw ValidationError("invalid options: " + PipelineOptions.namingFlags(reason))
+        } catch SharePipeError.invalidOptions(let invalid) {
+            throw ValidationError("invalid options: " + PipelineOptions.namingFlags(invalid))
         } catch let error as SharePipeError {
             throw ValidationError(error.description)
         }
     }
 
-    /// The library's option names (`minQuality`) in its messages, as the flags a CLI user typed
-    /// (`--min-quality`), with a hint where a profile or a default supplied the value.
-    static func namingFlags(_ message: String) -> String {
-        let flags = ["minQuality": "--min-quality", "quality": "--quality", "maxShortEdge": "--max-short-edge",
-                     "maxBytes": "--max-bytes", "limits.maxPixels": "--max-pixels", "limits.maxDimension": "--max-dimension",
-                     "limits.maxInputBytes": "--max-input-bytes", "limits.maxFrames": "--max-frames",
-                     "limits.maxTotalFramePixels": "--max-frame-pixels"]
-        var text = message
-        for (name, flag) in flags {
-            text = text.replacing("`\(name)`", with: flag).replacing("...\(name) ", with: "...\(flag) ")
-        }
-        if message.contains("`minQuality`") {
+    /// The flags a CLI user types (`--min-quality`) for the library's option names (`minQuality`).
+    static let flags = ["minQuality": "--min-quality", "quality": "--quality", "maxShortEdge": "--max-short-edge",
+                        "maxBytes": "--max-bytes", "limits.maxPixels": "--max-pixels", "limits.maxDimension": "--max-dimension",
+                        "limits.maxInputBytes": "--max-input-bytes", "limits.maxFrames": "--max-frames",
+                        "limits.maxTotalFramePixels": "--max-frame-pixels"]
+
+    /// The message of an invalid option with every option named by its flag, with a hint where a profile
+    /// or a default supplied the value. (Options no flag sets, from a profile, keep the library's name.)
+    static func namingFlags(_ invalid: InvalidOption) -> String {
+        var text = invalid.message { flags[$0] ?? "`\($0)`" }
+        if invalid.option == "minQuality" {
             text += " (--min-quality defaults to 40 or the service's floor: lower it together with --quality)"
         }
         return text

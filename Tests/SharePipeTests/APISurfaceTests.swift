@@ -31,8 +31,9 @@ import Testing
         #expect(error.file == "a.jpg")
         #expect(error.reason == "corrupt image: bad data")
         #expect(error.description == "a.jpg: corrupt image: bad data")
-        #expect(SharePipeError.invalidOptions("x").file == nil)
-        #expect(SharePipeError.invalidOptions("x").description == "invalid options: x")
+        let invalid = SharePipeError.invalidOptions(InvalidOption("quality", expected: "1...100", found: "0"))
+        #expect(invalid.file == nil)
+        #expect(invalid.description == "invalid options: expected 1...100 for `quality`, got 0")
     }
 
     @Test("the one lock serialises concurrent updates")

@@ -99,15 +99,15 @@ import Testing
     }
 
     @Test func nonPositiveLimitsAreInvalidOptions() {
-        for keyPath in [\ImageLimits.maxInputBytes, \.maxFrames, \.maxTotalFramePixels, \.maxDecoderMemory, \.maxMetadataBytes,
-                        \.maxPixels, \.maxDimension] {
+        let limits: [(WritableKeyPath<ImageLimits, Int>, String)] = [
+            (\.maxInputBytes, "maxInputBytes"), (\.maxFrames, "maxFrames"), (\.maxTotalFramePixels, "maxTotalFramePixels"),
+            (\.maxDecoderMemory, "maxDecoderMemory"), (\.maxMetadataBytes, "maxMetadataBytes"), (\.maxPixels, "maxPixels"),
+            (\.maxDimension, "maxDimension")]
+        for (keyPath, name) in limits {
             var options = PrepareOptions()
             options.limits[keyPath: keyPath] = 0
-            #expect {
+            #expect(throws: SharePipeError.invalidOptions(InvalidOption("limits." + name, expected: "a positive limit", found: "0"))) {
                 try options.validate()
-            } throws: { error in
-                guard case .invalidOptions(let text) = error as? SharePipeError else { return false }
-                return text.contains("limits.") && text.contains("got 0")
             }
         }
     }

@@ -114,20 +114,20 @@ import Testing
     }
 
     @Test("the estimate is priced from the plan: route, target and kept metadata")
-    func estimateFollowsThePlan() {
+    func estimateFollowsThePlan() throws {
         let animated = Self.info(.gif, 800, 600, frames: 10)
         // bluesky shows no animation and takes no GIF: the plan goes still, and so does the estimate.
         let blueskyOptions = ServiceProfile.bluesky.options()
-        let still = MemoryEstimate(info: animated, options: blueskyOptions)
+        let still = try MemoryEstimate(info: animated, options: blueskyOptions)
         let stillPlan = PreparePlan(info: animated, options: blueskyOptions)
         #expect(stillPlan.route == .still)
         #expect(still == MemoryEstimate(plan: stillPlan, info: animated, options: blueskyOptions, input: .file))
         #expect(still.targetSize == stillPlan.target)
-        let stillParts = MemoryEstimate.stillGIF(animated, plan: stillPlan, options: blueskyOptions, keptMetadata: 0)
+        let stillParts = MemoryEstimate.stillGIF(animated, plan: stillPlan, options: try blueskyOptions.checked(), keptMetadata: 0)
         #expect(still.meteredPixelBytes >= stillParts.metered)
-        let animation = MemoryEstimate(info: animated, options: PrepareOptions())
+        let animation = try MemoryEstimate(info: animated, options: PrepareOptions())
         let animationParts = MemoryEstimate.animatedGIF(animated, plan: PreparePlan(info: animated, options: PrepareOptions()),
-                                                        options: PrepareOptions(), keptMetadata: 0)
+                                                        options: try PrepareOptions().checked(), keptMetadata: 0)
         #expect(animation.meteredPixelBytes == animationParts.metered)
         #expect(animation.meteredPixelBytes != still.meteredPixelBytes)
 
@@ -139,8 +139,8 @@ import Testing
         smaller.maxShortEdge = 300
         let resized = PreparePlan(info: photo, options: smaller)
         #expect(resized.route == .still)
-        #expect(MemoryEstimate(info: photo, options: PrepareOptions()).outputBytes
+        #expect(try MemoryEstimate(info: photo, options: PrepareOptions()).outputBytes
                 >= MemoryEstimate.rewriteOutputBytes(photo, keptMetadata: 0))
-        #expect(MemoryEstimate(info: photo, options: smaller).targetSize == resized.target)
+        #expect(try MemoryEstimate(info: photo, options: smaller).targetSize == resized.target)
     }
 }

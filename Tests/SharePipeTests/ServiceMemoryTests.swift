@@ -88,8 +88,8 @@ import Testing
     }()
 
     @Test(arguments: cases)
-    func plansTheDecodeAndTheMeteredBuffers(_ row: Case) {
-        let estimate = MemoryEstimate(info: row.info, options: row.options, input: row.input)
+    func plansTheDecodeAndTheMeteredBuffers(_ row: Case) throws {
+        let estimate = try MemoryEstimate(info: row.info, options: row.options, input: row.input)
         #expect(estimate.decodedSize == row.decoded)
         #expect(estimate.targetSize == row.target)
         #expect(estimate.meteredPixelBytes == row.metered, "\(estimate)")
@@ -97,9 +97,9 @@ import Testing
         #expect(estimate.inputBytes == (row.input == .memory ? row.info.byteCount : MemoryEstimate.fileReadBufferBytes))
     }
 
-    @Test func progressiveJPEGAddsTheCompactCoefficientStore() {
-        let baseline = MemoryEstimate(info: Self.info(.jpeg, 4000, 3000), options: PrepareOptions())
-        let progressive = MemoryEstimate(info: Self.info(.jpeg, 4000, 3000, progressive: true), options: PrepareOptions())
+    @Test func progressiveJPEGAddsTheCompactCoefficientStore() throws {
+        let baseline = try MemoryEstimate(info: Self.info(.jpeg, 4000, 3000), options: PrepareOptions())
+        let progressive = try MemoryEstimate(info: Self.info(.jpeg, 4000, 3000, progressive: true), options: PrepareOptions())
         // Decoded at 3/8: the store keeps per block a summary byte, up to 8 bytes of non-zero map and 11
         // coefficients (the 3×3 IDCT's and smoothing's ten), 31 bytes, for 3 components (4:4:4 is the larger
         // bound) — well under libjpeg's own 128 bytes per block (72 MB here).
@@ -116,7 +116,7 @@ import Testing
         var checked = 0
         for path in files {
             guard let info = try? SharePipe.inspect(.file(path: path)), info.progressive else { continue }
-            let estimate = MemoryEstimate(info: info, options: PrepareOptions())
+            let estimate = try MemoryEstimate(info: info, options: PrepareOptions())
             let numerator = ScalePlan.jpegScaleNumerator(stored: info.size, target: estimate.targetSize)
             let measured = ProgressiveStoreTests.decode(path, scale: numerator, full: false)
             #expect(measured.status == SP_OK, "\(path)")
@@ -128,38 +128,38 @@ import Testing
         #expect(checked >= 10)
     }
 
-    @Test func libjpegsCoefficientBufferIsCappedByTheDecoderMemoryLimit() {
+    @Test func libjpegsCoefficientBufferIsCappedByTheDecoderMemoryLimit() throws {
         var options = PrepareOptions()
         options.limits.maxDecoderMemory = 100 << 20
-        let capped = MemoryEstimate(info: Self.info(.jpeg, 8000, 6000, progressive: true), options: options)
-        let baseline = MemoryEstimate(info: Self.info(.jpeg, 8000, 6000), options: options)
+        let capped = try MemoryEstimate(info: Self.info(.jpeg, 8000, 6000, progressive: true), options: options)
+        let baseline = try MemoryEstimate(info: Self.info(.jpeg, 8000, 6000), options: options)
         #expect(capped.decoderLibraryBytes - baseline.decoderLibraryBytes == 100 << 20)
     }
 
-    @Test func encoderBuffersFollowTheOutputNotTheInput() {
-        let small = MemoryEstimate(info: Self.info(.jpeg, 4000, 3000), options: PrepareOptions())
-        let large = MemoryEstimate(info: Self.info(.jpeg, 8000, 6000), options: PrepareOptions())
+    @Test func encoderBuffersFollowTheOutputNotTheInput() throws {
+        let small = try MemoryEstimate(info: Self.info(.jpeg, 4000, 3000), options: PrepareOptions())
+        let large = try MemoryEstimate(info: Self.info(.jpeg, 8000, 6000), options: PrepareOptions())
         #expect(small.encoderLibraryBytes == large.encoderLibraryBytes)
         // optimize_coding: 1440×1080 at 4:2:0 is 90 × 68 MCUs of 6 blocks of 128 bytes ≈ w × h × 1.5 × 2.
         #expect(small.encoderLibraryBytes >= 90 * 68 * 6 * 128)
         #expect(small.outputBytes >= 6 * 1440 * 1080 * 3 / 2)
     }
 
-    @Test func anInputHeldInMemoryIsCountedWhole() {
+    @Test func anInputHeldInMemoryIsCountedWhole() throws {
         let info = Self.info(.jpeg, 4000, 3000, bytes: 9_000_000)
-        let onDisk = MemoryEstimate(info: info, options: PrepareOptions(), input: .file)
-        let inMemory = MemoryEstimate(info: info, options: PrepareOptions(), input: .memory)
+        let onDisk = try MemoryEstimate(info: info, options: PrepareOptions(), input: .file)
+        let inMemory = try MemoryEstimate(info: info, options: PrepareOptions(), input: .memory)
         #expect(inMemory.totalBytes - onDisk.totalBytes == 9_000_000 - MemoryEstimate.fileReadBufferBytes)
     }
 
-    @Test func rotationAndCPUFirstAddUnmeteredBitmaps() {
-        let upright = MemoryEstimate(info: Self.info(.jpeg, 3000, 4000), options: PrepareOptions())
-        let rotated = MemoryEstimate(info: Self.info(.jpeg, 3000, 4000, orientation: 6), options: PrepareOptions())
+    @Test func rotationAndCPUFirstAddUnmeteredBitmaps() throws {
+        let upright = try MemoryEstimate(info: Self.info(.jpeg, 3000, 4000), options: PrepareOptions())
+        let rotated = try MemoryEstimate(info: Self.info(.jpeg, 3000, 4000, orientation: 6), options: PrepareOptions())
         #expect(upright.unmeteredPixelBytes == 0)
         #expect(rotated.unmeteredPixelBytes == 1080 * 1440 * 3)
         var options = PrepareOptions()
         options.strategy = .cpuFirst
-        let kept = MemoryEstimate(info: Self.info(.jpeg, 3000, 4000), options: options)
+        let kept = try MemoryEstimate(info: Self.info(.jpeg, 3000, 4000), options: options)
         #expect(kept.unmeteredPixelBytes == 1080 * 1440 * 3)
     }
 
@@ -200,7 +200,7 @@ import Testing
                     continue
                 }
                 for (label, options) in Self.boundOptions {
-                    let estimate = MemoryEstimate(info: info, options: options)
+                    let estimate = try MemoryEstimate(info: info, options: options)
                     let result: PreparedImage
                     do {
                         result = try SharePipe.prepare(source, options: options)
@@ -239,7 +239,7 @@ import Testing
             options.strategy = strategy
             let result = try SharePipe.prepare(source, options: options)
             #expect(Set(result.attempts.map(\.size)).count > 1, "the byte limit should force smaller sizes")
-            #expect(result.peakPixelBytes <= MemoryEstimate(info: info, options: options).meteredPixelBytes)
+            #expect(result.peakPixelBytes <= (try MemoryEstimate(info: info, options: options).meteredPixelBytes))
         }
     }
 
@@ -248,7 +248,7 @@ import Testing
         let source = ImageSource.file(path: Fixtures.path("jpeg/noisy-2000x1500.jpg"))
         let options = PrepareOptions(maxShortEdge: 1499, quality: 100, minQuality: 100)
         let result = try SharePipe.prepare(source, options: options)
-        let estimate = MemoryEstimate(info: try SharePipe.inspect(source), options: options)
+        let estimate = try MemoryEstimate(info: try SharePipe.inspect(source), options: options)
         print("noise at quality 100: \(result.byteCount) bytes for \(result.size), "
               + "\(String(format: "%.2f", Double(result.byteCount) / Double(result.size.area * 3 / 2))) bytes per 4:2:0 sample")
         #expect(result.method == .reencoded)

@@ -11,7 +11,7 @@ import Testing
     /// The memory one upload of `path` needs for `profiles`, as the pipeline plans it.
     static func need(_ path: String, _ profiles: [ServiceProfile] = [.x], input: InputResidence = .file) throws -> Int {
         let info = try SharePipe.inspect(.file(path: path))
-        return profiles.map { MemoryEstimate(info: info, options: $0.options(), input: input).totalBytes }.max()!
+        return try profiles.map { try MemoryEstimate(info: info, options: $0.options(), input: input).totalBytes }.max()!
     }
 
     static func pipeline(budget: Int, jobs: Int = 8, oversized: OversizedJobPolicy = .runAlone, threshold: Int = 1 << 20,

@@ -179,7 +179,7 @@ struct WebPPipelineTests {
         let decoded = WebPDecoder.decodeSize(stored: info.size, target: PixelSize(width: 60, height: 80))
         #expect(decoded == PixelSize(width: 120, height: 160))
         #expect(result.peakPixelBytes >= WebPDecoder.libraryBytes(header, decoded: decoded))
-        let estimate = MemoryEstimate(info: info, options: options)
+        let estimate = try MemoryEstimate(info: info, options: options)
         #expect(estimate.meteredPixelBytes >= result.peakPixelBytes, "\(estimate.meteredPixelBytes) < \(result.peakPixelBytes)")
     }
 }

@@ -126,11 +126,17 @@ public struct Batch: Sendable {
             for index in pending { plan(item, target: targets[index], into: &reports[index]) }
             return reports
         }
-        let results = Pipeline.prepare(.file(path: item.input), forEach: pending.map { targets[$0].options })
+        let results = Pipeline.prepare(.file(path: item.input), forEach: Self.checked(pending.map { targets[$0] }))
         for (index, result) in zip(pending, results) {
             write(result, for: item, target: targets[index], into: &reports[index])
         }
         return reports
+    }
+
+    /// Each target's options checked, here at the batch's entry (`targets` may change between calls); a
+    /// target whose options cannot work fails every file with `invalidOptions`.
+    private static func checked(_ targets: [BatchTarget]) -> [Result<PrepareOptions.Checked, SharePipeError>] {
+        targets.map { target in Result { () throws(SharePipeError) in try target.options.checked() } }
     }
 
     /// Prepares one image that is not a file of the walk (`-`, standard input, in the CLI) for every target.
@@ -139,7 +145,7 @@ public struct Batch: Sendable {
     public func process(_ source: ImageSource, named name: String,
                         sink: ((PreparedImage) throws -> Void)? = nil) -> [BatchReport] {
         let item = BatchItem(input: name, relativeName: BatchItem.lastComponent(name))
-        let results = Pipeline.prepare(source, forEach: targets.map(\.options))
+        let results = Pipeline.prepare(source, forEach: Self.checked(targets))
         return zip(targets, results).map { target, result in
             var report = BatchReport(input: name, service: target.service)
             report.inputBytes = try? source.byteCount()

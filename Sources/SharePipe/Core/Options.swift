@@ -90,7 +90,8 @@ public enum FitStrategy: String, Sendable, Codable, CaseIterable {
     case cpuFirst
 }
 
-/// What to do with one image. Validated once, before any decoding.
+/// What to do with one image. Checked once, by the public entry point it is given to, before any
+/// decoding (`validate()` runs the same check).
 public struct PrepareOptions: Sendable, Equatable {
     /// The short edge is reduced to at most this many pixels; never enlarged.
     public var maxShortEdge: Int
@@ -172,17 +173,28 @@ public struct PrepareOptions: Sendable, Equatable {
         self.animation = AnimationLimits()
     }
 
-    /// Checks the options make sense together; called before any work.
-    public func validate() throws {
-        func fail(_ name: String, _ expected: String, _ got: Any) throws -> Never {
-            throw SharePipeError.invalidOptions("expected \(expected) for `\(name)`, got \(got)")
+    /// Checks the options make sense together, as every public entry point does before any work
+    /// (`SharePipe.prepare`, `SharePipeline`, `Batch`, profile loading, `MemoryEstimate`): call it to learn
+    /// early whether a value you built will be accepted.
+    ///
+    /// - Throws: `SharePipeError.invalidOptions` naming the first option that cannot work.
+    public func validate() throws(SharePipeError) {
+        _ = try checked()
+    }
+
+    /// The options as the pipeline takes them, or `invalidOptions` naming the first bad one. The only way
+    /// to make a `Checked` value: every internal function that reads options takes one, so nothing inside
+    /// can run on unchecked options or check them a second time.
+    func checked() throws(SharePipeError) -> Checked {
+        func fail(_ name: String, _ expected: InvalidOption.Expected, _ got: Any) throws(SharePipeError) -> Never {
+            throw SharePipeError.invalidOptions(InvalidOption(name, expected: expected, found: "\(got)"))
         }
         if maxShortEdge < 1 { try fail("maxShortEdge", "a positive number of pixels", maxShortEdge) }
-        if let maxLongEdge, maxLongEdge < maxShortEdge { try fail("maxLongEdge", "at least maxShortEdge", maxLongEdge) }
+        if let maxLongEdge, maxLongEdge < maxShortEdge { try fail("maxLongEdge", .atLeast(option: "maxShortEdge"), maxLongEdge) }
         if let maxPixels, maxPixels < 1 { try fail("maxPixels", "a positive pixel count", maxPixels) }
         if let maxBytes, maxBytes < 1024 { try fail("maxBytes", "at least 1024 bytes", maxBytes) }
         if !(1...100).contains(quality) { try fail("quality", "1...100", quality) }
-        if !(1...quality).contains(minQuality) { try fail("minQuality", "1...quality (\(quality))", minQuality) }
+        if !(1...quality).contains(minQuality) { try fail("minQuality", .upTo(option: "quality", value: quality), minQuality) }
         if minShortEdge < 1 { try fail("minShortEdge", "a positive number of pixels", minShortEdge) }
         for (name, value) in limits.named where value < 1 { try fail("limits.\(name)", "a positive limit", value) }
         for (name, value) in [("maxWidth", maxWidth), ("maxHeight", maxHeight), ("maxEdgeSum", maxEdgeSum),
@@ -192,6 +204,25 @@ public struct PrepareOptions: Sendable, Equatable {
         }
         if let bytes = animation.maxBytes, bytes < 1024 { try fail("animation.maxBytes", "at least 1024 bytes", bytes) }
         if let accepted = acceptedFormats, accepted.isEmpty { try fail("acceptedFormats", "at least one format", accepted) }
+        return Checked(self)
+    }
+
+    /// Options that passed `checked()`. Reads like `PrepareOptions` (every property, through dynamic
+    /// member lookup) but cannot be changed or made any other way, so a function taking one knows its
+    /// options are valid: the pipeline, the planner, the memory estimate and the format parts take this.
+    @dynamicMemberLookup
+    struct Checked: Sendable, Equatable {
+        /// The checked value.
+        let options: PrepareOptions
+
+        fileprivate init(_ options: PrepareOptions) { self.options = options }
+
+        subscript<Value>(dynamicMember keyPath: KeyPath<PrepareOptions, Value>) -> Value { options[keyPath: keyPath] }
+
+        /// `PrepareOptions.outputFormat(for:hasAlpha:)`.
+        func outputFormat(for format: ImageFormat, hasAlpha: Bool = false) -> ImageFormat {
+            options.outputFormat(for: format, hasAlpha: hasAlpha)
+        }
     }
 }
 

@@ -17,8 +17,9 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     case unwritable(file: String, reason: String)
     /// An encoder (libjpeg, libpng, giflib) failed while writing the output: not a fault of the input.
     case encodingFailed(file: String, reason: String)
-    /// Options that cannot work together (reported before any decoding).
-    case invalidOptions(String)
+    /// Options that cannot work together (reported before any decoding). `option` names the option, what
+    /// a valid value is and the value given.
+    case invalidOptions(InvalidOption)
     /// The job was cancelled; nothing was written.
     case cancelled(file: String)
 
@@ -50,7 +51,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .unreadable(_, let reason): return "cannot read: \(reason)"
         case .unwritable(_, let reason): return "cannot write: \(reason)"
         case .encodingFailed(_, let reason): return "encoding the output failed: \(reason)"
-        case .invalidOptions(let reason): return "invalid options: \(reason)"
+        case .invalidOptions(let option): return "invalid options: \(option)"
         case .cancelled: return "cancelled"
         }
     }

@@ -78,5 +78,5 @@ enum AnimationSupport: Sendable {
 
 /// A format's memory model: the parts of `MemoryEstimate` for the still and metadata-rewrite routes,
 /// priced from the plan (the animation route has its own model, `MemoryEstimate.animation`).
-typealias MemoryModel = @Sendable (_ info: ImageInfo, _ plan: PreparePlan, _ options: PrepareOptions,
+typealias MemoryModel = @Sendable (_ info: ImageInfo, _ plan: PreparePlan, _ options: PrepareOptions.Checked,
                                    _ keptMetadataBytes: Int) -> MemoryEstimate.Parts

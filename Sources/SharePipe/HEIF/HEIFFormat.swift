@@ -30,7 +30,7 @@ extension MemoryEstimate {
     /// resampled, then encoded as JPEG (or PNG with alpha). The planes are priced at 4:4:4 (the probe does
     /// not know the chroma format; 4:2:0 needs half the chroma). libheif and libde265/dav1d working memory
     /// beyond the planes, measured on a 12 MP HEIC (libheif 1.15): about 2 bytes per pixel.
-    static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let size = info.size
         let monochrome = info.colorModel == .gray || info.colorModel == .grayAlpha
         let channels = (monochrome ? 1 : 3) + (info.hasAlpha ? 1 : 0)

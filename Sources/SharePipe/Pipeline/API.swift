@@ -4,15 +4,18 @@
 /// ```swift
 /// let result = try SharePipe.prepare(.file(path: "IMG_0001.jpg"), options: PrepareOptions(maxBytes: 5_000_000))
 /// ```
+///
+/// - Throws: `SharePipeError`; `invalidOptions` (naming the option) before anything is read when
+///   `options` cannot work.
 public func prepare(_ source: ImageSource, options: PrepareOptions = PrepareOptions()) throws -> PreparedImage {
-    try Pipeline.prepare(source, options: options)
+    try Pipeline.prepare(source, options: options.checked())
 }
 
 /// The async form: runs off the caller's executor and honours Task cancellation between steps and
 /// between fitting attempts (a cancelled job throws `SharePipeError.cancelled` and produces nothing).
 public func prepare(_ source: ImageSource, options: PrepareOptions = PrepareOptions()) async throws -> PreparedImage {
     if Task.isCancelled { throw SharePipeError.cancelled(file: source.displayName) }
-    return try Pipeline.prepare(source, options: options) {
+    return try Pipeline.prepare(source, options: options.checked()) {
         if Task.isCancelled { throw SharePipeError.cancelled(file: source.displayName) }
     }
 }

@@ -12,7 +12,7 @@ enum AnimationRoute {
     static let outputFormat = ImageFormat.gif
 
     /// The ladder for `plan` (whose route is `.animation`), over the pass the input format offers.
-    static func ladder(_ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions,
+    static func ladder(_ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
                        meter: PixelMemoryMeter, checkpoint: Pipeline.Checkpoint) throws -> AnimationLadder {
         guard case .animation(let initial, let frameCount, let floor, let minShortEdge) = plan.ladder,
               let support = FormatRegistry.descriptor(for: info.format).animation else {
@@ -40,7 +40,7 @@ enum AnimationRoute {
     /// The first plan: the size under the animation's caps, and the service's frame limits. Too many frames
     /// are decimated (timing kept); too many pixels in all (width × height × frames) shrink the size, or
     /// decimate when that would go under the smallest short edge.
-    static func initialPlan(canvas: PixelSize, frameCount frames: Int, options: PrepareOptions) -> AnimatedGIFPlan {
+    static func initialPlan(canvas: PixelSize, frameCount frames: Int, options: PrepareOptions.Checked) -> AnimatedGIFPlan {
         var plan = AnimatedGIFPlan(size: ScalePlan.targetSize(for: canvas, caps: options.animatedSizeCaps), colorBudget: nil)
         if let maxFrames = options.animation.maxFrames, frames > maxFrames {
             plan.keepEvery = min(max(1, frames - 1), (frames + maxFrames - 1) / maxFrames)

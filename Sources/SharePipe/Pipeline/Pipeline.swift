@@ -17,19 +17,21 @@ enum Pipeline {
     /// A hook called between steps and between fitting attempts; throws to cancel.
     typealias Checkpoint = () throws -> Void
 
-    /// Prepares `source` once per options value (one per service), each from a freshly opened source.
-    /// Under `cpuFirst` the services share one render: the largest is decoded first and the others are
-    /// resampled from it in memory.
-    static func prepare(_ source: ImageSource, forEach targets: [PrepareOptions],
+    /// Prepares `source` once per options value (one per service), each from a freshly opened source; a
+    /// target whose options failed their check is that target's failure. Under `cpuFirst` the services
+    /// share one render: the largest is decoded first and the others are resampled from it in memory.
+    static func prepare(_ source: ImageSource, forEach targets: [Result<PrepareOptions.Checked, SharePipeError>],
                         checkpoint: Checkpoint = {}) -> [Result<PreparedImage, SharePipeError>] {
         let cache = RenderCache()
         // Largest output first, so the shared render can serve every later one.
-        let order = targets.indices.sorted { targets[$0].maxShortEdge > targets[$1].maxShortEdge }
+        let edges = targets.map { (try? $0.get().maxShortEdge) ?? 0 }
+        let order = targets.indices.sorted { edges[$0] > edges[$1] }
         var results = [Result<PreparedImage, SharePipeError>?](repeating: nil, count: targets.count)
         for index in order {
             do {
-                results[index] = .success(try prepare(source, options: targets[index], checkpoint: checkpoint,
-                                                      cache: targets[index].strategy == .cpuFirst ? cache : nil))
+                let options = try targets[index].get()
+                results[index] = .success(try prepare(source, options: options, checkpoint: checkpoint,
+                                                      cache: options.strategy == .cpuFirst ? cache : nil))
             } catch let error as SharePipeError {
                 results[index] = .failure(error)
             } catch {
@@ -39,7 +41,7 @@ enum Pipeline {
         return results.map { $0! }
     }
 
-    static func prepare(_ source: ImageSource, options: PrepareOptions,
+    static func prepare(_ source: ImageSource, options: PrepareOptions.Checked,
                         checkpoint: Checkpoint = {}, cache: RenderCache? = nil) throws -> PreparedImage {
         do {
             return try prepareSteps(source, options: options, checkpoint: checkpoint, cache: cache)
@@ -49,9 +51,8 @@ enum Pipeline {
         }
     }
 
-    private static func prepareSteps(_ source: ImageSource, options: PrepareOptions,
+    private static func prepareSteps(_ source: ImageSource, options: PrepareOptions.Checked,
                                      checkpoint: Checkpoint, cache: RenderCache?) throws -> PreparedImage {
-        try options.validate()
         let file = source.displayName
         let meter = PixelMemoryMeter()
 
@@ -110,7 +111,7 @@ enum Pipeline {
     /// The metadata-only rewrite, or nil when its copy is over the byte limit or the rewriter declines the
     /// file (one only browsers show right). A throwaway 1/8-scale decode first proves the image data whole
     /// before it is passed on; its warnings (recoverable damage) are reported with the copy.
-    static func rewriteMetadata(_ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions,
+    static func rewriteMetadata(_ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
                                 driver: FittingDriver) throws -> PreparedImage? {
         let input = FormatRegistry.descriptor(for: info.format)
         guard let rewrite = input.metadataRewriter else { return nil }
@@ -155,7 +156,7 @@ enum Pipeline {
     }
 
     /// Climbs the plan's still ladder with the output format's encoder.
-    static func runStillLadder(_ renderer: StillRenderer, info: ImageInfo, plan: PreparePlan, options: PrepareOptions,
+    static func runStillLadder(_ renderer: StillRenderer, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
                                driver: FittingDriver, checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
         let encoder = FormatRegistry.descriptor(for: plan.outputFormat).encoder(info)
         switch plan.ladder {

@@ -49,7 +49,7 @@ struct PreparePlan: Sendable, Equatable {
 
     /// Plans preparing an input with `info` under `options`. `sourceQuality` is the input's own encoding
     /// quality (JPEG), which caps the quality search when the output keeps the input's format.
-    init(info: ImageInfo, options: PrepareOptions, sourceQuality: Int? = nil) {
+    init(info: ImageInfo, options: PrepareOptions.Checked, sourceQuality: Int? = nil) {
         let input = FormatRegistry.descriptor(for: info.format)
         let decided = input.metadataPolicy.outcome(for: info, mode: options.strip)
         inputFormat = info.format
@@ -148,9 +148,9 @@ struct FormatChange: Sendable, Equatable {
     var metadata: MetadataOutcome
 }
 
-extension PrepareOptions {
+extension PrepareOptions.Checked {
     /// Whether the destination accepts `format` as it is.
-    func accepts(_ format: ImageFormat) -> Bool { acceptedFormats.map { $0.contains(format) } ?? true }
+    func accepts(_ format: ImageFormat) -> Bool { options.acceptedFormats.map { $0.contains(format) } ?? true }
 }
 
 extension ImageFormat {

@@ -75,11 +75,13 @@ public struct ProfileCatalog: Sendable {
                                                            maxStillBytes: bytes, source: "user profile file \(file)",
                                                            confidence: "user"))
             }
-            let options = profile.options()
             do {
-                try options.validate()
-            } catch let error as SharePipeError {
-                throw ProfileFileError(file: file, message: "\(position) ('\(entry.name)'): \(error.description)")
+                _ = try profile.options().checked()
+            } catch SharePipeError.invalidOptions(let invalid) {
+                let message = invalid.message { "`\(ProfileEntry.field(for: $0))`" }
+                throw ProfileFileError(file: file, message: "\(position) ('\(entry.name)'): \(message)", option: invalid)
+            } catch {
+                throw ProfileFileError(file: file, message: "\(position) ('\(entry.name)'): \(error)")
             }
             if let existing = catalog.profiles.firstIndex(where: { $0.name == profile.name }) {
                 catalog.profiles[existing] = profile
@@ -104,6 +106,9 @@ public struct ProfileCatalog: Sendable {
 public struct ProfileFileError: Error, Sendable, CustomStringConvertible {
     public var file: String = ""
     public var message: String
+    /// The option a profile set to a value that cannot work, as `PrepareOptions` names it (the message
+    /// names the profile field: `maxStillBytes` for `maxBytes`).
+    public var option: InvalidOption?
     public var description: String { "\(file): bad profile file: \(message)" }
 }
 
@@ -187,6 +192,17 @@ struct ProfileEntry: Decodable {
         minQuality = try c.decodeIfPresent(Int.self, forKey: .minQuality)
         maxQuality = try c.decodeIfPresent(Int.self, forKey: .maxQuality)
         source = try c.decodeIfPresent(String.self, forKey: .source)
+    }
+
+    /// The profile field that sets an option of `PrepareOptions` (`maxBytes` → `maxStillBytes`).
+    static func field(for option: String) -> String {
+        switch option {
+        case "maxBytes": return "maxStillBytes"
+        case "quality": return "maxQuality"
+        case "acceptedFormats": return "formats"
+        case _ where option.hasPrefix("animation."): return "animated." + option.dropFirst("animation.".count)
+        default: return option
+        }
     }
 
     func applied(to base: ServiceProfile) -> ServiceProfile {

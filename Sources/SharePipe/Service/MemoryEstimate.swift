@@ -75,12 +75,18 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     ///   - info: the probe of the input; only its header facts are used.
     ///   - options: the options the job runs with (caps, quality, strategy, limits).
     ///   - input: whether the encoded input is in memory for the whole job or read from a file.
-    public init(info: ImageInfo, options: PrepareOptions, input: InputResidence = .file) {
+    /// - Throws: `SharePipeError.invalidOptions` when `options` would be refused by `SharePipe.prepare`.
+    public init(info: ImageInfo, options: PrepareOptions, input: InputResidence = .file) throws(SharePipeError) {
+        self.init(info: info, options: try options.checked(), input: input)
+    }
+
+    /// Plans the memory for checked options.
+    init(info: ImageInfo, options: PrepareOptions.Checked, input: InputResidence = .file) {
         self.init(plan: PreparePlan(info: info, options: options), info: info, options: options, input: input)
     }
 
     /// Prices `plan`, the same value `Pipeline.prepare` executes.
-    init(plan: PreparePlan, info: ImageInfo, options: PrepareOptions, input: InputResidence) {
+    init(plan: PreparePlan, info: ImageInfo, options: PrepareOptions.Checked, input: InputResidence) {
         let keptPayload = plan.metadata.kept.reduce(0) { $0 + $1.payloadByteCount }
         let target = plan.target
         let animated = plan.route == .animation
@@ -154,7 +160,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// JPEG: DCT-scaled decode streamed into the resampler (`JPEGDecoder.render`), orient, libjpeg encode.
-    static func jpeg(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func jpeg(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let target = plan.target
         let isCMYK = info.colorModel == .cmyk || info.colorModel == .ycck
         let components = info.colorModel == .gray ? 1 : isCMYK ? 4 : 3
@@ -208,7 +214,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// PNG (`PNGDecoder.render`): no shrink-on-load; one row at a time, or for Adam7 the even rows
     /// (⌈height / 2⌉ rows) held until the last pass; 16-bit rows widened to Float; encoded as PNG (reduced
     /// to gray or a palette where lossless), or as JPEG where `allowFormatChange` lets it.
-    static func png(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func png(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let target = plan.target
         // `PNGRowFormat`: libpng's expanded rows (palette → RGB, tRNS → alpha, 1/2/4-bit → 8).
         let channels: Int
@@ -260,7 +266,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// A still GIF, or the first frame of an animation a service shows as a still (`GIFDecoder.render`):
     /// rows straight into the resampler, or through an RGBA canvas of the screen when the frame does not
     /// cover it; encoded as a one-frame GIF (`GIFEncoder`).
-    static func stillGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func stillGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let target = plan.target
         let screen = info.size
         let channels = info.hasAlpha ? 4 : 3
@@ -282,7 +288,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// source's canvas matches): the source canvas (RGBA) and the rectangle a "previous"
     /// disposal restores (up to a second canvas); at the output size, the viewer model, the picture being
     /// written, the next one, its indices and its changed pixels; the resampler between them.
-    static func animatedGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func animatedGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let target = plan.target
         let screen = info.size
         let out = target

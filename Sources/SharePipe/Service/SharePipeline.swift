@@ -82,15 +82,20 @@ public struct SharePipeline: Sendable {
     /// - Throws: `SharePipeError.invalidOptions` when the configuration or its base options make no sense.
     public init(configuration: Configuration, logger: Logger = Logger(label: "SharePipe.SharePipeline")) throws {
         if configuration.memoryBudget < 1 {
-            throw SharePipeError.invalidOptions("expected a positive number of bytes for `memoryBudget`, got \(configuration.memoryBudget)")
+            throw SharePipeError.invalidOptions(InvalidOption("memoryBudget", expected: "a positive number of bytes",
+                                                               found: "\(configuration.memoryBudget)"))
         }
         if configuration.maxConcurrentJobs < 1 {
-            throw SharePipeError.invalidOptions("expected at least 1 for `maxConcurrentJobs`, got \(configuration.maxConcurrentJobs)")
+            throw SharePipeError.invalidOptions(InvalidOption("maxConcurrentJobs", expected: "at least 1",
+                                                               found: "\(configuration.maxConcurrentJobs)"))
         }
         if configuration.spoolThreshold < 0 {
-            throw SharePipeError.invalidOptions("expected 0 or more bytes for `spoolThreshold`, got \(configuration.spoolThreshold)")
+            throw SharePipeError.invalidOptions(InvalidOption("spoolThreshold", expected: "0 or more bytes",
+                                                               found: "\(configuration.spoolThreshold)"))
         }
-        try configuration.baseOptions.validate()
+        // Each profile's options are checked again when a call plans it (a profile overrides most of them);
+        // this reports base options that no profile could mend when the pipeline is made.
+        _ = try configuration.baseOptions.checked()
         self.configuration = configuration
         self.budget = MemoryBudget(capacity: configuration.memoryBudget, maxConcurrentJobs: configuration.maxConcurrentJobs,
                                    oversizedJobs: configuration.oversizedJobs)
@@ -209,14 +214,18 @@ public struct SharePipeline: Sendable {
     private func plan(_ source: ImageSource, named name: String, residence: InputResidence, profiles: [ServiceProfile],
                       spoolPath: String? = nil) throws -> [JobPlan] {
         do {
-            if profiles.isEmpty { throw SharePipeError.invalidOptions("expected at least one profile, got none") }
+            if profiles.isEmpty {
+                throw SharePipeError.invalidOptions(InvalidOption("profiles", expected: "at least one profile", found: "none"))
+            }
             if Task.isCancelled { throw SharePipeError.cancelled(file: name) }
+            // The options first: invalid ones are reported before the input is read.
+            let options = try profiles.map { profile throws(SharePipeError) in
+                try profile.options(basedOn: configuration.baseOptions).checked()
+            }
             let info = try SharePipe.inspect(source, limits: configuration.baseOptions.limits)
-            return try profiles.map { profile in
-                let options = profile.options(basedOn: configuration.baseOptions)
-                try options.validate()
-                return JobPlan(profile: profile, info: info, options: options,
-                               estimate: MemoryEstimate(info: info, options: options, input: residence))
+            return zip(profiles, options).map { profile, options in
+                JobPlan(profile: profile, info: info, options: options,
+                        estimate: MemoryEstimate(info: info, options: options, input: residence))
             }
         } catch {
             throw failed(error, named: name, profiles: profiles, plans: nil, spoolPath: spoolPath ?? source.displayName)
@@ -284,7 +293,7 @@ public struct SharePipeline: Sendable {
 
     /// Runs the synchronous pipeline on a Dispatch thread; Task cancellation raises a flag that the
     /// pipeline's checkpoints (between steps and between fitting attempts) turn into `cancelled`.
-    private func runBlocking(_ source: ImageSource, options: PrepareOptions, name: String) async throws -> PreparedImage {
+    private func runBlocking(_ source: ImageSource, options: PrepareOptions.Checked, name: String) async throws -> PreparedImage {
         let flag = CancellationFlag()
         let checkpointHook = hooks.checkpoint
         return try await withTaskCancellationHandler {
@@ -404,7 +413,7 @@ public struct ServiceResult: Sendable {
 struct JobPlan: Sendable {
     var profile: ServiceProfile
     var info: ImageInfo
-    var options: PrepareOptions
+    var options: PrepareOptions.Checked
     var estimate: MemoryEstimate
 
     /// The same job with its input somewhere else (an upload moved from memory to a spool file).

@@ -2,7 +2,7 @@ extension MemoryEstimate {
     /// WebP (`WebPDecoder.render`): libwebp's incremental decode scaled to twice the target, its rows streamed
     /// into the resampler, or for an animation shown as a still its first composited frame; then libwebp's
     /// encoder. The animation route is priced by `animatedGIF` plus the canvases of `WebPAnimationSource`.
-    static func webp(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions, keptMetadata: Int) -> Parts {
+    static func webp(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let stored = info.size
         let target = plan.target
         let output = PixelSize(width: min(target.width, stored.width), height: min(target.height, stored.height))
