@@ -186,25 +186,31 @@ public struct PrepareOptions: Sendable, Equatable {
     /// to make a `Checked` value: every internal function that reads options takes one, so nothing inside
     /// can run on unchecked options or check them a second time.
     func checked() throws(SharePipeError) -> Checked {
-        func fail(_ name: String, _ expected: InvalidOption.Expected, _ got: Any) throws(SharePipeError) -> Never {
-            throw SharePipeError.invalidOptions(InvalidOption(name, expected: expected, found: "\(got)"))
+        if let invalid = firstInvalidOption { throw .invalidOptions(invalid) }
+        return Checked(self)
+    }
+
+    /// The first option that cannot work, in the order the options are documented; nil when all can.
+    private var firstInvalidOption: InvalidOption? {
+        func invalid(_ name: String, _ expected: InvalidOption.Expected, _ got: Any) -> InvalidOption {
+            InvalidOption(name, expected: expected, found: "\(got)")
         }
-        if maxShortEdge < 1 { try fail("maxShortEdge", "a positive number of pixels", maxShortEdge) }
-        if let maxLongEdge, maxLongEdge < maxShortEdge { try fail("maxLongEdge", .atLeast(option: "maxShortEdge"), maxLongEdge) }
-        if let maxPixels, maxPixels < 1 { try fail("maxPixels", "a positive pixel count", maxPixels) }
-        if let maxBytes, maxBytes < 1024 { try fail("maxBytes", "at least 1024 bytes", maxBytes) }
-        if !(1...100).contains(quality) { try fail("quality", "1...100", quality) }
-        if !(1...quality).contains(minQuality) { try fail("minQuality", .upTo(option: "quality", value: quality), minQuality) }
-        if minShortEdge < 1 { try fail("minShortEdge", "a positive number of pixels", minShortEdge) }
-        for (name, value) in limits.named where value < 1 { try fail("limits.\(name)", "a positive limit", value) }
+        if maxShortEdge < 1 { return invalid("maxShortEdge", "a positive number of pixels", maxShortEdge) }
+        if let maxLongEdge, maxLongEdge < maxShortEdge { return invalid("maxLongEdge", .atLeast(option: "maxShortEdge"), maxLongEdge) }
+        if let maxPixels, maxPixels < 1 { return invalid("maxPixels", "a positive pixel count", maxPixels) }
+        if let maxBytes, maxBytes < 1024 { return invalid("maxBytes", "at least 1024 bytes", maxBytes) }
+        if !(1...100).contains(quality) { return invalid("quality", "1...100", quality) }
+        if !(1...quality).contains(minQuality) { return invalid("minQuality", .upTo(option: "quality", value: quality), minQuality) }
+        if minShortEdge < 1 { return invalid("minShortEdge", "a positive number of pixels", minShortEdge) }
+        for (name, value) in limits.named where value < 1 { return invalid("limits.\(name)", "a positive limit", value) }
         for (name, value) in [("maxWidth", maxWidth), ("maxHeight", maxHeight), ("maxEdgeSum", maxEdgeSum),
                               ("animation.maxWidth", animation.maxWidth), ("animation.maxHeight", animation.maxHeight),
                               ("animation.maxPixels", animation.maxPixels), ("animation.maxFrames", animation.maxFrames)] {
-            if let value, value < 1 { try fail(name, "a positive number", value) }
+            if let value, value < 1 { return invalid(name, "a positive number", value) }
         }
-        if let bytes = animation.maxBytes, bytes < 1024 { try fail("animation.maxBytes", "at least 1024 bytes", bytes) }
-        if let accepted = acceptedFormats, accepted.isEmpty { try fail("acceptedFormats", "at least one format", accepted) }
-        return Checked(self)
+        if let bytes = animation.maxBytes, bytes < 1024 { return invalid("animation.maxBytes", "at least 1024 bytes", bytes) }
+        if let accepted = acceptedFormats, accepted.isEmpty { return invalid("acceptedFormats", "at least one format", accepted) }
+        return nil
     }
 
     /// Options that passed `checked()`. Reads like `PrepareOptions` (every property, through dynamic

@@ -156,29 +156,25 @@ final class GIFAnimationEncoder {
         let whole = GIFRect(left: 0, top: 0, width: size.width, height: size.height)
         let scan = (picture.changed.map { $0.union(stale) } ?? whole).clipped(to: size)
         var box = BoundingBox()
-        dirty.withUnsafeMutableBufferPointer { dirtyBuffer in
-            picture.pixels.withUnsafeBytes { qBytes in
-                shown.withUnsafeBytes { sBytes in
-                    let d = dirtyBuffer.baseAddress!, q = qBytes.baseAddress!, s = sBytes.baseAddress!
-                    for y in scan.top..<scan.bottom {
-                        var first = Int.max, last = -1
-                        for x in scan.left..<scan.right {
-                            let p = y * width + x
-                            // RGBA as a little-endian word: alpha is the top byte.
-                            let target = UInt32(littleEndian: q.loadUnaligned(fromByteOffset: p * 4, as: UInt32.self))
-                            guard target >= 0x8000_0000 else { continue }
-                            let seen = UInt32(littleEndian: s.loadUnaligned(fromByteOffset: p * 4, as: UInt32.self))
-                            if seen != target | 0xFF00_0000 {
-                                d[p] = true
-                                if x < first { first = x }
-                                last = x
-                            }
-                        }
-                        if last >= 0 {
-                            box.add(x: first, y: y)
-                            box.add(x: last, y: y)
-                        }
+        withUnsafeBufferPointers(picture.pixels, shown, writing: &dirty) { dirtyBuffer, qBuffer, sBuffer in
+            let d = dirtyBuffer.baseAddress!, q = UnsafeRawPointer(qBuffer.baseAddress!), s = UnsafeRawPointer(sBuffer.baseAddress!)
+            for y in scan.top..<scan.bottom {
+                var first = Int.max, last = -1
+                for x in scan.left..<scan.right {
+                    let p = y * width + x
+                    // RGBA as a little-endian word: alpha is the top byte.
+                    let target = UInt32(littleEndian: q.loadUnaligned(fromByteOffset: p * 4, as: UInt32.self))
+                    guard target >= 0x8000_0000 else { continue }
+                    let seen = UInt32(littleEndian: s.loadUnaligned(fromByteOffset: p * 4, as: UInt32.self))
+                    if seen != target | 0xFF00_0000 {
+                        d[p] = true
+                        if x < first { first = x }
+                        last = x
                     }
+                }
+                if last >= 0 {
+                    box.add(x: first, y: y)
+                    box.add(x: last, y: y)
                 }
             }
         }
@@ -201,22 +197,18 @@ final class GIFAnimationEncoder {
     private func conflicts(_ next: Picture, in area: GIFRect, afterDisposal disposal: GIFDisposal, of rect: GIFRect) -> GIFRect? {
         let width = size.width
         var conflicts = BoundingBox()
-        next.pixels.withUnsafeBufferPointer { n in
-            shown.withUnsafeBufferPointer { s in
-                dirty.withUnsafeBufferPointer { dirty in
-                    for y in area.top..<area.bottom {
-                        for x in area.left..<area.right where n[(y * width + x) * 4 + 3] < 128 {
-                            let p = y * width + x
-                            let opaqueNow = s[p * 4 + 3] == 255
-                            let opaqueAfterDisposal: Bool
-                            switch disposal {
-                            case .previous: opaqueAfterDisposal = opaqueNow
-                            case .background where rect.contains(x: x, y: y): opaqueAfterDisposal = false
-                            default: opaqueAfterDisposal = opaqueNow || dirty[p]
-                            }
-                            if opaqueAfterDisposal { conflicts.add(x: x, y: y) }
-                        }
+        withUnsafeBufferPointers(next.pixels, shown, dirty) { n, s, dirty in
+            for y in area.top..<area.bottom {
+                for x in area.left..<area.right where n[(y * width + x) * 4 + 3] < 128 {
+                    let p = y * width + x
+                    let opaqueNow = s[p * 4 + 3] == 255
+                    let opaqueAfterDisposal: Bool
+                    switch disposal {
+                    case .previous: opaqueAfterDisposal = opaqueNow
+                    case .background where rect.contains(x: x, y: y): opaqueAfterDisposal = false
+                    default: opaqueAfterDisposal = opaqueNow || dirty[p]
                     }
+                    if opaqueAfterDisposal { conflicts.add(x: x, y: y) }
                 }
             }
         }
@@ -233,19 +225,15 @@ final class GIFAnimationEncoder {
         }
         guard disposal != .previous else { return }
         let width = size.width
-        picture.pixels.withUnsafeBufferPointer { q in
-            shown.withUnsafeMutableBufferPointer { s in
-                dirty.withUnsafeBufferPointer { dirty in
-                    for y in rect.top..<rect.bottom {
-                        for x in rect.left..<rect.right {
-                            let p = y * width + x
-                            if dirty[p] {
-                                s[p * 4] = q[p * 4]; s[p * 4 + 1] = q[p * 4 + 1]; s[p * 4 + 2] = q[p * 4 + 2]
-                                s[p * 4 + 3] = 255
-                            }
-                            if disposal == .background { s[p * 4 + 3] = 0 }
-                        }
+        withUnsafeBufferPointers(picture.pixels, dirty, writing: &shown) { s, q, dirty in
+            for y in rect.top..<rect.bottom {
+                for x in rect.left..<rect.right {
+                    let p = y * width + x
+                    if dirty[p] {
+                        s[p * 4] = q[p * 4]; s[p * 4 + 1] = q[p * 4 + 1]; s[p * 4 + 2] = q[p * 4 + 2]
+                        s[p * 4 + 3] = 255
                     }
+                    if disposal == .background { s[p * 4 + 3] = 0 }
                 }
             }
         }
@@ -320,15 +308,13 @@ final class GIFAnimationEncoder {
         // Unchanged pixels the viewer shows transparent must be written transparent; unchanged opaque ones
         // are best written transparent too ("leave as is"), where the frame has a control extension anyway.
         var needsTransparency = false, hasUnchanged = false
-        shown.withUnsafeBufferPointer { s in
-            dirty.withUnsafeBufferPointer { dirty in
-                outer: for y in rect.top..<rect.bottom {
-                    for x in rect.left..<rect.right where !dirty[y * width + x] {
-                        hasUnchanged = true
-                        if s[(y * width + x) * 4 + 3] != 255 {
-                            needsTransparency = true
-                            break outer
-                        }
+        withUnsafeBufferPointers(shown, dirty) { s, dirty in
+            outer: for y in rect.top..<rect.bottom {
+                for x in rect.left..<rect.right where !dirty[y * width + x] {
+                    hasUnchanged = true
+                    if s[(y * width + x) * 4 + 3] != 255 {
+                        needsTransparency = true
+                        break outer
                     }
                 }
             }
@@ -353,19 +339,15 @@ final class GIFAnimationEncoder {
     private func fillUnchangedPixels(_ rect: GIFRect, transparent: Int?, palette: GIFPalette) {
         let width = size.width
         let nearest = transparent == nil ? mapper(for: palette, excluding: nil) : nil
-        shown.withUnsafeBufferPointer { s in
-            dirty.withUnsafeBufferPointer { dirty in
-                indices.withUnsafeMutableBufferPointer { indices in
-                    for y in rect.top..<rect.bottom {
-                        for x in rect.left..<rect.right {
-                            let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
-                            if dirty[p] { continue }
-                            if let transparent {
-                                indices[i] = UInt8(transparent)
-                            } else {
-                                indices[i] = UInt8(nearest!.index(s[p * 4], s[p * 4 + 1], s[p * 4 + 2]))
-                            }
-                        }
+        withUnsafeBufferPointers(shown, dirty, writing: &indices) { indices, s, dirty in
+            for y in rect.top..<rect.bottom {
+                for x in rect.left..<rect.right {
+                    let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
+                    if dirty[p] { continue }
+                    if let transparent {
+                        indices[i] = UInt8(transparent)
+                    } else {
+                        indices[i] = UInt8(nearest!.index(s[p * 4], s[p * 4 + 1], s[p * 4 + 2]))
                     }
                 }
             }
@@ -394,29 +376,23 @@ final class GIFAnimationEncoder {
         let nearest = mapper(for: palette, excluding: excluding)
         var error = 0, count = 0
         let width = size.width
-        picture.pixels.withUnsafeBufferPointer { qBuffer in
-            palette.rgb.withUnsafeBufferPointer { rgbBuffer in
-                dirty.withUnsafeBufferPointer { dirtyBuffer in
-                    indices.withUnsafeMutableBufferPointer { indicesBuffer in
-                        usage.withUnsafeMutableBufferPointer { usageBuffer in
-                            let q = qBuffer.baseAddress!, rgb = rgbBuffer.baseAddress!, d = dirtyBuffer.baseAddress!
-                            let out = indicesBuffer.baseAddress!, used = usageBuffer.baseAddress!
-                            for y in rect.top..<rect.bottom {
-                                let row = out + (y - rect.top) * rect.width - rect.left
-                                for x in rect.left..<rect.right {
-                                    let p = y * width + x
-                                    guard d[p] else { continue }
-                                    let r = q[p * 4], g = q[p * 4 + 1], b = q[p * 4 + 2]
-                                    let entry = nearest.index(r, g, b)
-                                    row[x] = UInt8(truncatingIfNeeded: entry)
-                                    used[entry] += 1
-                                    let dr = Int(rgb[entry * 3]) - Int(r), dg = Int(rgb[entry * 3 + 1]) - Int(g)
-                                    let db = Int(rgb[entry * 3 + 2]) - Int(b)
-                                    error += dr * dr + dg * dg + db * db
-                                    count += 1
-                                }
-                            }
-                        }
+        withUnsafeBufferPointers(picture.pixels, palette.rgb, dirty, writing: &indices) { indicesBuffer, qBuffer, rgbBuffer, dirtyBuffer in
+            usage.withUnsafeMutableBufferPointer { usageBuffer in
+                let q = qBuffer.baseAddress!, rgb = rgbBuffer.baseAddress!, d = dirtyBuffer.baseAddress!
+                let out = indicesBuffer.baseAddress!, used = usageBuffer.baseAddress!
+                for y in rect.top..<rect.bottom {
+                    let row = out + (y - rect.top) * rect.width - rect.left
+                    for x in rect.left..<rect.right {
+                        let p = y * width + x
+                        guard d[p] else { continue }
+                        let r = q[p * 4], g = q[p * 4 + 1], b = q[p * 4 + 2]
+                        let entry = nearest.index(r, g, b)
+                        row[x] = UInt8(truncatingIfNeeded: entry)
+                        used[entry] += 1
+                        let dr = Int(rgb[entry * 3]) - Int(r), dg = Int(rgb[entry * 3 + 1]) - Int(g)
+                        let db = Int(rgb[entry * 3 + 2]) - Int(b)
+                        error += dr * dr + dg * dg + db * db
+                        count += 1
                     }
                 }
             }
@@ -438,14 +414,12 @@ final class GIFAnimationEncoder {
     private func remap(_ picture: Picture, rect: GIFRect, dirty: [Bool], from entry: Int, palette: GIFPalette) {
         let nearest = mapper(for: palette, excluding: entry)
         let width = size.width
-        picture.pixels.withUnsafeBufferPointer { q in
-            indices.withUnsafeMutableBufferPointer { indices in
-                for y in rect.top..<rect.bottom {
-                    for x in rect.left..<rect.right {
-                        let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
-                        if dirty[p] && Int(indices[i]) == entry {
-                            indices[i] = UInt8(nearest.index(q[p * 4], q[p * 4 + 1], q[p * 4 + 2]))
-                        }
+        withUnsafeBufferPointers(picture.pixels, writing: &indices) { indices, q in
+            for y in rect.top..<rect.bottom {
+                for x in rect.left..<rect.right {
+                    let p = y * width + x, i = (y - rect.top) * rect.width + (x - rect.left)
+                    if dirty[p] && Int(indices[i]) == entry {
+                        indices[i] = UInt8(nearest.index(q[p * 4], q[p * 4 + 1], q[p * 4 + 2]))
                     }
                 }
             }

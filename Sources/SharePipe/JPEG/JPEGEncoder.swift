@@ -31,17 +31,12 @@ struct JPEGEncoder: ImageEncoder {
     private func withMarkerArray<T>(_ segments: [(code: Int, payload: [UInt8])],
                                     _ body: (UnsafeBufferPointer<sp_jpeg_marker>) -> T) -> T {
         // Keep every payload alive and pinned while the C call runs.
-        let payloads = segments.map { ContiguousArray($0.payload) }
-        func build(_ index: Int, _ markers: inout [sp_jpeg_marker]) -> T {
-            if index == payloads.count { return markers.withUnsafeBufferPointer(body) }
-            return payloads[index].withUnsafeBufferPointer { buffer in
-                markers.append(sp_jpeg_marker(marker: Int32(segments[index].code), data: buffer.baseAddress,
-                                              length: UInt32(buffer.count)))
-                return build(index + 1, &markers)
+        withUnsafeBufferPointers(ofEach: segments.map(\.payload)) { payloads in
+            let markers = zip(segments, payloads).map { segment, payload in
+                sp_jpeg_marker(marker: Int32(segment.code), data: payload.baseAddress, length: UInt32(payload.count))
             }
+            return markers.withUnsafeBufferPointer(body)
         }
-        var markers: [sp_jpeg_marker] = []
-        return build(0, &markers)
     }
 }
 

@@ -70,26 +70,17 @@ struct PNGEncoder: ImageEncoder {
         var message = shimMessageBuffer()
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
-        let status = image.pixels.withUnsafeBufferPointer { pixels in
-            image.palette.withUnsafeBufferPointer { palette in
-                image.paletteAlpha.withUnsafeBufferPointer { paletteAlpha in
-                    payloads.withUnsafeBufferPointer { payloadBlock in
-                        list.withUnsafeBufferPointer { chunkList in
-                            iccBytes.withUnsafeBufferPointer { icc in
-                                let format = sp_png_image_format(
-                                    color_type: Int32(image.colorType), bit_depth: Int32(image.bitDepth),
-                                    palette: palette.baseAddress, palette_count: Int32(image.palette.count / 3),
-                                    palette_alpha: paletteAlpha.baseAddress, palette_alpha_count: Int32(image.paletteAlpha.count))
-                                return sp_png_encode(pixels.baseAddress, Int32(image.size.width), Int32(image.size.height), format,
-                                                     sp_png_encode_settings(zlib_level: Int32(level), adaptive_filters: adaptiveFilters ? 1 : 0),
-                                                     icc.count > 0 ? icc.baseAddress : nil, icc.count,
-                                                     payloadBlock.baseAddress, chunkList.baseAddress, Int32(chunkList.count),
-                                                     &output, &length, &message)
-                            }
-                        }
-                    }
-                }
-            }
+        let status = withUnsafeBufferPointers(image.pixels, image.palette, image.paletteAlpha, payloads, list, iccBytes) {
+            pixels, palette, paletteAlpha, payloadBlock, chunkList, icc in
+            let format = sp_png_image_format(
+                color_type: Int32(image.colorType), bit_depth: Int32(image.bitDepth),
+                palette: palette.baseAddress, palette_count: Int32(image.palette.count / 3),
+                palette_alpha: paletteAlpha.baseAddress, palette_alpha_count: Int32(image.paletteAlpha.count))
+            return sp_png_encode(pixels.baseAddress, Int32(image.size.width), Int32(image.size.height), format,
+                                 sp_png_encode_settings(zlib_level: Int32(level), adaptive_filters: adaptiveFilters ? 1 : 0),
+                                 icc.count > 0 ? icc.baseAddress : nil, icc.count,
+                                 payloadBlock.baseAddress, chunkList.baseAddress, Int32(chunkList.count),
+                                 &output, &length, &message)
         }
         try EncoderFailure.check(status, message)
         defer { sp_free(output) }

@@ -96,6 +96,9 @@ struct LanczosResampler {
         }
     }
 
+    // The per-row functions here (and `FilterWeights.apply`) nest their own `withUnsafe…` closures rather
+    // than use `withUnsafeBufferPointers`: with it, a 12 MP JPEG to 1080p ran 0.7 % more instructions
+    // (callgrind: 1 086.6 M against 1 078.8 M), most in `FilterWeights.apply` once it became a closure.
     private mutating func emitOutputRow() {
         let y = rowsOut
         let rowLength = target.width * channels

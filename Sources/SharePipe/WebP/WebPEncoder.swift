@@ -66,16 +66,14 @@ struct WebPEncoder: ImageEncoder {
 
     private static func withChunkArray<T>(_ chunks: [(fourCC: String, data: [UInt8])],
                                           _ body: (UnsafeBufferPointer<sp_webp_chunk>) -> T) -> T {
-        // Each payload pointer must stay valid during the call: pin them one by one, recursively.
-        func pin(_ index: Int, _ built: [sp_webp_chunk]) -> T {
-            guard index < chunks.count else { return built.withUnsafeBufferPointer(body) }
-            return chunks[index].data.withUnsafeBufferPointer { data in
-                let code = Array(chunks[index].fourCC.utf8).map { CChar(bitPattern: $0) }
-                let chunk = sp_webp_chunk(fourcc: (code[0], code[1], code[2], code[3]), data: data.baseAddress, length: data.count)
-                return pin(index + 1, built + [chunk])
+        // Each payload pointer must stay valid during the call.
+        withUnsafeBufferPointers(ofEach: chunks.map(\.data)) { payloads in
+            let built = zip(chunks, payloads).map { chunk, data in
+                let code = Array(chunk.fourCC.utf8).map { CChar(bitPattern: $0) }
+                return sp_webp_chunk(fourcc: (code[0], code[1], code[2], code[3]), data: data.baseAddress, length: data.count)
             }
+            return built.withUnsafeBufferPointer(body)
         }
-        return pin(0, [])
     }
 }
 
