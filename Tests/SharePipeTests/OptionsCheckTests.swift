@@ -95,6 +95,10 @@ import Testing
         #expect(reports[0].error == nil && reports[0].bytes ?? 0 > 0, "a valid target is prepared beside an invalid one")
         #expect(reports[1].error == .invalidOptions(row.expected))
         #expect(!FileManager.default.fileExists(atPath: directory + "/bad"))
+        var planOnly = batch
+        planOnly.dryRun = true
+        let planned = planOnly.process(BatchItem(input: Self.jpeg, relativeName: "tiny.jpg"))
+        #expect(planned[0].planned && planned[1].error == .invalidOptions(row.expected) && !planned[1].planned)
     }
 
     @Test(arguments: cases)

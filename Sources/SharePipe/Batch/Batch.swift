@@ -122,11 +122,15 @@ public struct Batch: Sendable {
             return report
         }
         let pending = reports.indices.filter { !reports[$0].skipped }
+        let options = Self.checked(pending.map { targets[$0] })
         if dryRun {
-            for index in pending { plan(item, target: targets[index], into: &reports[index]) }
+            for (index, checked) in zip(pending, options) {
+                if case .failure(let error) = checked { reports[index].error = error; continue }
+                plan(item, target: targets[index], into: &reports[index])
+            }
             return reports
         }
-        let results = Pipeline.prepare(.file(path: item.input), forEach: Self.checked(pending.map { targets[$0] }))
+        let results = Pipeline.prepare(.file(path: item.input), forEach: options)
         for (index, result) in zip(pending, results) {
             write(result, for: item, target: targets[index], into: &reports[index])
         }
