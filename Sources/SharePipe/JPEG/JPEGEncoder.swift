@@ -9,6 +9,32 @@ struct JPEGEncoder: ImageEncoder {
 
     func encode(_ bitmap: Bitmap, settings: EncodeSettings, metadata: [MetadataBlock]) throws -> [UInt8] {
         let opaque = bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap
+        return try write(settings: settings, metadata: metadata) { jpegSettings, markers, output, length, message in
+            opaque.pixels.withUnsafeBufferPointer { pixels in
+                sp_jpeg_encode(pixels.baseAddress, Int32(opaque.width), Int32(opaque.height), Int32(opaque.layout.channels),
+                               jpegSettings, markers.baseAddress, Int32(markers.count), &output, &length, &message)
+            }
+        }
+    }
+
+    /// A colour bitmap at 4:2:0 becomes the YCbCr planes libjpeg would make of it (1.5 bytes a pixel instead of
+    /// 3), converted once for every quality tried; they encode to the same bytes as the bitmap. Gray and
+    /// 4:4:4 stay bitmaps.
+    func staged(_ bitmap: Bitmap) throws -> StagedBitmap {
+        guard subsample420, bitmap.layout == .rgb || bitmap.layout == .rgba else { return StagedBitmap(bitmap, encoder: self) }
+        let planes = try JPEGPlanes(bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap)
+        return StagedBitmap(size: bitmap.size, byteCount: planes.byteCount, isBitmap: false) { settings, metadata in
+            try write(settings: settings, metadata: metadata) { jpegSettings, markers, output, length, message in
+                sp_jpeg_encode_planes(planes.handle, jpegSettings, markers.baseAddress, Int32(markers.count),
+                                      &output, &length, &message)
+            }
+        }
+    }
+
+    /// The settings and markers every encode shares, around one shim call that writes the file.
+    private func write(settings: EncodeSettings, metadata: [MetadataBlock],
+                       _ call: (sp_jpeg_encode_settings, UnsafeBufferPointer<sp_jpeg_marker>,
+                                inout UnsafeMutablePointer<UInt8>?, inout Int, inout [CChar]) -> sp_status) throws -> [UInt8] {
         let segments = JPEGMarkers.segments(for: metadata)
         let hasExif = segments.contains { $0.code == JPEGMarkers.app1 && $0.payload.starts(with: JPEGMarkers.exifPrefix) }
         let jpegSettings = sp_jpeg_encode_settings(
@@ -18,10 +44,7 @@ struct JPEGEncoder: ImageEncoder {
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         let status: sp_status = withMarkerArray(segments) { markers in
-            opaque.pixels.withUnsafeBufferPointer { pixels in
-                sp_jpeg_encode(pixels.baseAddress, Int32(opaque.width), Int32(opaque.height), Int32(opaque.layout.channels),
-                               jpegSettings, markers.baseAddress, Int32(markers.count), &output, &length, &message)
-            }
+            call(jpegSettings, markers, &output, &length, &message)
         }
         try EncoderFailure.check(status, message)
         defer { sp_free(output) }
@@ -42,6 +65,33 @@ struct JPEGEncoder: ImageEncoder {
         }
         var markers: [sp_jpeg_marker] = []
         return build(0, &markers)
+    }
+}
+
+/// An RGB bitmap as libjpeg's 4:2:0 YCbCr planes (`sp_jpeg_planes_from_rgb`), freed with the last reference.
+final class JPEGPlanes: @unchecked Sendable {
+    let handle: OpaquePointer
+    let byteCount: Int
+
+    init(_ bitmap: Bitmap) throws {
+        precondition(bitmap.layout == .rgb, "planes are made from RGB")
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
+            sp_jpeg_planes_from_rgb(pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height), &handle, &message)
+        }
+        try EncoderFailure.check(status, message)
+        self.handle = handle!
+        byteCount = sp_jpeg_planes_bytes(handle)
+    }
+
+    deinit { sp_jpeg_planes_free(handle) }
+
+    /// What the planes of a bitmap of `size` hold: luma and both chroma planes padded to whole 8×8 blocks.
+    static func byteCount(_ size: PixelSize) -> Int {
+        let luma = (size.width + 7) / 8 * 8 * ((size.height + 7) / 8 * 8)
+        let chroma = (size.width + 15) / 16 * 8 * ((size.height + 15) / 16 * 8)
+        return luma + 2 * chroma
     }
 }
 
