@@ -3,12 +3,15 @@
 // that made the call, which returns a status. Swift never sees the longjmp.
 #include "sp_jpeg.h"
 #include "sp_jpeg_coefficients.h"
+#include "sp_jpeg_encode_store.h"
 
 #include <jpeglib.h>
 #include <jerror.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct {
     struct jpeg_error_mgr pub;
@@ -416,6 +419,7 @@ sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int compo
     struct jpeg_compress_struct cinfo;
     sp_error_mgr error;
     sp_memory_destination dest;
+    sp_enc_store store;   // the coefficient arrays of optimize_coding / progressive, compacted
     memset(&dest, 0, sizeof(dest));
     dest.capacity = 65536;
     dest.buffer = malloc(dest.capacity);
@@ -429,6 +433,7 @@ sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int compo
         return SP_ERR_LIBRARY;
     }
     jpeg_create_compress(&cinfo);
+    sp_enc_store_install(&cinfo, &store);
     init_memory_destination(&cinfo, &dest);
     set_encode_parameters(&cinfo, width, height, components, settings);
     jpeg_start_compress(&cinfo, TRUE);
@@ -479,7 +484,18 @@ static inline int ycc_cr(int r, int g, int b) {
                  >> YCC_SCALEBITS);
 }
 
-sp_status sp_jpeg_planes_from_rgb(const uint8_t *pixels, int width, int height, sp_jpeg_planes **out, char *message) {
+/// Gives the whole pages of [from, to) back to the system (their contents read as zero afterwards).
+static void release_pages(uint8_t *from, uint8_t *to) {
+    static long page = 0;
+    if (page == 0) page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t start = ((uintptr_t)from + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t end = (uintptr_t)to & ~(uintptr_t)(page - 1);
+    if (end > start) (void)madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int release_rows, sp_jpeg_planes **out,
+                                  char *message) {
     *out = NULL;
     if (pixels == NULL || width <= 0 || height <= 0 || width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION) {
         copy_message(message, "planes need an RGB bitmap within JPEG's size");
@@ -529,6 +545,11 @@ sp_status sp_jpeg_planes_from_rgb(const uint8_t *pixels, int width, int height, 
             cr[c] = (uint8_t)(sum_cr >> 2);
             bias ^= 3;
         }
+        // Every 64 rows converted, their pages go: the bitmap and the planes are never both whole.
+        if (release_rows && (pair % 32 == 31 || 2 * pair + 2 >= height)) {
+            int done = 2 * pair + 2 < height ? 2 * pair + 2 : height;
+            release_pages(pixels, pixels + (size_t)done * stride);
+        }
     }
     // Rows past the bottom: copies of the last row (libjpeg pads each component's last iMCU row so).
     for (int row = height; row < planes->y_height; row++) {
@@ -562,6 +583,7 @@ sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_set
     struct jpeg_compress_struct cinfo;
     sp_error_mgr error;
     sp_memory_destination dest;
+    sp_enc_store store;   // the coefficient arrays of optimize_coding / progressive, compacted
     memset(&dest, 0, sizeof(dest));
     dest.capacity = 65536;
     dest.buffer = malloc(dest.capacity);
@@ -575,6 +597,7 @@ sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_set
         return SP_ERR_LIBRARY;
     }
     jpeg_create_compress(&cinfo);
+    sp_enc_store_install(&cinfo, &store);
     init_memory_destination(&cinfo, &dest);
     settings.subsample_420 = 1;
     set_encode_parameters(&cinfo, planes->width, planes->height, 3, settings);

@@ -36,7 +36,9 @@ struct JPEGPlanesTests {
             let luma = (size.width + 7) / 8 * 8 * ((size.height + 7) / 8 * 8)
             let chroma = (size.width + 15) / 16 * 8 * ((size.height + 15) / 16 * 8)
             #expect(staged.byteCount == luma + 2 * chroma)
-            #expect(JPEGPlanes.byteCount(size) == staged.byteCount)   // what MemoryEstimate prices
+            #expect(JPEGPlanes.byteCount(size) == staged.byteCount)
+            // Staging uses up the pixels it is given; a bitmap still held elsewhere was copied first.
+            #expect(bitmap == Self.picture(size, layout: layout, seed: UInt64(size.area * layout.channels)))
             for (quality, progressive) in [(85, false), (40, false), (95, true)] {
                 let settings = EncodeSettings(quality: quality, progressive: progressive)
                 let expected = try encoder.encode(bitmap, settings: settings, metadata: [])

@@ -176,20 +176,24 @@ struct StillSizes {
     func release(_ oriented: Bitmap) { renderer.meter.release(oriented.byteCount) }
 
     /// Renders the current size and stages it for `encoder` (`ImageEncoder.staged`), counted in the meter
-    /// until `release`. A converted form replaces the bitmap, which is let go here, before any encode: JPEG
-    /// keeps 4:2:0 planes, half the RGB bitmap's bytes, while libjpeg's coefficient buffer is allocated.
+    /// until `release`. A converted form replaces the bitmap before any encode: JPEG makes 4:2:0 planes, half
+    /// the RGB bitmap's bytes, giving the bitmap's pages back 64 rows at a time as it converts them, so
+    /// the meter counts the bitmap, then the planes. Under `cpuFirst` the render is kept for later sizes
+    /// (it may be the bitmap itself), so the bitmap is encoded as it is.
     mutating func renderStaged(for encoder: any ImageEncoder) throws -> StagedBitmap {
         let oriented = try render()
+        if renderer.cache != nil { return StagedBitmap(oriented, encoder: encoder) }
+        let bitmapBytes = oriented.byteCount
         let staged: StagedBitmap
         do {
-            staged = try encoder.staged(oriented)
+            staged = try encoder.staged(consume oriented)
         } catch {
-            release(oriented)
+            renderer.meter.release(bitmapBytes)
             throw error
         }
         if staged.isBitmap { return staged }
+        renderer.meter.release(bitmapBytes)
         renderer.meter.allocate(staged.byteCount)
-        release(oriented)
         return staged
     }
 

@@ -18,12 +18,15 @@ struct JPEGEncoder: ImageEncoder {
     }
 
     /// A colour bitmap at 4:2:0 becomes the YCbCr planes libjpeg would make of it (1.5 bytes a pixel instead of
-    /// 3), converted once for every quality tried; they encode to the same bytes as the bitmap. Gray and
-    /// 4:4:4 stay bitmaps.
-    func staged(_ bitmap: Bitmap) throws -> StagedBitmap {
+    /// 3), converted once for every quality tried; they encode to the same bytes as the bitmap. The bitmap's
+    /// storage is used up while converting (its pages go back to the system). Gray and 4:4:4 stay bitmaps.
+    func staged(_ bitmap: consuming Bitmap) throws -> StagedBitmap {
         guard subsample420, bitmap.layout == .rgb || bitmap.layout == .rgba else { return StagedBitmap(bitmap, encoder: self) }
-        let planes = try JPEGPlanes(bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap)
-        return StagedBitmap(size: bitmap.size, byteCount: planes.byteCount, isBitmap: false) { settings, metadata in
+        let size = bitmap.size
+        var rgb = bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap
+        _ = consume bitmap   // `rgb` is now the only reference to the pixels (or a new copy)
+        let planes = try JPEGPlanes(usingUp: &rgb)
+        return StagedBitmap(size: size, byteCount: planes.byteCount, isBitmap: false) { settings, metadata in
             try write(settings: settings, metadata: metadata) { jpegSettings, markers, output, length, message in
                 sp_jpeg_encode_planes(planes.handle, jpegSettings, markers.baseAddress, Int32(markers.count),
                                       &output, &length, &message)
@@ -73,13 +76,17 @@ final class JPEGPlanes: @unchecked Sendable {
     let handle: OpaquePointer
     let byteCount: Int
 
-    init(_ bitmap: Bitmap) throws {
+    /// The planes of `bitmap`, whose pixels are used up: their pages are given back to the system as rows are
+    /// converted (a shared array is copied first by the mutable access, so no other holder sees it change).
+    init(usingUp bitmap: inout Bitmap) throws {
         precondition(bitmap.layout == .rgb, "planes are made from RGB")
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
-        let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
-            sp_jpeg_planes_from_rgb(pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height), &handle, &message)
+        let (width, height) = (Int32(bitmap.width), Int32(bitmap.height))
+        let status = bitmap.pixels.withUnsafeMutableBufferPointer { pixels in
+            sp_jpeg_planes_from_rgb(pixels.baseAddress, width, height, 1, &handle, &message)
         }
+        bitmap = Bitmap(size: PixelSize(width: 1, height: 1), layout: .rgb)   // what is left is zeroes
         try EncoderFailure.check(status, message)
         self.handle = handle!
         byteCount = sp_jpeg_planes_bytes(handle)

@@ -31,13 +31,13 @@ protocol ImageEncoder: Sendable {
     var format: ImageFormat { get }
     func encode(_ bitmap: Bitmap, settings: EncodeSettings, metadata: [MetadataBlock]) throws -> [UInt8]
     /// The bitmap made ready for several encodes at one size (a quality search): by default the bitmap
-    /// itself; an encoder may convert it once to a smaller form of its own (JPEG: 4:2:0 planes) so the
-    /// bitmap can go before the first encode.
-    func staged(_ bitmap: Bitmap) throws -> StagedBitmap
+    /// itself; an encoder may convert it once to a smaller form of its own (JPEG: 4:2:0 planes), using up
+    /// the bitmap's storage as it goes (pass the only copy, `consume`d: a shared one is copied first).
+    func staged(_ bitmap: consuming Bitmap) throws -> StagedBitmap
 }
 
 extension ImageEncoder {
-    func staged(_ bitmap: Bitmap) throws -> StagedBitmap { StagedBitmap(bitmap, encoder: self) }
+    func staged(_ bitmap: consuming Bitmap) throws -> StagedBitmap { StagedBitmap(bitmap, encoder: self) }
 }
 
 /// What a quality search encodes at one size: the bitmap, or the form its encoder converted it to.

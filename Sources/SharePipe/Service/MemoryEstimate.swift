@@ -92,12 +92,6 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // is made while the unrotated render is still referenced (not metered).
             parts.metered = max(parts.metered, parts.renderedSize.area * parts.channels)
             if info.orientation != .up { parts.unmetered += parts.renderedSize.area * parts.channels }
-            if plan.outputFormat == .jpeg, case .quality = plan.ladder, parts.channels >= 3 {
-                // The JPEG quality search encodes 4:2:0 planes (`JPEGEncoder.staged`), made while the upright
-                // bitmap is still metered.
-                let upright = info.orientation.swapsAxes ? parts.renderedSize.transposed : parts.renderedSize
-                parts.metered = max(parts.metered, parts.renderedSize.area * parts.channels + JPEGPlanes.byteCount(upright))
-            }
             if options.strategy == .cpuFirst {
                 // `cpuFirst` keeps the first render (unmetered once its resampler has finished) and resamples
                 // it in memory for every smaller size; the window of that resample is metered.
