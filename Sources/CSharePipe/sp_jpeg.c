@@ -486,8 +486,7 @@ static inline int ycc_cr(int r, int g, int b) {
 
 /// Gives the whole pages of [from, to) back to the system (their contents read as zero afterwards).
 static void release_pages(uint8_t *from, uint8_t *to) {
-    static long page = 0;
-    if (page == 0) page = sysconf(_SC_PAGESIZE);
+    long page = sysconf(_SC_PAGESIZE);
     if (page <= 0) return;
     uintptr_t start = ((uintptr_t)from + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
     uintptr_t end = (uintptr_t)to & ~(uintptr_t)(page - 1);
