@@ -16,7 +16,8 @@ let package = Package(
     ],
     targets: [
         // The only C in the project: setjmp-guarded calls into libjpeg(-turbo), libpng, giflib,
-        // libheif, libwebp and Little CMS.
+        // libheif, libwebp and Little CMS. libheif, libwebp(demux, mux) and lcms2 are not linked: the shim
+        // loads them on first use (sp_lazy.h), so JPEG, PNG and GIF jobs never map them.
         .target(
             name: "CSharePipe",
             linkerSettings: [
@@ -24,11 +25,7 @@ let package = Package(
                 .linkedLibrary("turbojpeg"),
                 .linkedLibrary("png16"),
                 .linkedLibrary("gif"),
-                .linkedLibrary("heif"),
-                .linkedLibrary("webp"),
-                .linkedLibrary("webpdemux"),
-                .linkedLibrary("webpmux"),
-                .linkedLibrary("lcms2"),
+                .linkedLibrary("dl"),
             ]
         ),
         .target(

@@ -1,10 +1,10 @@
 // libheif calls (HEIC, HEIF, AVIF) and the Little CMS call that turns an nclx colour description into an ICC
 // profile. libheif reports errors as returned heif_error values (no longjmp, no exit): each is copied into
-// the caller's message buffer and becomes a status. Only the primary image handle is ever taken.
+// the caller's message buffer and becomes a status. Only the primary image handle is ever taken. libheif and
+// lcms2 are called through the tables of sp_lazy.h, loaded when the first reader (or profile) is made.
 #include "sp_heif.h"
 
-#include <libheif/heif.h>
-#include <lcms2.h>
+#include "sp_lazy.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +35,7 @@ static sp_status fail(struct heif_error error, char *message) {
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 // heif_init loads the codec plugins (libde265, dav1d/aom) where libheif was built with plugins; reference
 // counted, so one call for the process and no deinit.
-static void init_library(void) { (void)heif_init(NULL); }
+static void init_library(void) { (void)sp_libheif.heif_init(NULL); }
 
 // MARK: - Reading a file through stdio
 
@@ -65,26 +65,28 @@ static const struct heif_reader file_reader = {
 };
 
 static sp_status reader_create(int max_dimension, sp_heif_reader **out, char *message) {
+    sp_status loaded = sp_libheif_require(message);
+    if (loaded != SP_OK) return loaded;
     pthread_once(&init_once, init_library);
     sp_heif_reader *reader = calloc(1, sizeof(sp_heif_reader));
     if (reader == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
-    reader->context = heif_context_alloc();
+    reader->context = sp_libheif.heif_context_alloc();
     if (reader->context == NULL) { free(reader); copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     // libheif refuses an ispe (or grid) larger than this while parsing, before it allocates pixels.
-    if (max_dimension > 0) heif_context_set_maximum_image_size_limit(reader->context, max_dimension);
+    if (max_dimension > 0) sp_libheif.heif_context_set_maximum_image_size_limit(reader->context, max_dimension);
     *out = reader;
     return SP_OK;
 }
 
 /// After the boxes are read: the primary image's handle and its metadata item ids.
 static sp_status reader_finish_open(sp_heif_reader *reader, char *message) {
-    struct heif_error error = heif_context_get_primary_image_handle(reader->context, &reader->handle);
+    struct heif_error error = sp_libheif.heif_context_get_primary_image_handle(reader->context, &reader->handle);
     if (error.code != heif_error_Ok) return fail(error, message);
-    int count = heif_image_handle_get_number_of_metadata_blocks(reader->handle, NULL);
+    int count = sp_libheif.heif_image_handle_get_number_of_metadata_blocks(reader->handle, NULL);
     if (count > 0) {
         reader->metadata_ids = calloc((size_t)count, sizeof(heif_item_id));
         if (reader->metadata_ids == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
-        reader->metadata_count = heif_image_handle_get_list_of_metadata_block_IDs(reader->handle, NULL,
+        reader->metadata_count = sp_libheif.heif_image_handle_get_list_of_metadata_block_IDs(reader->handle, NULL,
                                                                                  reader->metadata_ids, count);
     }
     return SP_OK;
@@ -100,7 +102,7 @@ sp_status sp_heif_reader_open_file(const char *path, int max_dimension, sp_heif_
     if (result != SP_OK) { fclose(file); return result; }
     reader->file = file;
     reader->file_size = (int64_t)status.st_size;
-    struct heif_error error = heif_context_read_from_reader(reader->context, &file_reader, reader, NULL);
+    struct heif_error error = sp_libheif.heif_context_read_from_reader(reader->context, &file_reader, reader, NULL);
     result = error.code == heif_error_Ok ? reader_finish_open(reader, message) : fail(error, message);
     if (result != SP_OK) { sp_heif_reader_free(reader); return result; }
     *out = reader;
@@ -113,7 +115,7 @@ sp_status sp_heif_reader_open_memory(const uint8_t *data, size_t length, int max
     sp_heif_reader *reader = NULL;
     sp_status result = reader_create(max_dimension, &reader, message);
     if (result != SP_OK) return result;
-    struct heif_error error = heif_context_read_from_memory_without_copy(reader->context, data, length, NULL);
+    struct heif_error error = sp_libheif.heif_context_read_from_memory_without_copy(reader->context, data, length, NULL);
     result = error.code == heif_error_Ok ? reader_finish_open(reader, message) : fail(error, message);
     if (result != SP_OK) { sp_heif_reader_free(reader); return result; }
     *out = reader;
@@ -136,35 +138,35 @@ sp_status sp_heif_reader_info(sp_heif_reader *reader, sp_heif_info *info, char *
     if (reader == NULL || reader->handle == NULL) { copy_message(message, "no image"); return SP_ERR_ARGUMENT; }
     struct heif_image_handle *handle = reader->handle;
     memset(info, 0, sizeof(*info));
-    info->width = heif_image_handle_get_width(handle);
-    info->height = heif_image_handle_get_height(handle);
-    info->ispe_width = heif_image_handle_get_ispe_width(handle);
-    info->ispe_height = heif_image_handle_get_ispe_height(handle);
-    info->has_alpha = heif_image_handle_has_alpha_channel(handle);
-    info->premultiplied_alpha = heif_image_handle_is_premultiplied_alpha(handle);
-    info->luma_bits = heif_image_handle_get_luma_bits_per_pixel(handle);
-    info->chroma_bits = heif_image_handle_get_chroma_bits_per_pixel(handle);
-    info->top_level_images = heif_context_get_number_of_top_level_images(reader->context);
-    info->thumbnails = heif_image_handle_get_number_of_thumbnails(handle);
-    info->has_depth = heif_image_handle_has_depth_image(handle);
-    info->auxiliary_images = heif_image_handle_get_number_of_auxiliary_images(handle, 0);
-    info->icc_length = heif_image_handle_get_raw_color_profile_size(handle);
+    info->width = sp_libheif.heif_image_handle_get_width(handle);
+    info->height = sp_libheif.heif_image_handle_get_height(handle);
+    info->ispe_width = sp_libheif.heif_image_handle_get_ispe_width(handle);
+    info->ispe_height = sp_libheif.heif_image_handle_get_ispe_height(handle);
+    info->has_alpha = sp_libheif.heif_image_handle_has_alpha_channel(handle);
+    info->premultiplied_alpha = sp_libheif.heif_image_handle_is_premultiplied_alpha(handle);
+    info->luma_bits = sp_libheif.heif_image_handle_get_luma_bits_per_pixel(handle);
+    info->chroma_bits = sp_libheif.heif_image_handle_get_chroma_bits_per_pixel(handle);
+    info->top_level_images = sp_libheif.heif_context_get_number_of_top_level_images(reader->context);
+    info->thumbnails = sp_libheif.heif_image_handle_get_number_of_thumbnails(handle);
+    info->has_depth = sp_libheif.heif_image_handle_has_depth_image(handle);
+    info->auxiliary_images = sp_libheif.heif_image_handle_get_number_of_auxiliary_images(handle, 0);
+    info->icc_length = sp_libheif.heif_image_handle_get_raw_color_profile_size(handle);
     info->metadata_blocks = reader->metadata_count;
     // libheif allocates the nclx struct before it validates the code points: free it on errors too.
     struct heif_color_profile_nclx *nclx = NULL;
-    if (heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok && nclx != NULL) {
+    if (sp_libheif.heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok && nclx != NULL) {
         copy_nclx(nclx, &info->nclx);
     }
-    if (nclx != NULL) heif_nclx_color_profile_free(nclx);
+    if (nclx != NULL) sp_libheif.heif_nclx_color_profile_free(nclx);
     return SP_OK;
 }
 
 sp_status sp_heif_reader_copy_icc(sp_heif_reader *reader, uint8_t *buffer, size_t length, char *message) {
-    if (length != heif_image_handle_get_raw_color_profile_size(reader->handle) || buffer == NULL) {
+    if (length != sp_libheif.heif_image_handle_get_raw_color_profile_size(reader->handle) || buffer == NULL) {
         copy_message(message, "ICC buffer size does not match the profile");
         return SP_ERR_ARGUMENT;
     }
-    struct heif_error error = heif_image_handle_get_raw_color_profile(reader->handle, buffer);
+    struct heif_error error = sp_libheif.heif_image_handle_get_raw_color_profile(reader->handle, buffer);
     return error.code == heif_error_Ok ? SP_OK : fail(error, message);
 }
 
@@ -172,101 +174,101 @@ sp_status sp_heif_reader_metadata(sp_heif_reader *reader, int index, sp_heif_met
     if (index < 0 || index >= reader->metadata_count) { copy_message(message, "no such metadata item"); return SP_ERR_ARGUMENT; }
     heif_item_id id = reader->metadata_ids[index];
     memset(metadata, 0, sizeof(*metadata));
-    const char *type = heif_image_handle_get_metadata_type(reader->handle, id);
+    const char *type = sp_libheif.heif_image_handle_get_metadata_type(reader->handle, id);
     if (type != NULL) strncpy(metadata->type, type, sizeof(metadata->type) - 1);
-    const char *content_type = heif_image_handle_get_metadata_content_type(reader->handle, id);
+    const char *content_type = sp_libheif.heif_image_handle_get_metadata_content_type(reader->handle, id);
     if (content_type != NULL) strncpy(metadata->content_type, content_type, sizeof(metadata->content_type) - 1);
-    metadata->length = heif_image_handle_get_metadata_size(reader->handle, id);
+    metadata->length = sp_libheif.heif_image_handle_get_metadata_size(reader->handle, id);
     return SP_OK;
 }
 
 sp_status sp_heif_reader_copy_metadata(sp_heif_reader *reader, int index, uint8_t *buffer, size_t length,
                                        char *message) {
     if (index < 0 || index >= reader->metadata_count || buffer == NULL
-        || length != heif_image_handle_get_metadata_size(reader->handle, reader->metadata_ids[index])) {
+        || length != sp_libheif.heif_image_handle_get_metadata_size(reader->handle, reader->metadata_ids[index])) {
         copy_message(message, "metadata buffer does not match the item");
         return SP_ERR_ARGUMENT;
     }
-    struct heif_error error = heif_image_handle_get_metadata(reader->handle, reader->metadata_ids[index], buffer);
+    struct heif_error error = sp_libheif.heif_image_handle_get_metadata(reader->handle, reader->metadata_ids[index], buffer);
     return error.code == heif_error_Ok ? SP_OK : fail(error, message);
 }
 
 sp_status sp_heif_reader_decode(sp_heif_reader *reader, int wanted_chroma, int threads, sp_heif_planes *planes, char *message) {
     if (reader->image != NULL) { copy_message(message, "image already decoded"); return SP_ERR_ARGUMENT; }
     memset(planes, 0, sizeof(*planes));
-    heif_context_set_max_decoding_threads(reader->context, threads);
-    struct heif_decoding_options *options = heif_decoding_options_alloc();
+    sp_libheif.heif_context_set_max_decoding_threads(reader->context, threads);
+    struct heif_decoding_options *options = sp_libheif.heif_decoding_options_alloc();
     if (options == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     options->ignore_transformations = 0;    // irot, imir and clap are authoritative: libheif applies them
     options->convert_hdr_to_8bit = 0;       // 10/12-bit samples reach the Swift side whole
     // The coded planes: YCbCr in the chroma format the caller read from the file's configuration box (or
     // monochrome), so libheif converts nothing. (Left undefined, libheif 1.15 converts: to planar RGB for an
     // undefined colorspace, to 4:4:4 for YCbCr with an undefined chroma.)
-    if (wanted_chroma < 0 || wanted_chroma > 3) { heif_decoding_options_free(options); copy_message(message, "bad chroma"); return SP_ERR_ARGUMENT; }
+    if (wanted_chroma < 0 || wanted_chroma > 3) { sp_libheif.heif_decoding_options_free(options); copy_message(message, "bad chroma"); return SP_ERR_ARGUMENT; }
     enum heif_colorspace wanted_space = wanted_chroma == heif_chroma_monochrome ? heif_colorspace_monochrome : heif_colorspace_YCbCr;
-    struct heif_error error = heif_decode_image(reader->handle, &reader->image, wanted_space,
+    struct heif_error error = sp_libheif.heif_decode_image(reader->handle, &reader->image, wanted_space,
                                                 (enum heif_chroma)wanted_chroma, options);
-    heif_decoding_options_free(options);
+    sp_libheif.heif_decoding_options_free(options);
     if (error.code != heif_error_Ok) { reader->image = NULL; return fail(error, message); }
     struct heif_image *image = reader->image;
-    enum heif_colorspace space = heif_image_get_colorspace(image);
-    enum heif_chroma chroma = heif_image_get_chroma_format(image);
+    enum heif_colorspace space = sp_libheif.heif_image_get_colorspace(image);
+    enum heif_chroma chroma = sp_libheif.heif_image_get_chroma_format(image);
     if (space != heif_colorspace_YCbCr && space != heif_colorspace_monochrome) {
         snprintf(message, SP_MESSAGE_LENGTH, "decoded image is not YCbCr or monochrome (colorspace %d, chroma %d)", (int)space, (int)chroma);
         return SP_ERR_LIBRARY;
     }
     planes->chroma = (int)chroma;
-    planes->width = heif_image_get_width(image, heif_channel_Y);
-    planes->height = heif_image_get_height(image, heif_channel_Y);
-    planes->bits = heif_image_get_bits_per_pixel_range(image, heif_channel_Y);
-    planes->y = heif_image_get_plane_readonly(image, heif_channel_Y, &planes->y_stride);
+    planes->width = sp_libheif.heif_image_get_width(image, heif_channel_Y);
+    planes->height = sp_libheif.heif_image_get_height(image, heif_channel_Y);
+    planes->bits = sp_libheif.heif_image_get_bits_per_pixel_range(image, heif_channel_Y);
+    planes->y = sp_libheif.heif_image_get_plane_readonly(image, heif_channel_Y, &planes->y_stride);
     if (planes->y == NULL || planes->width <= 0 || planes->height <= 0) {
         copy_message(message, "decoded image has no luma plane");
         return SP_ERR_LIBRARY;
     }
     if (space == heif_colorspace_YCbCr && chroma != heif_chroma_monochrome) {
-        planes->cb = heif_image_get_plane_readonly(image, heif_channel_Cb, &planes->cb_stride);
-        planes->cr = heif_image_get_plane_readonly(image, heif_channel_Cr, &planes->cr_stride);
-        planes->chroma_width = heif_image_get_width(image, heif_channel_Cb);
-        planes->chroma_height = heif_image_get_height(image, heif_channel_Cb);
-        planes->chroma_bits = heif_image_get_bits_per_pixel_range(image, heif_channel_Cb);
-        if (planes->cb == NULL || planes->cr == NULL || heif_image_get_width(image, heif_channel_Cr) != planes->chroma_width
-            || heif_image_get_height(image, heif_channel_Cr) != planes->chroma_height
-            || heif_image_get_bits_per_pixel_range(image, heif_channel_Cr) != planes->chroma_bits) {
+        planes->cb = sp_libheif.heif_image_get_plane_readonly(image, heif_channel_Cb, &planes->cb_stride);
+        planes->cr = sp_libheif.heif_image_get_plane_readonly(image, heif_channel_Cr, &planes->cr_stride);
+        planes->chroma_width = sp_libheif.heif_image_get_width(image, heif_channel_Cb);
+        planes->chroma_height = sp_libheif.heif_image_get_height(image, heif_channel_Cb);
+        planes->chroma_bits = sp_libheif.heif_image_get_bits_per_pixel_range(image, heif_channel_Cb);
+        if (planes->cb == NULL || planes->cr == NULL || sp_libheif.heif_image_get_width(image, heif_channel_Cr) != planes->chroma_width
+            || sp_libheif.heif_image_get_height(image, heif_channel_Cr) != planes->chroma_height
+            || sp_libheif.heif_image_get_bits_per_pixel_range(image, heif_channel_Cr) != planes->chroma_bits) {
             copy_message(message, "decoded image has inconsistent chroma planes");
             return SP_ERR_LIBRARY;
         }
     } else {
         planes->chroma = (int)heif_chroma_monochrome;
     }
-    if (heif_image_has_channel(image, heif_channel_Alpha)) {
-        planes->alpha = heif_image_get_plane_readonly(image, heif_channel_Alpha, &planes->alpha_stride);
-        planes->alpha_bits = heif_image_get_bits_per_pixel_range(image, heif_channel_Alpha);
-        if (planes->alpha != NULL && (heif_image_get_width(image, heif_channel_Alpha) != planes->width
-                                      || heif_image_get_height(image, heif_channel_Alpha) != planes->height)) {
+    if (sp_libheif.heif_image_has_channel(image, heif_channel_Alpha)) {
+        planes->alpha = sp_libheif.heif_image_get_plane_readonly(image, heif_channel_Alpha, &planes->alpha_stride);
+        planes->alpha_bits = sp_libheif.heif_image_get_bits_per_pixel_range(image, heif_channel_Alpha);
+        if (planes->alpha != NULL && (sp_libheif.heif_image_get_width(image, heif_channel_Alpha) != planes->width
+                                      || sp_libheif.heif_image_get_height(image, heif_channel_Alpha) != planes->height)) {
             copy_message(message, "alpha plane size differs from the image");
             return SP_ERR_LIBRARY;
         }
     }
     struct heif_color_profile_nclx *nclx = NULL;
-    if (heif_image_get_nclx_color_profile(image, &nclx).code == heif_error_Ok && nclx != NULL) {
+    if (sp_libheif.heif_image_get_nclx_color_profile(image, &nclx).code == heif_error_Ok && nclx != NULL) {
         copy_nclx(nclx, &planes->nclx);
     }
-    if (nclx != NULL) heif_nclx_color_profile_free(nclx);
+    if (nclx != NULL) sp_libheif.heif_nclx_color_profile_free(nclx);
     return SP_OK;
 }
 
 void sp_heif_reader_release_image(sp_heif_reader *reader) {
     if (reader == NULL || reader->image == NULL) return;
-    heif_image_release(reader->image);
+    sp_libheif.heif_image_release(reader->image);
     reader->image = NULL;
 }
 
 void sp_heif_reader_free(sp_heif_reader *reader) {
     if (reader == NULL) return;
     sp_heif_reader_release_image(reader);
-    if (reader->handle != NULL) heif_image_handle_release(reader->handle);
-    if (reader->context != NULL) heif_context_free(reader->context);
+    if (reader->handle != NULL) sp_libheif.heif_image_handle_release(reader->handle);
+    if (reader->context != NULL) sp_libheif.heif_context_free(reader->context);
     if (reader->file != NULL) fclose(reader->file);
     free(reader->metadata_ids);
     free(reader);
@@ -301,6 +303,8 @@ static int transfer_curve(int transfer, cmsInt32Number *type, cmsFloat64Number p
 
 sp_status sp_heif_icc_from_nclx(const sp_heif_nclx *nclx, const char *description, uint8_t **out,
                                 size_t *out_length, char *message) {
+    sp_status loaded = sp_liblcms2_require(message);
+    if (loaded != SP_OK) return loaded;
     cmsInt32Number type = 0;
     cmsFloat64Number params[5] = {0};
     if (!transfer_curve(nclx->transfer_characteristics, &type, params)) {
@@ -315,28 +319,28 @@ sp_status sp_heif_icc_from_nclx(const sp_heif_nclx *nclx, const char *descriptio
     cmsCIExyYTRIPLE primaries = {
         { nclx->red_x, nclx->red_y, 1.0 }, { nclx->green_x, nclx->green_y, 1.0 }, { nclx->blue_x, nclx->blue_y, 1.0 }
     };
-    cmsContext context = cmsCreateContext(NULL, NULL);
+    cmsContext context = sp_liblcms2.cmsCreateContext(NULL, NULL);
     if (context == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     sp_status result = SP_OK;
-    cmsToneCurve *curve = cmsBuildParametricToneCurve(context, type, params);
+    cmsToneCurve *curve = sp_liblcms2.cmsBuildParametricToneCurve(context, type, params);
     cmsToneCurve *curves[3] = { curve, curve, curve };
-    cmsHPROFILE profile = curve != NULL ? cmsCreateRGBProfileTHR(context, &white, &primaries, curves) : NULL;
-    cmsMLU *text = profile != NULL ? cmsMLUalloc(context, 1) : NULL;
+    cmsHPROFILE profile = curve != NULL ? sp_liblcms2.cmsCreateRGBProfileTHR(context, &white, &primaries, curves) : NULL;
+    cmsMLU *text = profile != NULL ? sp_liblcms2.cmsMLUalloc(context, 1) : NULL;
     cmsUInt32Number length = 0;
     if (profile == NULL || text == NULL) {
         copy_message(message, "Little CMS could not build the profile");
         result = SP_ERR_LIBRARY;
     } else {
-        cmsSetProfileVersion(profile, 4.3);
-        cmsMLUsetASCII(text, "en", "US", description != NULL ? description : "RGB");
-        cmsWriteTag(profile, cmsSigProfileDescriptionTag, text);
-        if (!cmsSaveProfileToMem(profile, NULL, &length) || length == 0) {
+        sp_liblcms2.cmsSetProfileVersion(profile, 4.3);
+        sp_liblcms2.cmsMLUsetASCII(text, "en", "US", description != NULL ? description : "RGB");
+        sp_liblcms2.cmsWriteTag(profile, cmsSigProfileDescriptionTag, text);
+        if (!sp_liblcms2.cmsSaveProfileToMem(profile, NULL, &length) || length == 0) {
             copy_message(message, "Little CMS could not size the profile");
             result = SP_ERR_LIBRARY;
         } else if ((*out = malloc(length)) == NULL) {
             copy_message(message, "out of memory");
             result = SP_ERR_MEMORY;
-        } else if (!cmsSaveProfileToMem(profile, *out, &length)) {
+        } else if (!sp_liblcms2.cmsSaveProfileToMem(profile, *out, &length)) {
             free(*out);
             *out = NULL;
             copy_message(message, "Little CMS could not write the profile");
@@ -345,9 +349,9 @@ sp_status sp_heif_icc_from_nclx(const sp_heif_nclx *nclx, const char *descriptio
             *out_length = length;
         }
     }
-    if (text != NULL) cmsMLUfree(text);
-    if (profile != NULL) cmsCloseProfile(profile);
-    if (curve != NULL) cmsFreeToneCurve(curve);
-    cmsDeleteContext(context);
+    if (text != NULL) sp_liblcms2.cmsMLUfree(text);
+    if (profile != NULL) sp_liblcms2.cmsCloseProfile(profile);
+    if (curve != NULL) sp_liblcms2.cmsFreeToneCurve(curve);
+    sp_liblcms2.cmsDeleteContext(context);
     return result;
 }

@@ -1,11 +1,9 @@
 // libwebp calls. libwebp reports every error by status code and never exits, so no setjmp is needed; each
-// function turns the status into an sp_status with a readable message.
+// function turns the status into an sp_status with a readable message. libwebp, libwebpdemux and libwebpmux
+// are called through the tables of sp_lazy.h, loaded by the first call that creates a decoder or encodes.
 #include "sp_webp.h"
 
-#include <webp/decode.h>
-#include <webp/demux.h>
-#include <webp/encode.h>
-#include <webp/mux.h>
+#include "sp_lazy.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,13 +42,15 @@ struct sp_webp_decoder {
 sp_status sp_webp_decoder_new(int output_width, int output_height, int channels, sp_webp_decoder **out,
                               char *message) {
     *out = NULL;
+    sp_status loaded = sp_libwebp_require(message);
+    if (loaded != SP_OK) return loaded;
     if (output_width <= 0 || output_height <= 0 || (channels != 3 && channels != 4)) {
         copy_message(message, "invalid output size or channel count");
         return SP_ERR_ARGUMENT;
     }
     sp_webp_decoder *decoder = calloc(1, sizeof(sp_webp_decoder));
     if (decoder == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
-    if (!WebPInitDecoderConfig(&decoder->config)) {
+    if (!sp_libwebp.WebPInitDecoderConfigInternal(&decoder->config, WEBP_DECODER_ABI_VERSION)) {
         free(decoder);
         copy_message(message, "libwebp version mismatch");
         return SP_ERR_LIBRARY;
@@ -59,7 +59,7 @@ sp_status sp_webp_decoder_new(int output_width, int output_height, int channels,
     decoder->config.options.use_scaling = 1;   // a no-op when the scaled size is the stored size
     decoder->config.options.scaled_width = output_width;
     decoder->config.options.scaled_height = output_height;
-    decoder->decoder = WebPIDecode(NULL, 0, &decoder->config);
+    decoder->decoder = sp_libwebp.WebPIDecode(NULL, 0, &decoder->config);
     if (decoder->decoder == NULL) {
         free(decoder);
         copy_message(message, "out of memory");
@@ -77,9 +77,9 @@ sp_status sp_webp_decoder_append(sp_webp_decoder *decoder, const uint8_t *data, 
         copy_message(message, "no decoder or no data");
         return SP_ERR_ARGUMENT;
     }
-    VP8StatusCode status = WebPIAppend(decoder->decoder, data, length);
+    VP8StatusCode status = sp_libwebp.WebPIAppend(decoder->decoder, data, length);
     int last_y = 0;
-    if (WebPIDecGetRGB(decoder->decoder, &last_y, NULL, NULL, NULL) != NULL) *rows_ready = last_y;
+    if (sp_libwebp.WebPIDecGetRGB(decoder->decoder, &last_y, NULL, NULL, NULL) != NULL) *rows_ready = last_y;
     if (status == VP8_STATUS_OK) { *complete = 1; return SP_OK; }
     if (status == VP8_STATUS_SUSPENDED) return SP_OK;
     return vp8_status(status, message);
@@ -87,13 +87,13 @@ sp_status sp_webp_decoder_append(sp_webp_decoder *decoder, const uint8_t *data, 
 
 const uint8_t *sp_webp_decoder_rows(const sp_webp_decoder *decoder, int *width, int *height, int *stride) {
     int last_y = 0;
-    return WebPIDecGetRGB(decoder->decoder, &last_y, width, height, stride);
+    return sp_libwebp.WebPIDecGetRGB(decoder->decoder, &last_y, width, height, stride);
 }
 
 void sp_webp_decoder_free(sp_webp_decoder *decoder) {
     if (decoder == NULL) return;
-    WebPIDelete(decoder->decoder);
-    WebPFreeDecBuffer(&decoder->config.output);
+    sp_libwebp.WebPIDelete(decoder->decoder);
+    sp_libwebp.WebPFreeDecBuffer(&decoder->config.output);
     free(decoder);
 }
 
@@ -108,25 +108,27 @@ sp_status sp_webp_animation_open(const uint8_t *data, size_t length, sp_webp_ani
     *out = NULL;
     memset(info, 0, sizeof(*info));
     if (data == NULL || length == 0) { copy_message(message, "no data"); return SP_ERR_ARGUMENT; }
+    sp_status loaded = sp_libwebpdemux_require(message);
+    if (loaded != SP_OK) return loaded;
     WebPAnimDecoderOptions options;
-    if (!WebPAnimDecoderOptionsInit(&options)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
+    if (!sp_libwebpdemux.WebPAnimDecoderOptionsInitInternal(&options, WEBP_DEMUX_ABI_VERSION)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
     options.color_mode = MODE_RGBA;   // straight alpha
     options.use_threads = 0;
     WebPData webp = { data, length };
-    WebPAnimDecoder *decoder = WebPAnimDecoderNew(&webp, &options);
+    WebPAnimDecoder *decoder = sp_libwebpdemux.WebPAnimDecoderNewInternal(&webp, &options, WEBP_DEMUX_ABI_VERSION);
     if (decoder == NULL) {
         copy_message(message, "damaged or truncated animated WebP (the demuxer refused it)");
         return SP_ERR_LIBRARY;
     }
     WebPAnimInfo anim;
-    if (!WebPAnimDecoderGetInfo(decoder, &anim)) {
-        WebPAnimDecoderDelete(decoder);
+    if (!sp_libwebpdemux.WebPAnimDecoderGetInfo(decoder, &anim)) {
+        sp_libwebpdemux.WebPAnimDecoderDelete(decoder);
         copy_message(message, "cannot read the animation's header");
         return SP_ERR_LIBRARY;
     }
     sp_webp_animation *animation = calloc(1, sizeof(sp_webp_animation));
     if (animation == NULL) {
-        WebPAnimDecoderDelete(decoder);
+        sp_libwebpdemux.WebPAnimDecoderDelete(decoder);
         copy_message(message, "out of memory");
         return SP_ERR_MEMORY;
     }
@@ -143,10 +145,10 @@ sp_status sp_webp_animation_next(sp_webp_animation *animation, const uint8_t **c
                                  char *message) {
     *canvas = NULL;
     *end_time_ms = 0;
-    if (!WebPAnimDecoderHasMoreFrames(animation->decoder)) return SP_ERR_END;
+    if (!sp_libwebpdemux.WebPAnimDecoderHasMoreFrames(animation->decoder)) return SP_ERR_END;
     uint8_t *buffer = NULL;
     int timestamp = 0;
-    if (!WebPAnimDecoderGetNext(animation->decoder, &buffer, &timestamp)) {
+    if (!sp_libwebpdemux.WebPAnimDecoderGetNext(animation->decoder, &buffer, &timestamp)) {
         copy_message(message, "damaged animation frame");
         return SP_ERR_LIBRARY;
     }
@@ -157,7 +159,7 @@ sp_status sp_webp_animation_next(sp_webp_animation *animation, const uint8_t **c
 
 void sp_webp_animation_free(sp_webp_animation *animation) {
     if (animation == NULL) return;
-    WebPAnimDecoderDelete(animation->decoder);
+    sp_libwebpdemux.WebPAnimDecoderDelete(animation->decoder);
     free(animation);
 }
 
@@ -184,11 +186,13 @@ static const char *encoding_error_text(WebPEncodingError error) {
 /// Wraps a bare bitstream with metadata chunks (WebPMux writes VP8X with the matching flags).
 static sp_status add_metadata(const uint8_t *bitstream, size_t length, const sp_webp_chunk *chunks, int chunk_count,
                               uint8_t **out, size_t *out_length, char *message) {
-    WebPMux *mux = WebPMuxNew();
+    sp_status loaded = sp_libwebpmux_require(message);
+    if (loaded != SP_OK) return loaded;
+    WebPMux *mux = sp_libwebpmux.WebPNewInternal(WEBP_MUX_ABI_VERSION);
     if (mux == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     WebPData image = { bitstream, length };
     sp_status status = SP_OK;
-    WebPMuxError error = WebPMuxSetImage(mux, &image, 0);
+    WebPMuxError error = sp_libwebpmux.WebPMuxSetImage(mux, &image, 0);
     if (error != WEBP_MUX_OK) {
         snprintf(message, SP_MESSAGE_LENGTH, "cannot wrap the encoded image (mux error %d)", (int)error);
         status = SP_ERR_LIBRARY;
@@ -196,7 +200,7 @@ static sp_status add_metadata(const uint8_t *bitstream, size_t length, const sp_
     for (int i = 0; status == SP_OK && i < chunk_count; i++) {
         char fourcc[5] = { chunks[i].fourcc[0], chunks[i].fourcc[1], chunks[i].fourcc[2], chunks[i].fourcc[3], 0 };
         WebPData data = { chunks[i].data, chunks[i].length };
-        error = WebPMuxSetChunk(mux, fourcc, &data, 1);
+        error = sp_libwebpmux.WebPMuxSetChunk(mux, fourcc, &data, 1);
         if (error != WEBP_MUX_OK) {
             snprintf(message, SP_MESSAGE_LENGTH, "cannot add the '%s' chunk (mux error %d)", fourcc, (int)error);
             status = error == WEBP_MUX_MEMORY_ERROR ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
@@ -204,7 +208,7 @@ static sp_status add_metadata(const uint8_t *bitstream, size_t length, const sp_
     }
     if (status == SP_OK) {
         WebPData assembled = { NULL, 0 };
-        error = WebPMuxAssemble(mux, &assembled);
+        error = sp_libwebpmux.WebPMuxAssemble(mux, &assembled);
         if (error != WEBP_MUX_OK) {
             snprintf(message, SP_MESSAGE_LENGTH, "cannot assemble the WebP file (mux error %d)", (int)error);
             status = error == WEBP_MUX_MEMORY_ERROR ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
@@ -213,7 +217,7 @@ static sp_status add_metadata(const uint8_t *bitstream, size_t length, const sp_
             *out_length = assembled.size;
         }
     }
-    WebPMuxDelete(mux);
+    sp_libwebpmux.WebPMuxDelete(mux);
     return status;
 }
 
@@ -221,6 +225,8 @@ sp_status sp_webp_encode(const uint8_t *pixels, int width, int height, int chann
                          const sp_webp_chunk *chunks, int chunk_count, uint8_t **out, size_t *out_length, char *message) {
     *out = NULL;
     *out_length = 0;
+    sp_status loaded = sp_libwebp_require(message);
+    if (loaded != SP_OK) return loaded;
     if (pixels == NULL || width <= 0 || height <= 0 || (channels != 3 && channels != 4)) {
         copy_message(message, "invalid bitmap");
         return SP_ERR_ARGUMENT;
@@ -230,35 +236,35 @@ sp_status sp_webp_encode(const uint8_t *pixels, int width, int height, int chann
         return SP_ERR_ARGUMENT;
     }
     WebPConfig config;
-    if (!WebPConfigInit(&config)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
+    if (!sp_libwebp.WebPConfigInitInternal(&config, WEBP_PRESET_DEFAULT, 75.f, WEBP_ENCODER_ABI_VERSION)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
     config.lossless = settings.lossless ? 1 : 0;
     config.quality = (float)(settings.quality < 0 ? 0 : settings.quality > 100 ? 100 : settings.quality);
     config.method = settings.method < 0 ? 0 : settings.method > 6 ? 6 : settings.method;
     config.exact = 0;               // RGB under fully transparent pixels may change (invisible)
     config.thread_level = 0;
-    if (!WebPValidateConfig(&config)) { copy_message(message, "invalid encoder configuration"); return SP_ERR_ARGUMENT; }
+    if (!sp_libwebp.WebPValidateConfig(&config)) { copy_message(message, "invalid encoder configuration"); return SP_ERR_ARGUMENT; }
 
     WebPPicture picture;
-    if (!WebPPictureInit(&picture)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
+    if (!sp_libwebp.WebPPictureInitInternal(&picture, WEBP_ENCODER_ABI_VERSION)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
     picture.width = width;
     picture.height = height;
     picture.use_argb = config.lossless;   // lossless works on ARGB, lossy on YUV: import straight into it
-    int imported = channels == 4 ? WebPPictureImportRGBA(&picture, pixels, width * 4)
-                                 : WebPPictureImportRGB(&picture, pixels, width * 3);
+    int imported = channels == 4 ? sp_libwebp.WebPPictureImportRGBA(&picture, pixels, width * 4)
+                                 : sp_libwebp.WebPPictureImportRGB(&picture, pixels, width * 3);
     if (!imported) {
-        WebPPictureFree(&picture);
+        sp_libwebp.WebPPictureFree(&picture);
         copy_message(message, "out of memory importing the bitmap");
         return SP_ERR_MEMORY;
     }
     WebPMemoryWriter writer;
-    WebPMemoryWriterInit(&writer);
-    picture.writer = WebPMemoryWrite;
+    sp_libwebp.WebPMemoryWriterInit(&writer);
+    picture.writer = sp_libwebp.WebPMemoryWrite;
     picture.custom_ptr = &writer;
-    int encoded = WebPEncode(&config, &picture);
+    int encoded = sp_libwebp.WebPEncode(&config, &picture);
     WebPEncodingError error = picture.error_code;
-    WebPPictureFree(&picture);
+    sp_libwebp.WebPPictureFree(&picture);
     if (!encoded) {
-        WebPMemoryWriterClear(&writer);
+        sp_libwebp.WebPMemoryWriterClear(&writer);
         copy_message(message, encoding_error_text(error));
         return error == VP8_ENC_ERROR_OUT_OF_MEMORY || error == VP8_ENC_ERROR_BITSTREAM_OUT_OF_MEMORY ? SP_ERR_MEMORY
                                                                                                        : SP_ERR_LIBRARY;
@@ -269,6 +275,6 @@ sp_status sp_webp_encode(const uint8_t *pixels, int width, int height, int chann
         return SP_OK;
     }
     sp_status status = add_metadata(writer.mem, writer.size, chunks, chunk_count, out, out_length, message);
-    WebPMemoryWriterClear(&writer);
+    sp_libwebp.WebPMemoryWriterClear(&writer);
     return status;
 }

@@ -12,7 +12,8 @@ typedef enum {
     SP_ERR_IO = 2,        // opening or reading the file failed
     SP_ERR_MEMORY = 3,    // an allocation failed
     SP_ERR_ARGUMENT = 4,  // the caller passed something the shim cannot use
-    SP_ERR_END = 5        // no more data (end of image / stream)
+    SP_ERR_END = 5,       // no more data (end of image / stream)
+    SP_ERR_UNAVAILABLE = 6 // a library loaded on first use (sp_lazy.h) could not be loaded: the format is unsupported here
 } sp_status;
 
 /// Size of every caller-owned message buffer.

@@ -97,4 +97,22 @@ sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int compo
                          const sp_jpeg_marker *markers, int marker_count,
                          uint8_t **out, size_t *out_length, char *message);
 
+/// An RGB bitmap as the YCbCr 4:2:0 planes libjpeg's compressor makes of it (half the bytes); opaque to Swift.
+typedef struct sp_jpeg_planes sp_jpeg_planes;
+
+/// Converts an RGB bitmap (8-bit, tightly packed rows) to 4:2:0 YCbCr planes exactly as libjpeg would
+/// (its colour conversion, downsampling and edge padding), so that sp_jpeg_encode_planes writes the same
+/// file as sp_jpeg_encode with subsample_420 on the bitmap. With release_rows the bitmap's pages are given
+/// back to the system (madvise MADV_DONTNEED) as its rows are converted: its contents are lost (they read as
+/// zero), and only the caller's sole copy may be passed. Free with sp_jpeg_planes_free.
+sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int release_rows, sp_jpeg_planes **out,
+                                  char *message);
+/// The bytes the planes hold.
+size_t sp_jpeg_planes_bytes(const sp_jpeg_planes *planes);
+void sp_jpeg_planes_free(sp_jpeg_planes *planes);
+/// Encodes planes with jpeg_write_raw_data (settings.subsample_420 is implied); otherwise as sp_jpeg_encode.
+sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
+                                const sp_jpeg_marker *markers, int marker_count,
+                                uint8_t **out, size_t *out_length, char *message);
+
 #endif

@@ -40,7 +40,10 @@ final class CMYKProfileTransform {
             return (try CMYKProfileTransform(profile: profile, inverted: info.jpegAdobeInverted, file: file), nil)
         } catch let error as SharePipeError {
             let reason: String
-            if case .corrupt(_, let text) = error { reason = text } else { reason = error.description }
+            switch error {
+            case .corrupt(_, let text), .unsupportedFormat(_, let text): reason = text   // lcms2 refused it, or is missing
+            default: reason = error.description
+            }
             return (nil, "the embedded CMYK profile is unusable (\(reason)); CMYK converted without colour management")
         } catch {
             return (nil, "the embedded CMYK profile is unusable; CMYK converted without colour management")

@@ -86,14 +86,21 @@ struct AttemptLog {
     mutating func searchQuality(_ bitmap: Bitmap, encoder: any ImageEncoder, range: ClosedRange<Int>, progressive: Bool,
                                 metadata: [MetadataBlock], note: String?,
                                 checkpoint: Pipeline.Checkpoint) throws -> QualitySearch.Outcome<[UInt8]> {
+        try searchQuality(StagedBitmap(bitmap, encoder: encoder), format: encoder.format, range: range,
+                          progressive: progressive, metadata: metadata, note: note, checkpoint: checkpoint)
+    }
+
+    /// The same on a staged bitmap (`ImageEncoder.staged`).
+    mutating func searchQuality(_ staged: StagedBitmap, format: ImageFormat, range: ClosedRange<Int>, progressive: Bool,
+                                metadata: [MetadataBlock], note: String?,
+                                checkpoint: Pipeline.Checkpoint) throws -> QualitySearch.Outcome<[UInt8]> {
         let search = try QualitySearch.highestFitting(range: range, limit: limit) { quality in
             try checkpoint()
-            let bytes = try encoder.encode(bitmap, settings: EncodeSettings(quality: quality, progressive: progressive),
-                                           metadata: metadata)
+            let bytes = try staged.encode(EncodeSettings(quality: quality, progressive: progressive), metadata)
             return (bytes, bytes.count)
         }
         for (quality, bytes) in search.attempts {
-            record(size: bitmap.size, format: encoder.format, quality: quality, note: note, bytes: bytes)
+            record(size: staged.size, format: format, quality: quality, note: note, bytes: bytes)
         }
         return search
     }
@@ -168,6 +175,30 @@ struct StillSizes {
 
     func release(_ oriented: Bitmap) { renderer.meter.release(oriented.byteCount) }
 
+    /// Renders the current size and stages it for `encoder` (`ImageEncoder.staged`), counted in the meter
+    /// until `release`. A converted form replaces the bitmap before any encode: JPEG makes 4:2:0 planes, half
+    /// the RGB bitmap's bytes, giving the bitmap's pages back 64 rows at a time as it converts them, so
+    /// the meter counts the bitmap, then the planes. Under `cpuFirst` the render is kept for later sizes
+    /// (it may be the bitmap itself), so the bitmap is encoded as it is.
+    mutating func renderStaged(for encoder: any ImageEncoder) throws -> StagedBitmap {
+        let oriented = try render()
+        if renderer.cache != nil { return StagedBitmap(oriented, encoder: encoder) }
+        let bitmapBytes = oriented.byteCount
+        let staged: StagedBitmap
+        do {
+            staged = try encoder.staged(consume oriented)
+        } catch {
+            renderer.meter.release(bitmapBytes)
+            throw error
+        }
+        if staged.isBitmap { return staged }
+        renderer.meter.release(bitmapBytes)
+        renderer.meter.allocate(staged.byteCount)
+        return staged
+    }
+
+    func release(_ staged: StagedBitmap) { renderer.meter.release(staged.byteCount) }
+
     mutating func shrink(limit: Int) -> Bool {
         guard let next = FittingDriver.shrink(size, bytes: smallestAtSize, limit: limit, floor: minShortEdge) else { return false }
         size = next
@@ -188,13 +219,13 @@ struct QualityLadder: LadderRunner {
     var warnings: [String] { sizes.warnings }
 
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
-        let oriented = try sizes.render()
-        defer { sizes.release(oriented) }
-        let search = try log.searchQuality(oriented, encoder: encoder, range: range, progressive: progressive,
+        let staged = try sizes.renderStaged(for: encoder)
+        defer { sizes.release(staged) }
+        let search = try log.searchQuality(staged, format: encoder.format, range: range, progressive: progressive,
                                            metadata: metadata.kept, note: nil, checkpoint: checkpoint)
         sizes.smallestAtSize = search.smallestBytes
         guard let best = search.best else { return nil }
-        return FittingDriver.Fit(bytes: best.encoded, format: encoder.format, size: oriented.size, quality: best.quality,
+        return FittingDriver.Fit(bytes: best.encoded, format: encoder.format, size: staged.size, quality: best.quality,
                                  metadata: metadata, adjustments: (rangeNote.map { [$0] } ?? []) + sizes.adjustments)
     }
 

@@ -9,6 +9,35 @@ struct JPEGEncoder: ImageEncoder {
 
     func encode(_ bitmap: Bitmap, settings: EncodeSettings, metadata: [MetadataBlock]) throws -> [UInt8] {
         let opaque = bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap
+        return try write(settings: settings, metadata: metadata) { jpegSettings, markers, output, length, message in
+            opaque.pixels.withUnsafeBufferPointer { pixels in
+                sp_jpeg_encode(pixels.baseAddress, Int32(opaque.width), Int32(opaque.height), Int32(opaque.layout.channels),
+                               jpegSettings, markers.baseAddress, Int32(markers.count), &output, &length, &message)
+            }
+        }
+    }
+
+    /// A colour bitmap at 4:2:0 becomes the YCbCr planes libjpeg would make of it (1.5 bytes a pixel instead of
+    /// 3), converted once for every quality tried; they encode to the same bytes as the bitmap. The bitmap's
+    /// storage is used up while converting (its pages go back to the system). Gray and 4:4:4 stay bitmaps.
+    func staged(_ bitmap: consuming Bitmap) throws -> StagedBitmap {
+        guard subsample420, bitmap.layout == .rgb || bitmap.layout == .rgba else { return StagedBitmap(bitmap, encoder: self) }
+        let size = bitmap.size
+        var rgb = bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap
+        _ = consume bitmap   // `rgb` is now the only reference to the pixels (or a new copy)
+        let planes = try JPEGPlanes(usingUp: &rgb)
+        return StagedBitmap(size: size, byteCount: planes.byteCount, isBitmap: false) { settings, metadata in
+            try write(settings: settings, metadata: metadata) { jpegSettings, markers, output, length, message in
+                sp_jpeg_encode_planes(planes.handle, jpegSettings, markers.baseAddress, Int32(markers.count),
+                                      &output, &length, &message)
+            }
+        }
+    }
+
+    /// The settings and markers every encode shares, around one shim call that writes the file.
+    private func write(settings: EncodeSettings, metadata: [MetadataBlock],
+                       _ call: (sp_jpeg_encode_settings, UnsafeBufferPointer<sp_jpeg_marker>,
+                                inout UnsafeMutablePointer<UInt8>?, inout Int, inout [CChar]) -> sp_status) throws -> [UInt8] {
         let segments = JPEGMarkers.segments(for: metadata)
         let hasExif = segments.contains { $0.code == JPEGMarkers.app1 && $0.payload.starts(with: JPEGMarkers.exifPrefix) }
         let jpegSettings = sp_jpeg_encode_settings(
@@ -18,10 +47,7 @@ struct JPEGEncoder: ImageEncoder {
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         let status: sp_status = withMarkerArray(segments) { markers in
-            opaque.pixels.withUnsafeBufferPointer { pixels in
-                sp_jpeg_encode(pixels.baseAddress, Int32(opaque.width), Int32(opaque.height), Int32(opaque.layout.channels),
-                               jpegSettings, markers.baseAddress, Int32(markers.count), &output, &length, &message)
-            }
+            call(jpegSettings, markers, &output, &length, &message)
         }
         try EncoderFailure.check(status, message)
         defer { sp_free(output) }
@@ -37,6 +63,37 @@ struct JPEGEncoder: ImageEncoder {
             }
             return markers.withUnsafeBufferPointer(body)
         }
+    }
+}
+
+/// An RGB bitmap as libjpeg's 4:2:0 YCbCr planes (`sp_jpeg_planes_from_rgb`), freed with the last reference.
+final class JPEGPlanes: @unchecked Sendable {
+    let handle: OpaquePointer
+    let byteCount: Int
+
+    /// The planes of `bitmap`, whose pixels are used up: their pages are given back to the system as rows are
+    /// converted (a shared array is copied first by the mutable access, so no other holder sees it change).
+    init(usingUp bitmap: inout Bitmap) throws {
+        precondition(bitmap.layout == .rgb, "planes are made from RGB")
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        let (width, height) = (Int32(bitmap.width), Int32(bitmap.height))
+        let status = bitmap.pixels.withUnsafeMutableBufferPointer { pixels in
+            sp_jpeg_planes_from_rgb(pixels.baseAddress, width, height, 1, &handle, &message)
+        }
+        bitmap = Bitmap(size: PixelSize(width: 1, height: 1), layout: .rgb)   // what is left is zeroes
+        try EncoderFailure.check(status, message)
+        self.handle = handle!
+        byteCount = sp_jpeg_planes_bytes(handle)
+    }
+
+    deinit { sp_jpeg_planes_free(handle) }
+
+    /// What the planes of a bitmap of `size` hold: luma and both chroma planes padded to whole 8×8 blocks.
+    static func byteCount(_ size: PixelSize) -> Int {
+        let luma = (size.width + 7) / 8 * 8 * ((size.height + 7) / 8 * 8)
+        let chroma = (size.width + 15) / 16 * 8 * ((size.height + 15) / 16 * 8)
+        return luma + 2 * chroma
     }
 }
 

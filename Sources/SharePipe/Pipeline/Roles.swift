@@ -30,4 +30,35 @@ struct EncodeSettings: Sendable, Equatable {
 protocol ImageEncoder: Sendable {
     var format: ImageFormat { get }
     func encode(_ bitmap: Bitmap, settings: EncodeSettings, metadata: [MetadataBlock]) throws -> [UInt8]
+    /// The bitmap made ready for several encodes at one size (a quality search): by default the bitmap
+    /// itself; an encoder may convert it once to a smaller form of its own (JPEG: 4:2:0 planes), using up
+    /// the bitmap's storage as it goes (pass the only copy, `consume`d: a shared one is copied first).
+    func staged(_ bitmap: consuming Bitmap) throws -> StagedBitmap
+}
+
+extension ImageEncoder {
+    func staged(_ bitmap: consuming Bitmap) throws -> StagedBitmap { StagedBitmap(bitmap, encoder: self) }
+}
+
+/// What a quality search encodes at one size: the bitmap, or the form its encoder converted it to.
+struct StagedBitmap {
+    let size: PixelSize
+    /// The bytes the staged form holds (the bitmap's own when `isBitmap`).
+    let byteCount: Int
+    /// True when this is the bitmap itself, not a converted copy.
+    let isBitmap: Bool
+    /// Encodes the staged form; the same bytes as the encoder's `encode` on the bitmap.
+    let encode: (EncodeSettings, [MetadataBlock]) throws -> [UInt8]
+
+    /// The bitmap itself, encoded by `encoder.encode`.
+    init(_ bitmap: Bitmap, encoder: any ImageEncoder) {
+        self.init(size: bitmap.size, byteCount: bitmap.byteCount, isBitmap: true) { settings, metadata in
+            try encoder.encode(bitmap, settings: settings, metadata: metadata)
+        }
+    }
+
+    init(size: PixelSize, byteCount: Int, isBitmap: Bool,
+         encode: @escaping (EncodeSettings, [MetadataBlock]) throws -> [UInt8]) {
+        (self.size, self.byteCount, self.isBitmap, self.encode) = (size, byteCount, isBitmap, encode)
+    }
 }

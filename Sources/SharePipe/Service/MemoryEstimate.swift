@@ -19,7 +19,7 @@ public enum InputResidence: Sendable, Equatable, Codable {
 /// | `meteredPixelBytes` | row buffers, resampler window, output bitmaps: what `PixelMemoryMeter` counts | `PreparedImage.peakPixelBytes` (the tests check the bound) |
 /// | `unmeteredPixelBytes` | bitmaps alive beside the metered ones (the unrotated render during encode, `cpuFirst`'s kept render, alpha flattening, GIF canvases) | — |
 /// | `decoderLibraryBytes` | the C decoder's own arrays: libjpeg's whole coefficient buffer for progressive files, its strip buffers and tables | — |
-/// | `encoderLibraryBytes` | the C encoder's own arrays: libjpeg's coefficient buffer for `optimize_coding`, zlib's state | — |
+/// | `encoderLibraryBytes` | the C encoder's own arrays: the coefficients `optimize_coding` keeps (compacted by the shim), zlib's state | — |
 /// | `outputBytes` | encoded outputs held at once during the quality search, and the metadata-only rewrite | — |
 /// | `inputBytes` | the encoded input in memory, or the file read buffers | — |
 /// | `metadataBytes` | metadata blocks held from the probe to the encoder, with their copies | — |
@@ -334,9 +334,12 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// the output for its second pass: 4:2:0 is 6 blocks of 128 bytes per 16×16 MCU (≈ w × h × 1.5 × 2
     /// bytes), gray one block per 8×8. Plus its strip buffers and fixed tables.
     static func jpegEncoderBytes(_ out: PixelSize, channels: Int) -> Int {
+        // The coefficients live in the shim's compact store (`sp_jpeg_encode_store.c`): usually a fraction of
+        // libjpeg's 128 bytes a block, at worst (every coefficient non-zero) a 64-bit map beside all 64, plus
+        // a window of one iMCU row of full blocks.
         let coefficients = channels == 1
-            ? ((out.width + 7) / 8) * ((out.height + 7) / 8) * 128
-            : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 128
+            ? ((out.width + 7) / 8) * ((out.height + 7) / 8) * 136 + ((out.width + 7) / 8) * 128
+            : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 136 + ((out.width + 15) / 16) * 6 * 128
         return jpegFixedBytes + coefficients + (out.width + 16) * channels * jpegStripRows
     }
 

@@ -1,0 +1,58 @@
+import Testing
+@testable import SharePipe
+
+/// The still route's JPEG encodes from 4:2:0 planes made once per size (`JPEGEncoder.staged`), not from the
+/// RGB bitmap: the planes must encode to exactly the file libjpeg writes from the bitmap's scanlines.
+struct JPEGPlanesTests {
+    /// Noise with smooth ramps (so every chroma bias and edge padding shows), reproducible.
+    static func picture(_ size: PixelSize, layout: PixelLayout, seed: UInt64) -> Bitmap {
+        var state = seed
+        var pixels = [UInt8](repeating: 0, count: size.area * layout.channels)
+        for y in 0..<size.height {
+            for x in 0..<size.width {
+                for c in 0..<layout.channels {
+                    state = state &* 6364136223846793005 &+ 1442695040888963407
+                    let noise = Int(state >> 58)   // 0...63
+                    let ramp = (x * 255 / max(1, size.width - 1) + y * 97 + c * 61) % 256
+                    pixels[(y * size.width + x) * layout.channels + c] = UInt8((ramp + noise) % 256)
+                }
+            }
+        }
+        return Bitmap(size: size, layout: layout, pixels: pixels)
+    }
+
+    @Test(arguments: [
+        PixelSize(width: 1, height: 1), PixelSize(width: 2, height: 2), PixelSize(width: 17, height: 9),
+        PixelSize(width: 33, height: 31), PixelSize(width: 16, height: 16), PixelSize(width: 1621, height: 13),
+        PixelSize(width: 7, height: 250), PixelSize(width: 240, height: 161),
+    ])
+    func planesEncodeToTheBitmapsBytes(size: PixelSize) throws {
+        let encoder = JPEGEncoder()
+        for layout in [PixelLayout.rgb, .rgba] {
+            let bitmap = Self.picture(size, layout: layout, seed: UInt64(size.area * layout.channels))
+            let staged = try encoder.staged(bitmap)
+            #expect(!staged.isBitmap && staged.size == size)
+            // Whole 8×8 blocks of luma plus two chroma planes at half the size each way.
+            let luma = (size.width + 7) / 8 * 8 * ((size.height + 7) / 8 * 8)
+            let chroma = (size.width + 15) / 16 * 8 * ((size.height + 15) / 16 * 8)
+            #expect(staged.byteCount == luma + 2 * chroma)
+            #expect(JPEGPlanes.byteCount(size) == staged.byteCount)
+            // Staging uses up the pixels it is given; a bitmap still held elsewhere was copied first.
+            #expect(bitmap == Self.picture(size, layout: layout, seed: UInt64(size.area * layout.channels)))
+            for (quality, progressive) in [(85, false), (40, false), (95, true)] {
+                let settings = EncodeSettings(quality: quality, progressive: progressive)
+                let expected = try encoder.encode(bitmap, settings: settings, metadata: [])
+                let got = try staged.encode(settings, [])
+                let same = got == expected   // not the arrays themselves in the message
+                #expect(same, "\(size) \(layout) q\(quality) progressive \(progressive): \(got.count) vs \(expected.count) bytes")
+            }
+        }
+    }
+
+    @Test func grayAnd444StayBitmaps() throws {
+        let gray = Self.picture(PixelSize(width: 20, height: 10), layout: .gray, seed: 1)
+        #expect(try JPEGEncoder().staged(gray).isBitmap)
+        let rgb = Self.picture(PixelSize(width: 20, height: 10), layout: .rgb, seed: 2)
+        #expect(try JPEGEncoder(subsample420: false).staged(rgb).isBitmap)
+    }
+}
