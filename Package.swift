@@ -25,6 +25,7 @@ let package = Package(
                 .linkedLibrary("png16"),
                 .linkedLibrary("gif"),
                 .linkedLibrary("heif"),
+                .linkedLibrary("de265"),
                 .linkedLibrary("webp"),
                 .linkedLibrary("webpdemux"),
                 .linkedLibrary("webpmux"),

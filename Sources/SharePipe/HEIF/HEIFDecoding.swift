@@ -106,14 +106,21 @@ enum HEIFDecoding {
 
     /// Decodes the primary image and streams its rows, converted to RGB(A) or gray(+alpha), through a
     /// resampler to `target` (at most the image size).
+    /// `tileRoute: false` sends grid images through libheif too (tests compare the two routes).
     static func render(_ source: ImageSource, target: PixelSize, limits: ImageLimits,
-                       meter: PixelMemoryMeter) throws -> RenderedImage {
+                       meter: PixelMemoryMeter, tileRoute: Bool = true) throws -> RenderedImage {
         // The coded chroma format, from the configuration boxes (4:4:4 when they cannot say).
         let chroma = (try? HEIFChroma.coded(source, maxMetaBytes: limits.maxMetadataBytes)) ?? HEIFChroma.yuv444
         return try HEIFReader.with(source, limits: limits) { reader in
             let info = try reader.info()
             let size = PixelSize(width: Int(info.width), height: Int(info.height))
             try limits.check(width: size.width, height: size.height, file: reader.file)
+            // A grid of 8-bit HEVC tiles without alpha: decoded one row of tiles at a time (HEIFTileDecoding).
+            if tileRoute, let grid = try Self.tileRoute(source, info: info, limits: limits) {
+                try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: reader.file)
+                return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), nclx: info.nclx, target: target,
+                                                   limits: limits, meter: meter)
+            }
             let estimate = decodeMemory(size: size, bitDepth: max(Int(info.luma_bits), 8), hasAlpha: info.has_alpha != 0,
                                         monochrome: chroma == HEIFChroma.monochrome, chroma444: chroma != HEIFChroma.yuv420)
             if estimate > limits.maxDecoderMemory {
@@ -157,6 +164,15 @@ enum HEIFDecoding {
             let bitmap = try resampler.finish()
             return RenderedImage(bitmap: bitmap, warnings: [])
         }
+    }
+
+    /// The grid the tile route decodes for this primary image, nil when libheif decodes it: not a grid of
+    /// 8-bit HEVC tiles, alpha, or transforms that leave another displayed size (`clap`).
+    static func tileRoute(_ source: ImageSource, info: sp_heif_info, limits: ImageLimits) throws -> HEIFGrid? {
+        guard info.has_alpha == 0, info.luma_bits <= 8, info.chroma_bits <= 8,
+              let grid = try HEIFGrid.plan(HEIFFileBytes(source), limits: limits),
+              grid.displayedSize == PixelSize(width: Int(info.width), height: Int(info.height)) else { return nil }
+        return grid
     }
 
     /// Bytes of the decoded planes as libheif holds them.
