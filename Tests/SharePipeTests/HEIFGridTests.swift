@@ -3,9 +3,16 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// The grid route (HEIFGrid, HEIFTileDecoding): grid HEICs of HEVC tiles decoded one row of tiles at a time
-/// with libde265, against the libheif route on the same files.
+/// The grid route (HEIFGrid, HEIFTileDecoding) on the committed grid HEICs in TestImages/heif-grid (made by
+/// scripts/make-test-images.sh, section heifgrid: the 600×400 corner picture as 256×256 HEVC tiles, stored
+/// turned or mirrored with irot/imir on the grid item): exact against libheif's own RGB (heif-convert), close
+/// to the libheif route when downscaled, transforms applied once, the fallbacks, damaged files, memory.
 @Suite struct HEIFGridTests {
+    static let files = ["grid.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
+                        "grid-imir1.heic", "grid-mirror-rotate.heic"]
+
+    static func path(_ file: String) -> String { Fixtures.path("heif-grid/" + file) }
+
     /// Per-channel differences between two bitmaps of one size: the largest and the mean.
     static func difference(_ a: Bitmap, _ b: Bitmap) -> (max: Int, mean: Double) {
         precondition(a.size == b.size && a.layout == b.layout)
@@ -18,34 +25,153 @@ import Testing
         return (largest, Double(total) / Double(a.pixels.count))
     }
 
-    static func bothRoutes(_ path: String, target: PixelSize? = nil) throws -> (tiles: Bitmap, libheif: Bitmap) {
-        let source = ImageSource.file(path: path)
-        let probe = try HEIFDecoding.probe(source, limits: ImageLimits())
-        let size = target ?? probe.size
-        let tiles = try HEIFDecoding.render(source, target: size, limits: ImageLimits(), meter: PixelMemoryMeter()).bitmap
-        let libheif = try HEIFDecoding.render(source, target: size, limits: ImageLimits(), meter: PixelMemoryMeter(),
-                                              tileRoute: false).bitmap
-        return (tiles, libheif)
+    static func render(_ source: ImageSource, target: PixelSize? = nil, tileRoute: Bool = true,
+                       limits: ImageLimits = ImageLimits(), meter: PixelMemoryMeter = PixelMemoryMeter()) throws -> Bitmap {
+        let probe = try HEIFDecoding.probe(source, limits: limits)
+        return try HEIFDecoding.render(source, target: target ?? probe.size, limits: limits, meter: meter,
+                                       tileRoute: tileRoute).bitmap
     }
 
-    @Test func scratch() throws {
-        guard let path = ProcessInfo.processInfo.environment["GRID_FILE"] else { return }
-        let (tiles, libheif) = try Self.bothRoutes(path)
+    @Test(arguments: files)
+    func gridIsReadFromTheBoxes(file: String) throws {
+        let source = ImageSource.file(path: Self.path(file))
+        let probe = try HEIFDecoding.probe(source, limits: ImageLimits())
+        let grid = try #require(probe.grid)
+        #expect(probe.size == PixelSize(width: 600, height: 400))
+        #expect(grid.displayedSize == probe.size)
+        let turned = ["grid-irot1.heic", "grid-irot3.heic", "grid-mirror-rotate.heic"].contains(file)
+        #expect(grid.size == (turned ? PixelSize(width: 400, height: 600) : PixelSize(width: 600, height: 400)))
+        #expect(grid.tileSize == PixelSize(width: 256, height: 256))
+        #expect(grid.columns == (turned ? 2 : 3) && grid.rows == (turned ? 3 : 2))
+        #expect(grid.chroma == HEIFChroma.yuv420)
+        let expected: [String: Orientation] = ["grid.heic": .up, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
+                                               "grid-irot3.heic": .right, "grid-imir0.heic": .downMirrored,
+                                               "grid-imir1.heic": .upMirrored, "grid-mirror-rotate.heic": .leftMirrored]
+        #expect(grid.orientation == expected[file])
+    }
+
+    /// At full size the tile route gives libheif's own RGB (heif-convert) exactly: the same libde265 decodes the
+    /// same tiles, and libheif 1.15 converts grid tiles to RGB with nearest chroma, as HEIFRowConverter does.
+    @Test(arguments: files)
+    func fullSizeMatchesLibheifRGBExactly(file: String) throws {
+        guard Tool.available("heif-convert") else { return }
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        let png = directory + "/reference.png"
+        let run = try Tool.run("heif-convert", [Self.path(file), png])
+        #expect(run.status == 0, "\(run.stderr)")
+        let reference = try Decode.bitmap(try Fixtures.bytes(png))
+        let ours = try Self.render(.file(path: Self.path(file)))
+        #expect(ours.size == reference.size)
+        guard ours.size == reference.size else { return }
+        #expect(reference.layout == .rgb)
+        let d = Self.difference(ours, reference)
+        #expect(d.max == 0, "largest channel difference \(d.max), mean \(d.mean)")
+    }
+
+    /// Downscaled, the tile route (resampled as coded, then turned) stays within a step or two of the libheif
+    /// route (turned, then resampled; and its grid passes through RGB and back to YCbCr 4:2:0).
+    @Test(arguments: files)
+    func downscaledIsCloseToTheLibheifRoute(file: String) throws {
+        let source = ImageSource.file(path: Self.path(file))
+        let target = PixelSize(width: 150, height: 100)
+        let tiles = try Self.render(source, target: target)
+        let libheif = try Self.render(source, target: target, tileRoute: false)
+        #expect(tiles.size == target && libheif.size == target)
         let d = Self.difference(tiles, libheif)
-        print("GRID diff max \(d.max) mean \(d.mean) size \(tiles.size)")
-        var worst = (0, 0, 0)
-        for y in 0..<tiles.height { for x in 0..<tiles.width {
-            let a = tiles.rgb(x, y), b = libheif.rgb(x, y)
-            let m = zip(a, b).map { abs($0 - $1) }.max()!
-            if m > worst.0 { worst = (m, x, y) }
-        } }
-        print("GRID worst \(worst) tiles \(tiles.rgb(worst.1, worst.2)) libheif \(libheif.rgb(worst.1, worst.2))")
-        var rows = [Int](repeating: 0, count: tiles.height)
-        for y in 0..<tiles.height { for x in 0..<tiles.width where tiles.rgb(x, y) != libheif.rgb(x, y) { rows[y] += 1 } }
-        if let ref = FileManager.default.contents(atPath: "/tmp/gt/ref.rgb") {
-            let r = Bitmap(size: tiles.size, layout: .rgb, pixels: [UInt8](ref))
-            print("GRID vs heif-convert: tiles \(Self.difference(tiles, r)) libheif \(Self.difference(libheif, r))")
+        #expect(d.max <= 3 && d.mean <= 0.3, "largest channel difference \(d.max), mean \(d.mean)")
+        HEIFDecodeTests.expectCorners(tiles, tolerance: 20)
+    }
+
+    /// The row of tiles, the decoders, the resampler and the Float row are metered, all released after; the
+    /// peak stays far below the whole image's planes.
+    @Test func memoryIsMeteredAndBelowTheWholeImage() throws {
+        let meter = PixelMemoryMeter()
+        let source = ImageSource.file(path: Self.path("grid-irot1.heic"))
+        _ = try Self.render(source, target: PixelSize(width: 150, height: 100), meter: meter)
+        let grid = try #require(try HEIFDecoding.probe(source, limits: ImageLimits()).grid)
+        #expect(meter.peakBytes >= HEIFTileDecoding.decodeMemory(grid))
+        #expect(meter.currentBytes == 0)
+        // One row of tiles: 400 wide × 256 high at 4:2:0.
+        #expect(HEIFTileDecoding.rowPlaneBytes(width: 400, tileHeight: 256, chroma: 1) == 400 * 256 + 2 * 200 * 128)
+    }
+
+    @Test func decoderMemoryLimitIsCheckedBeforeDecoding() throws {
+        let meter = PixelMemoryMeter()
+        #expect { try Self.render(.file(path: Self.path("grid.heic")), limits: ImageLimits(maxDecoderMemory: 200_000), meter: meter) } throws: { error in
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded.kind == .decoderMemory && exceeded.limit == 200_000
         }
-        print("GRID differing rows: \(rows.enumerated().filter { $0.element > 0 }.prefix(20).map { "\($0.offset):\($0.element)" })")
+        #expect(meter.peakBytes == 0)
+    }
+
+    @Test func bytesInMemoryDecodeLikeTheFile() throws {
+        let bytes = try Fixtures.bytes(Self.path("grid-irot2.heic"))
+        #expect(try Self.render(.bytes(bytes)) == (try Self.render(.file(path: Self.path("grid-irot2.heic")))))
+    }
+
+    /// What the tile route does not handle goes to libheif: images that are not grids, AVIF, and grids with a
+    /// property the route does not apply (here irot's box renamed clap).
+    @Test func otherImagesStayWithLibheif() throws {
+        for file in ["gps-irot.heic", "corners.avif", "alpha.avif", "ten-bit.heic", "corners-444.heic"] {
+            let probe = try HEIFDecoding.probe(.file(path: Fixtures.path("heif/" + file)), limits: ImageLimits())
+            #expect(probe.grid == nil, "\(file)")
+        }
+        var bytes = try Fixtures.bytes(Self.path("grid-irot1.heic"))
+        let irot = try #require(Self.find(Array("irot".utf8), in: bytes))
+        bytes.replaceSubrange(irot..<(irot + 4), with: Array("clap".utf8))
+        let file = HEIFFileBytes(memory: bytes)
+        let meta = try #require(try file.metaBody(maxBytes: 1 << 20))
+        #expect(try HEIFGrid.parse(meta: meta, fileSize: bytes.count, read: { try file.read(at: $0, count: $1) }) == nil)
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { Array(haystack[$0..<($0 + needle.count)]) == needle }
+    }
+
+    /// Cut anywhere, or with bytes overwritten anywhere, a grid HEIC either decodes or fails with a
+    /// `SharePipeError` naming the source; neither the box parser nor libde265 ends the process.
+    @Test func damagedGridsFailCleanly() throws {
+        let whole = try Fixtures.bytes(Self.path("grid-mirror-rotate.heic"))
+        var damaged: [[UInt8]] = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / 60)).map { Array(whole.prefix($0)) }
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        for _ in 0..<120 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            var copy = whole
+            let at = Int(state >> 33) % whole.count
+            copy[at] ^= UInt8(truncatingIfNeeded: state >> 13) | 1
+            damaged.append(copy)
+        }
+        var decoded = 0
+        for bytes in damaged {
+            do {
+                _ = try Self.render(.bytes(bytes), target: PixelSize(width: 60, height: 40))
+                decoded += 1
+            } catch let error as SharePipeError {
+                #expect("\(error)".hasPrefix("<memory>: "), "\(error)")
+            }
+        }
+        #expect(decoded < damaged.count)
+    }
+
+    /// The parser on every cut of the meta box and on single-byte changes: nil, a grid, or a thrown error;
+    /// never a crash (the FuzzHEIF target runs the same on random inputs).
+    @Test func parserSurvivesDamagedMeta() throws {
+        let whole = try Fixtures.bytes(Self.path("grid-mirror-rotate.heic"))
+        let file = HEIFFileBytes(memory: whole)
+        let meta = try #require(try file.metaBody(maxBytes: 1 << 20))
+        let parsed = try HEIFGrid.parse(meta: meta, fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
+        #expect(parsed != nil)
+        for cut in 0..<meta.count {
+            _ = try? HEIFGrid.parse(meta: Array(meta.prefix(cut)), fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
+        }
+        for at in 0..<meta.count {
+            for value: UInt8 in [0, 0xFF, meta[at] ^ 0x80] {
+                var copy = meta
+                copy[at] = value
+                _ = try? HEIFGrid.parse(meta: copy, fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
+            }
+        }
     }
 }

@@ -22,6 +22,8 @@ struct HEIFProbe {
     /// Parts of the file that are not the primary image and are never read: other top-level images,
     /// thumbnails, depth maps, auxiliary images.
     var otherImages: Int, thumbnails: Int, hasDepth: Bool, auxiliaryImages: Int
+    /// The grid the tile route decodes (`HEIFTileDecoding`), nil when libheif decodes the image.
+    var grid: HEIFGrid? = nil
 }
 
 /// HEIF (HEIC) and AVIF through libheif, primary image only.
@@ -67,13 +69,15 @@ enum HEIFDecoding {
             if let icc = try HEIFColorProfile.iccProfile(embedded: embedded, nclx: info.nclx, file: reader.file) {
                 metadata.append(.icc(icc))
             }
-            return HEIFProbe(size: PixelSize(width: Int(info.width), height: Int(info.height)),
+            var probe = HEIFProbe(size: PixelSize(width: Int(info.width), height: Int(info.height)),
                              codedSize: PixelSize(width: Int(info.ispe_width), height: Int(info.ispe_height)),
                              hasAlpha: info.has_alpha != 0, premultipliedAlpha: info.premultiplied_alpha != 0,
                              bitDepth: max(Int(info.luma_bits), 8), monochrome: info.chroma_bits < 0,
                              metadata: metadata, exifOrientationValue: exifOrientation, nclx: nclx,
                              otherImages: max(Int(info.top_level_images) - 1, 0), thumbnails: Int(info.thumbnails),
                              hasDepth: info.has_depth != 0, auxiliaryImages: Int(info.auxiliary_images))
+            probe.grid = try tileRoute(source, info: info, limits: limits)
+            return probe
         }
     }
 
@@ -196,11 +200,13 @@ struct HEIFDecoder: ImageDecoder {
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
         let byteCount = try source.byteCount()
         let probe = try HEIFDecoding.probe(source, limits: limits)
-        return ImageInfo(format: format, size: probe.size,
+        var info = ImageInfo(format: format, size: probe.size,
                          colorModel: probe.monochrome ? (probe.hasAlpha ? .grayAlpha : .gray) : (probe.hasAlpha ? .rgba : .rgb),
                          bitDepth: probe.bitDepth, progressive: false, orientation: .up,
                          storedOrientationValue: nil, frameCount: 1, hasAlpha: probe.hasAlpha,
                          metadata: probe.metadata, byteCount: byteCount)
+        info.heifGrid = probe.grid
+        return info
     }
 
     func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,

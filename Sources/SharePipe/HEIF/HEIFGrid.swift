@@ -397,13 +397,23 @@ final class HEIFFileBytes {
     let size: Int
     let name: String
 
-    init(_ source: ImageSource) throws {
-        name = source.displayName
+    private init(name: String, descriptor: Int32, memory: [UInt8], size: Int) {
+        self.name = name
+        self.descriptor = descriptor
+        self.memory = memory
+        self.size = size
+    }
+
+    /// Bytes in memory.
+    convenience init(memory: [UInt8], name: String = ImageSource.bytes([]).displayName) {
+        self.init(name: name, descriptor: -1, memory: memory, size: memory.count)
+    }
+
+    /// The file (opened for reading; regular files only) or the bytes of `source`.
+    convenience init(_ source: ImageSource) throws {
         switch source {
         case .bytes(let bytes):
-            descriptor = -1
-            memory = bytes
-            size = bytes.count
+            self.init(memory: bytes, name: source.displayName)
         case .file(let path):
             let opened = open(path, O_RDONLY | O_CLOEXEC)
             guard opened >= 0 else { throw SharePipeError.unreadable(file: path, reason: FileIO.errnoText()) }
@@ -412,9 +422,7 @@ final class HEIFFileBytes {
                 _ = close(opened)
                 throw SharePipeError.unreadable(file: path, reason: "not a regular file")
             }
-            descriptor = opened
-            memory = []
-            size = Int(info.st_size)
+            self.init(name: path, descriptor: opened, memory: [], size: Int(info.st_size))
         }
     }
 
