@@ -1712,14 +1712,16 @@ verify_heif() {
 # assembled by bench/make-grid-heic.py; scripts/heif-boxes.py adds the transforms to the grid item. Every
 # file shows the upright 600×400 corner picture.
 
-# grid_heic PICTURE COLUMNS ROWS OUT — PICTURE cut into 256×256 tiles (padded with black), a grid of them.
+# grid_heic PICTURE COLUMNS ROWS OUT [HEIF-ENC OPTION...] — PICTURE cut into 256×256 tiles (padded with
+# black), each coded by heif-enc -q 90 (with the options), a grid of them.
 grid_heic() {
   local picture=$1 columns=$2 rows=$3 out=$4 size f
+  shift 4
   size=$("$CONVERT" "$picture" -format '%w %h' info:)
   rm -f "$TMP"/gtile-*
   "$CONVERT" "$picture" +repage -gravity NorthWest -background black -extent "$((columns * 256))x$((rows * 256))" \
     -crop 256x256 +repage -strip "PNG24:$TMP/gtile-%02d.png"
-  for f in "$TMP"/gtile-*.png; do "$HEIF_ENC" -q 90 "$f" -o "${f%.png}.heic" >/dev/null; done
+  for f in "$TMP"/gtile-*.png; do "$HEIF_ENC" -q 90 "$@" "$f" -o "${f%.png}.heic" >/dev/null; done
   "$PYTHON" "$ROOT/bench/make-grid-heic.py" "$out" ${size% *} ${size#* } "$columns" "$rows" "$TMP"/gtile-*.heic
 }
 
@@ -1751,6 +1753,12 @@ make_heifgrid() {
   "$CONVERT" "$TMP/corners.png" -transpose "PNG24:$TMP/transposed.png"
   grid_heic "$TMP/transposed.png" 2 3 "$TMP/g.heic" \
     && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-mirror-rotate.heic" --irot 3 --imir 1
+  # grid-709-limited.heic: the tiles' bitstreams say BT.709 limited range in their VUI (x265 options; heif-enc
+  # 1.15 ignores its own --matrix_coefficients, converts with BT.601 full range and writes a colr nclx that
+  # make-grid-heic.py does not copy). libheif converts each tile with its VUI, so the colours come out shifted
+  # (a 200,50,50 patch shows as 227,58,39): the file tests that the VUI is honoured as libheif honours it.
+  grid_heic "$TMP/corners.png" 3 2 "$out/grid-709-limited.heic" -p x265:colormatrix=bt709 -p x265:range=limited
+  expect "grid-709-limited.heic displayed" "$(heif_size "$out/grid-709-limited.heic")" 600x400
   echo "-- displayed size and corners as libheif decodes them (heif-convert)"
   for f in grid grid-irot1 grid-irot2 grid-irot3 grid-imir0 grid-imir1 grid-mirror-rotate; do
     expect "$f.heic displayed" "$(heif_size "$out/$f.heic")" 600x400

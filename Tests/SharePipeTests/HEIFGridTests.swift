@@ -8,7 +8,7 @@ import Testing
 /// turned or mirrored with irot/imir on the grid item): exact against libheif's own RGB (heif-convert), close
 /// to the libheif route when downscaled, transforms applied once, the fallbacks, damaged files, memory.
 @Suite struct HEIFGridTests {
-    static let files = ["grid.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
+    static let files = ["grid.heic", "grid-709-limited.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
                         "grid-imir1.heic", "grid-mirror-rotate.heic"]
 
     static func path(_ file: String) -> String { Fixtures.path("heif-grid/" + file) }
@@ -44,14 +44,15 @@ import Testing
         #expect(grid.tileSize == PixelSize(width: 256, height: 256))
         #expect(grid.columns == (turned ? 2 : 3) && grid.rows == (turned ? 3 : 2))
         #expect(grid.chroma == HEIFChroma.yuv420)
-        let expected: [String: Orientation] = ["grid.heic": .up, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
+        let expected: [String: Orientation] = ["grid.heic": .up, "grid-709-limited.heic": .up, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
                                                "grid-irot3.heic": .right, "grid-imir0.heic": .downMirrored,
                                                "grid-imir1.heic": .upMirrored, "grid-mirror-rotate.heic": .leftMirrored]
         #expect(grid.orientation == expected[file])
     }
 
     /// At full size the tile route gives libheif's own RGB (heif-convert) exactly: the same libde265 decodes the
-    /// same tiles, and libheif 1.15 converts grid tiles to RGB with nearest chroma, as HEIFRowConverter does.
+    /// same tiles, and libheif 1.15 converts grid tiles to RGB with nearest chroma and each tile's VUI matrix and
+    /// range (grid-709-limited.heic: BT.709, limited), as HEIFRowConverter does here.
     @Test(arguments: files)
     func fullSizeMatchesLibheifRGBExactly(file: String) throws {
         guard Tool.available("heif-convert") else { return }
@@ -66,11 +67,14 @@ import Testing
         guard ours.size == reference.size else { return }
         #expect(reference.layout == .rgb)
         let d = Self.difference(ours, reference)
-        #expect(d.max == 0, "largest channel difference \(d.max), mean \(d.mean)")
+        // Limited range: HEIFRowConverter's float arithmetic and libheif's fixed point are a step apart on most
+        // pixels (as for single images, HEIFDecodeTests.conversionMatchesLibheif); full range is exact.
+        let limited = file == "grid-709-limited.heic"
+        #expect(d.max <= (limited ? 1 : 0) && d.mean <= (limited ? 1 : 0), "largest channel difference \(d.max), mean \(d.mean)")
     }
 
-    /// Downscaled, the tile route (resampled as coded, then turned) stays within a step or two of the libheif
-    /// route (turned, then resampled; and its grid passes through RGB and back to YCbCr 4:2:0).
+    /// Downscaled, the tile route (resampled as coded, then turned) stays within a step of the libheif route
+    /// (turned, then resampled; its grid passes through libheif's RGB and back to YCbCr 4:2:0).
     @Test(arguments: files)
     func downscaledIsCloseToTheLibheifRoute(file: String) throws {
         let source = ImageSource.file(path: Self.path(file))
@@ -79,8 +83,12 @@ import Testing
         let libheif = try Self.render(source, target: target, tileRoute: false)
         #expect(tiles.size == target && libheif.size == target)
         let d = Self.difference(tiles, libheif)
-        #expect(d.max <= 3 && d.mean <= 0.3, "largest channel difference \(d.max), mean \(d.mean)")
-        HEIFDecodeTests.expectCorners(tiles, tolerance: 20)
+        // Measured: identical but for grid-709-limited.heic (one step on most pixels: the libheif route's tiles
+        // are converted by libheif, whose limited-range rounding differs from HEIFRowConverter's by one).
+        let limited = file == "grid-709-limited.heic"
+        #expect(d.max <= 1 && d.mean <= (limited ? 1 : 0.05), "largest channel difference \(d.max), mean \(d.mean)")
+        // grid-709-limited.heic's colours are shifted on purpose (coded BT.601 full range, VUI says BT.709 limited).
+        if file != "grid-709-limited.heic" { HEIFDecodeTests.expectCorners(tiles, tolerance: 20) }
     }
 
     /// The row of tiles, the decoders, the resampler and the Float row are metered, all released after; the

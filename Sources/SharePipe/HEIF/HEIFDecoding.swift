@@ -36,9 +36,11 @@ struct HEIFProbe {
 ///
 /// Memory: libheif 1.15 decodes a whole image (a grid image's tiles are assembled into one image: its API
 /// has no way to decode one tile of the primary image), so the planes are the peak. They are priced by
-/// `decodeMemory` and checked against `ImageLimits.maxDecoderMemory` before decoding.
+/// `decodeMemory` and checked against `ImageLimits.maxDecoderMemory` before decoding. A grid of 8-bit HEVC
+/// tiles without alpha (phone photos) skips libheif's decode: `HEIFGrid` reads its boxes and
+/// `HEIFTileDecoding` decodes one row of tiles at a time with libde265 (about a sixth of the planes' memory).
 enum HEIFDecoding {
-    /// libheif's tile-decoding threads for grid images (iPhone photos are 8×6 tiles of 512×512). Measured on
+    /// libheif's tile-decoding threads for grid images the tile route does not take. Measured on
     /// a 4032×3024 grid HEIC (libheif 1.15, 2 cores): peak RSS 60.7 MB with 0 (tiles in the calling thread),
     /// 60.3 MB with 2; wall 2.97 s → 2.45 s. Two threads cost no memory there, so two.
     static let decodingThreads = 2
@@ -122,8 +124,12 @@ enum HEIFDecoding {
             // A grid of 8-bit HEVC tiles without alpha: decoded one row of tiles at a time (HEIFTileDecoding).
             if tileRoute, let grid = try Self.tileRoute(source, info: info, limits: limits) {
                 try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: reader.file)
-                return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), nclx: info.nclx, target: target,
-                                                   limits: limits, meter: meter)
+                do {
+                    return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
+                                                       limits: limits, meter: meter)
+                } catch is HEIFTileDecoding.Fallback {
+                    // Found while decoding (tiles whose colour libheif handles): libheif's route below.
+                }
             }
             let estimate = decodeMemory(size: size, bitDepth: max(Int(info.luma_bits), 8), hasAlpha: info.has_alpha != 0,
                                         monochrome: chroma == HEIFChroma.monochrome, chroma444: chroma != HEIFChroma.yuv420)

@@ -11,8 +11,9 @@ import Darwin
 /// Only what this route handles exactly as libheif would is accepted; for anything else `plan` returns nil
 /// and the libheif route decodes the file as before: tiles that are not `hvc1` (AVIF grids), more than 8
 /// bits, monochrome, odd tile sizes with subsampled chroma, NAL lengths other than 4 bytes, tiles or grid with
-/// properties other than those listed in `gridProperties` / `tileProperties` (`clap`, for one), data in
-/// `idat` or in other files, protected items, `iovl` overlays.
+/// properties other than those listed in `gridProperties` / `tileProperties` (`clap`, for one), tile data in
+/// `idat` or in other files, protected items, `iovl` overlays. Alpha is checked by the caller (libheif's
+/// has_alpha): a grid with an alpha image goes to libheif.
 struct HEIFGrid: Equatable, Sendable {
     /// A run of bytes in the file (`iloc` extent).
     struct Extent: Equatable, Sendable {
@@ -36,6 +37,15 @@ struct HEIFGrid: Equatable, Sendable {
     /// The transforms (`irot`, `imir`, in their `ipma` order) as the orientation that turns the coded image
     /// into the displayed one.
     var orientation: Orientation
+    /// The tiles' own nclx (`colr` on the tile items; all tiles alike), which libheif converts each tile with.
+    /// Without one, libheif uses each tile's bitstream VUI (`HEIFTileDecoding` does the same).
+    var tileColour: Colour?
+
+    /// The H.273 code points of an nclx description.
+    struct Colour: Equatable, Sendable {
+        var primaries: Int, transfer: Int, matrix: Int
+        var fullRange: Bool
+    }
 
     /// The size as displayed.
     var displayedSize: PixelSize { orientation.swapsAxes ? size.transposed : size }
@@ -239,11 +249,11 @@ struct HEIFGrid: Equatable, Sendable {
             }
         }
         guard handler == "pict", let primary, itemTypes[primary] == "grid" else { return nil }
-        // One dimg reference from the grid to its tiles; no auxiliary image (alpha, depth) of the grid, whose
-        // handling is libheif's. (Exif's cdsc and a thumbnail's thmb refer to the grid too: nothing to do.)
+        // One dimg reference from the grid to its tiles. Other items that refer to the grid are never decoded:
+        // Exif (cdsc), a thumbnail (thmb), depth maps and gain maps (auxl); an alpha image (auxl too) sends the
+        // image to libheif, which the caller learns from libheif's has_alpha.
         let tileLists = references.filter { $0.type == "dimg" && $0.from == primary }
-        guard tileLists.count == 1, let tileIDs = tileLists.first?.to, !tileIDs.isEmpty,
-              !references.contains(where: { $0.type == "auxl" && $0.to.contains(primary) }) else { return nil }
+        guard tileLists.count == 1, let tileIDs = tileLists.first?.to, !tileIDs.isEmpty else { return nil }
 
         // The grid item's properties: only the known ones, transforms in order.
         func property(_ association: Association) throws -> (type: String, body: Cursor)? {
@@ -308,6 +318,7 @@ struct HEIFGrid: Equatable, Sendable {
         var tileExtents: [[Extent]] = []
         var tileSize: PixelSize?
         var chroma: Int32?
+        var colours: [Colour?] = []
         for id in tileIDs {
             guard itemTypes[id] == "hvc1", let location = locations[id], location.method == 0,
                   !location.extents.isEmpty else { return nil }
@@ -316,6 +327,7 @@ struct HEIFGrid: Equatable, Sendable {
             }
             var config: Int?
             var size: PixelSize?
+            var colour: Colour?
             for association in associations[id] ?? [] {
                 guard let (type, body) = try property(association) else {
                     if association.essential || association.index != 0 { return nil }
@@ -328,6 +340,9 @@ struct HEIFGrid: Equatable, Sendable {
                     size = PixelSize(width: try value.u32(), height: try value.u32())
                 } else if type == "hvcC" {
                     config = association.index
+                } else if type == "colr", try value.fourCC() == "nclx" {
+                    colour = Colour(primaries: try value.u16(), transfer: try value.u16(), matrix: try value.u16(),
+                                    fullRange: try value.u8() & 0x80 != 0)
                 }
             }
             guard let config, let size, size.width > 0, size.height > 0 else { return nil }
@@ -342,7 +357,11 @@ struct HEIFGrid: Equatable, Sendable {
             }
             tileParameterSets.append(configIndex[config]!)
             tileExtents.append(location.extents)
+            colours.append(colour)
         }
+        // Tiles that describe their colour differently: libheif's business.
+        guard Set(colours.map { $0.map { [$0.primaries, $0.transfer, $0.matrix, $0.fullRange ? 1 : 0] } ?? [] }).count == 1
+        else { return nil }
         guard let tileSize, let chroma else { return nil }
         // The tiles cover the output; chroma subsampling never splits a tile's sample pairs.
         guard tileSize.width * columns >= size.width, tileSize.height * rows >= size.height,
@@ -351,7 +370,7 @@ struct HEIFGrid: Equatable, Sendable {
         if chroma == 1, tileSize.height % 2 != 0 { return nil }
         return HEIFGrid(columns: columns, rows: rows, size: size, tileSize: tileSize, chroma: chroma,
                         parameterSets: parameterSets, tileParameterSets: tileParameterSets, tileExtents: tileExtents,
-                        orientation: orientation)
+                        orientation: orientation, tileColour: colours.first ?? nil)
     }
 
     /// The NAL units of an hvcC box as 4-byte length-prefixed units, and its chroma_format_idc; nil for what

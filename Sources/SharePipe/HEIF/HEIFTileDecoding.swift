@@ -19,8 +19,9 @@ enum HEIFTileDecoding {
         return width * tileHeight + 2 * chromaWidth * chromaHeight
     }
 
-    /// libde265's memory for one tile decode, measured (libde265 1.0.11, 512×512 4:2:0 tiles from x265): the
-    /// picture with its border, the per-block metadata and the coded data, about 6 bytes per tile pixel.
+    /// libde265's memory for one tile decode (libde265 1.0.11, 512×512 4:2:0 tiles from x265, massif): the
+    /// picture (1.5 bytes per pixel) and the per-block metadata, 1.44 MB or 5.5 bytes per tile pixel; priced at 6
+    /// plus the tile's coded data.
     static func decoderBytes(tile: PixelSize) -> Int { tile.area * 6 + (256 << 10) }
 
     /// What the route holds in all while a row of tiles is decoded (metered).
@@ -29,9 +30,33 @@ enum HEIFTileDecoding {
             + min(threads, grid.columns) * decoderBytes(tile: grid.tileSize)
     }
 
+    /// What the route found only while decoding and leaves to libheif (thrown before anything is returned).
+    struct Fallback: Error {
+        var reason: String
+    }
+
+    /// The matrix and range each tile is converted with, as libheif 1.15 converts grid tiles (each to RGB
+    /// before it is pasted): the tile items' nclx, else the tile's bitstream VUI (libde265's defaults without
+    /// one: matrix 2, limited range). Matrix 12 (derived from primaries) and matrices SharePipe cannot convert
+    /// go to libheif.
+    static func matrix(_ grid: HEIFGrid, vui: sp_hevc_tile) throws -> YCbCrMatrix {
+        let colour = grid.tileColour ?? HEIFGrid.Colour(primaries: Int(vui.color_primaries), transfer: Int(vui.transfer_characteristics),
+                                                        matrix: Int(vui.matrix_coefficients), fullRange: vui.full_range != 0)
+        var nclx = sp_heif_nclx()
+        nclx.present = 1
+        nclx.color_primaries = Int32(colour.primaries)
+        nclx.transfer_characteristics = Int32(colour.transfer)
+        nclx.matrix_coefficients = Int32(colour.matrix)
+        nclx.full_range = colour.fullRange ? 1 : 0
+        guard colour.matrix != 12, let matrix = YCbCrMatrix(nclx: nclx) else {
+            throw Fallback(reason: "tile matrix coefficients \(colour.matrix)")
+        }
+        return matrix
+    }
+
     /// Decodes `grid` from `file` and resamples it to `target` (as displayed, at most the displayed size).
-    /// `nclx` is the colour description libheif attaches to the decoded grid image (its `colr` nclx box).
-    static func render(_ grid: HEIFGrid, file: HEIFFileBytes, nclx: sp_heif_nclx, target: PixelSize,
+    /// Throws `Fallback` (before returning anything) where the tiles turn out to need libheif.
+    static func render(_ grid: HEIFGrid, file: HEIFFileBytes, target: PixelSize,
                        limits: ImageLimits, meter: PixelMemoryMeter) throws -> RenderedImage {
         let name = file.name
         let estimate = decodeMemory(grid)
@@ -39,9 +64,6 @@ enum HEIFTileDecoding {
             throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.decoderMemory, found: estimate,
                                                                              limit: limits.maxDecoderMemory, size: grid.displayedSize,
                                                                              detail: "decoding this HEIF grid"))
-        }
-        guard let matrix = YCbCrMatrix(nclx: nclx) else {
-            throw SharePipeError.unsupportedFormat(file: name, reason: "HEIF matrix coefficients \(nclx.matrix_coefficients) are not supported")
         }
         let width = grid.size.width, tileWidth = grid.tileSize.width, tileHeight = grid.tileSize.height
         let chromaWidth = grid.chroma == 3 ? width : (width + 1) / 2
@@ -59,6 +81,8 @@ enum HEIFTileDecoding {
         var cr = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
         var resampler = LanczosResampler(from: grid.size, to: codedTarget, layout: .rgb, meter: meter)
         var row = [Float](repeating: 0, count: width * 3)
+        var matrix: YCbCrMatrix?
+        var firstVUI: [Int32]?
         meter.allocate(row.count * MemoryLayout<Float>.stride)
         defer { meter.release(row.count * MemoryLayout<Float>.stride) }
 
@@ -74,6 +98,7 @@ enum HEIFTileDecoding {
                 coded.append(data)
             }
             var message = shimMessageBuffer()
+            var decoded: [sp_hevc_tile] = []
             let status: sp_status = luma.withUnsafeMutableBufferPointer { y in
                 cb.withUnsafeMutableBufferPointer { cbPlane in
                     cr.withUnsafeMutableBufferPointer { crPlane in
@@ -95,7 +120,9 @@ enum HEIFTileDecoding {
                                 tile.copy_height = Int32(rowsHere)
                                 return tile
                             }
-                            return sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(threads), &message)
+                            let status = sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(threads), &message)
+                            decoded = tiles
+                            return status
                         }
                     }
                 }
@@ -103,6 +130,14 @@ enum HEIFTileDecoding {
             if status != SP_OK {
                 throw SharePipeError.corrupt(file: name, reason: "HEIF grid tile row \(tileRow): \(shimText(message))")
             }
+            // Every tile's VUI as the first one's, unless the tile items say their colour.
+            for tile in decoded where grid.tileColour == nil {
+                let vui = [tile.full_range, tile.color_primaries, tile.transfer_characteristics, tile.matrix_coefficients]
+                if firstVUI == nil { firstVUI = vui }
+                guard vui == firstVUI else { throw Fallback(reason: "tiles with different colour descriptions") }
+            }
+            if matrix == nil { matrix = try Self.matrix(grid, vui: decoded[0]) }
+            let rowMatrix = matrix!
             luma.withUnsafeBufferPointer { y in
                 cb.withUnsafeBufferPointer { cbPlane in
                     cr.withUnsafeBufferPointer { crPlane in
@@ -120,7 +155,7 @@ enum HEIFTileDecoding {
                         planes.cr_stride = Int32(chromaWidth)
                         planes.chroma_width = Int32(chromaWidth)
                         planes.chroma_height = Int32(chromaHeight)
-                        let converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: false)
+                        let converter = HEIFRowConverter(planes: planes, matrix: rowMatrix, premultiplied: false)
                         row.withUnsafeMutableBufferPointer { buffer in
                             for y in 0..<rowsHere {
                                 converter.convertRow(y, into: buffer.baseAddress!)
