@@ -131,6 +131,25 @@ import Testing
         let file = HEIFFileBytes(memory: bytes)
         let meta = try #require(try file.metaBody(maxBytes: 1 << 20))
         #expect(try HEIFGrid.parse(meta: meta, fileSize: bytes.count, read: { try file.read(at: $0, count: $1) }) == nil)
+
+        // Tiles whose ispe (280×280) is not what their SPS codes (256×256): libde265 would allocate the SPS's size.
+        var resized = try Fixtures.bytes(Self.path("grid.heic"))
+        let tileISPE = try #require(Self.find(Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0], in: resized))
+        resized.replaceSubrange((tileISPE + 8)..<(tileISPE + 16), with: [0, 0, 1, 24, 0, 0, 1, 24])
+        let resizedFile = HEIFFileBytes(memory: resized)
+        let resizedMeta = try #require(try resizedFile.metaBody(maxBytes: 1 << 20))
+        #expect(try HEIFGrid.parse(meta: resizedMeta, fileSize: resized.count, read: { try resizedFile.read(at: $0, count: $1) }) == nil)
+        // The SPS of the committed tiles says 256×256, 4:2:0.
+        let grid = try #require(try HEIFDecoding.probe(.file(path: Self.path("grid.heic")), limits: ImageLimits()).grid)
+        var sets = grid.parameterSets[0][...]
+        var sizes: [(width: Int, height: Int, chroma: Int)] = []
+        while sets.count >= 4 {
+            let length = sets.prefix(4).reduce(0) { $0 << 8 | Int($1) }
+            let unit = Array(sets.dropFirst(4).prefix(length))
+            if (unit[0] >> 1) & 0x3F == 33, let size = HEIFGrid.spsSize(unit) { sizes.append(size) }
+            sets = sets.dropFirst(4 + length)
+        }
+        #expect(sizes.count == 1 && sizes.first?.width == 256 && sizes.first?.height == 256 && sizes.first?.chroma == 1)
     }
 
     static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {

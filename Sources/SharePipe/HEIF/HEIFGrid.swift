@@ -349,7 +349,7 @@ struct HEIFGrid: Equatable, Sendable {
             if tileSize == nil { tileSize = size }
             guard size == tileSize else { return nil }
             if configIndex[config] == nil {
-                guard let (sets, tileChroma) = try hevcParameterSets(properties[config - 1].body) else { return nil }
+                guard let (sets, tileChroma) = try hevcParameterSets(properties[config - 1].body, tileSize: size) else { return nil }
                 if chroma == nil { chroma = tileChroma }
                 guard chroma == tileChroma else { return nil }
                 configIndex[config] = parameterSets.count
@@ -374,8 +374,10 @@ struct HEIFGrid: Equatable, Sendable {
     }
 
     /// The NAL units of an hvcC box as 4-byte length-prefixed units, and its chroma_format_idc; nil for what
-    /// this route does not decode (not 8-bit, monochrome, NAL lengths other than 4 bytes).
-    private static func hevcParameterSets(_ body: Cursor) throws -> ([UInt8], Int32)? {
+    /// this route does not decode (not 8-bit, monochrome, NAL lengths other than 4 bytes) and for a sequence
+    /// parameter set whose picture is not the tile's size (up to the coding block padding, 64): libde265
+    /// allocates what the SPS says, so it is checked here, before anything is decoded.
+    private static func hevcParameterSets(_ body: Cursor, tileSize: PixelSize) throws -> ([UInt8], Int32)? {
         var config = body
         guard config.left >= 23 else { return nil }
         let header = config.bytes[config.position..<(config.position + 23)].map { Int($0) }
@@ -385,18 +387,76 @@ struct HEIFGrid: Equatable, Sendable {
         try config.skip(22)
         let arrays = try config.u8()
         var out: [UInt8] = []
+        var sequences = 0
         for _ in 0..<arrays {
             _ = try config.u8()
             let count = try config.u16()
             for _ in 0..<count {
                 let length = try config.u16()
                 guard length <= config.left else { return nil }
-                out += [0, 0, UInt8(length >> 8), UInt8(length & 0xFF)]
-                out += config.bytes[config.position..<(config.position + length)]
+                let unit = Array(config.bytes[config.position..<(config.position + length)])
+                if unit.count >= 2, (unit[0] >> 1) & 0x3F == 33 {
+                    guard let sps = spsSize(unit), sps.chroma == chroma,
+                          (tileSize.width...(tileSize.width + 64)).contains(sps.width),
+                          (tileSize.height...(tileSize.height + 64)).contains(sps.height) else { return nil }
+                    sequences += 1
+                }
+                out += [0, 0, UInt8(length >> 8), UInt8(length & 0xFF)] + unit
                 try config.skip(length)
             }
         }
-        return out.isEmpty ? nil : (out, Int32(chroma))
+        return sequences == 1 ? (out, Int32(chroma)) : nil
+    }
+
+    /// The coded picture size and chroma_format_idc of an HEVC sequence parameter set NAL unit (H.265 7.3.2.2).
+    static func spsSize(_ unit: [UInt8]) -> (width: Int, height: Int, chroma: Int)? {
+        // The RBSP: emulation prevention bytes (00 00 03) removed, after the 2-byte NAL header.
+        var rbsp: [UInt8] = []
+        var zeros = 0
+        for byte in unit.dropFirst(2) {
+            if zeros >= 2 && byte == 3 { zeros = 0; continue }
+            zeros = byte == 0 ? zeros + 1 : 0
+            rbsp.append(byte)
+        }
+        var bit = 0
+        func read(_ count: Int) -> Int? {
+            var value = 0
+            for _ in 0..<count {
+                guard bit < rbsp.count * 8 else { return nil }
+                value = value << 1 | Int(rbsp[bit >> 3] >> (7 - UInt8(bit & 7)) & 1)
+                bit += 1
+            }
+            return value
+        }
+        func golomb() -> Int? {
+            var leading = 0
+            while true {
+                guard let b = read(1) else { return nil }
+                if b == 1 { break }
+                leading += 1
+                guard leading < 32 else { return nil }
+            }
+            guard let rest = read(leading) else { return nil }
+            return (1 << leading) - 1 + rest
+        }
+        guard read(4) != nil, let subLayers = read(3), read(1) != nil else { return nil }
+        // profile_tier_level(1, sps_max_sub_layers_minus1): 88 bits of general profile, 8 of level.
+        guard read(88) != nil, read(8) != nil else { return nil }
+        var profilePresent: [Bool] = [], levelPresent: [Bool] = []
+        for _ in 0..<subLayers {
+            guard let p = read(1), let l = read(1) else { return nil }
+            profilePresent.append(p == 1)
+            levelPresent.append(l == 1)
+        }
+        if subLayers > 0 { for _ in subLayers..<8 { guard read(2) != nil else { return nil } } }
+        for i in 0..<subLayers {
+            if profilePresent[i] { guard read(88) != nil else { return nil } }
+            if levelPresent[i] { guard read(8) != nil else { return nil } }
+        }
+        guard golomb() != nil, let chroma = golomb() else { return nil }
+        if chroma == 3 { guard read(1) != nil else { return nil } }
+        guard let width = golomb(), let height = golomb() else { return nil }
+        return (width, height, chroma)
     }
 
     /// The orientation of applying `first` and then `second` to a picture.

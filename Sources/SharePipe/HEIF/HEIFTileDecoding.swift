@@ -94,7 +94,17 @@ enum HEIFTileDecoding {
             for column in 0..<grid.columns {
                 let index = tileRow * grid.columns + column
                 var data = grid.parameterSets[grid.tileParameterSets[index]]
+                let start = data.count
                 for extent in grid.tileExtents[index] { try file.append(at: extent.offset, count: extent.length, to: &data) }
+                // Parameter sets inside a tile's data would replace the checked ones (hvcC): libheif's business.
+                var at = start
+                while at + 5 <= data.count {
+                    let length = data[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) }
+                    if (32...34).contains(Int(data[at + 4] >> 1) & 0x3F) {
+                        throw Fallback(reason: "tile \(index) carries its own parameter sets")
+                    }
+                    at += 4 + length
+                }
                 coded.append(data)
             }
             var message = shimMessageBuffer()
