@@ -38,12 +38,14 @@ extension MemoryEstimate {
         let out = PixelSize(width: min(plan.target.width, size.width), height: min(plan.target.height, size.height))
         let metered: Int, decoder: Int
         if let grid = info.heifGrid {
-            // The tile route: one row of tiles and the libde265 decoders, the resampler as coded, the Float row,
-            // the transformed copy of the small result (all metered); libheif only reads the boxes.
+            // The tile route: one row of tiles and the libde265 decoders, the resampler as coded and the Float row
+            // while decoding; then, with irot/imir, the small result and its transformed copy (all metered).
+            // libheif only reads the boxes.
             let coded = grid.orientation.swapsAxes ? out.transposed : out
-            metered = HEIFTileDecoding.decodeMemory(grid)
-                + LanczosResampler.memoryEstimate(from: grid.size, to: coded, channels: channels)
-                + grid.size.width * channels * MemoryLayout<Float>.stride + (grid.orientation == .up ? 0 : out.area * channels)
+            metered = max(HEIFTileDecoding.decodeMemory(grid)
+                              + LanczosResampler.memoryEstimate(from: grid.size, to: coded, channels: channels)
+                              + grid.size.width * channels * MemoryLayout<Float>.stride,
+                          grid.orientation == .up ? 0 : 2 * out.area * channels)
             decoder = 1 << 20
         } else {
             let planes = HEIFDecoding.decodeMemory(size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
