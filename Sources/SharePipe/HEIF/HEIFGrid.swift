@@ -256,13 +256,13 @@ struct HEIFGrid: Equatable, Sendable {
         guard tileLists.count == 1, let tileIDs = tileLists.first?.to, !tileIDs.isEmpty else { return nil }
 
         // The grid item's properties: only the known ones, transforms in order.
-        func property(_ association: Association) throws -> (type: String, body: Cursor)? {
+        func property(_ association: Association) -> (type: String, body: Cursor)? {
             association.index == 0 ? nil : association.index <= properties.count ? properties[association.index - 1] : nil
         }
         var orientation = Orientation.up
         var gridSize: PixelSize?
         for association in associations[primary] ?? [] {
-            guard let (type, body) = try property(association) else {
+            guard let (type, body) = property(association) else {
                 if association.essential || association.index != 0 { return nil }
                 continue
             }
@@ -329,7 +329,7 @@ struct HEIFGrid: Equatable, Sendable {
             var size: PixelSize?
             var colour: Colour?
             for association in associations[id] ?? [] {
-                guard let (type, body) = try property(association) else {
+                guard let (type, body) = property(association) else {
                     if association.essential || association.index != 0 { return nil }
                     continue
                 }
