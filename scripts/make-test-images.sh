@@ -1759,8 +1759,11 @@ make_heifgrid() {
   # (a 200,50,50 patch shows as 227,58,39): the file tests that the VUI is honoured as libheif honours it.
   grid_heic "$TMP/corners.png" 3 2 "$out/grid-709-limited.heic" -p x265:colormatrix=bt709 -p x265:range=limited
   expect "grid-709-limited.heic displayed" "$(heif_size "$out/grid-709-limited.heic")" 600x400
+  # grid-444.heic and grid-422.heic: tiles coded with 4:4:4 and 4:2:2 chroma.
+  grid_heic "$TMP/corners.png" 3 2 "$out/grid-444.heic" -p chroma=444
+  grid_heic "$TMP/corners.png" 3 2 "$out/grid-422.heic" -p chroma=422
   echo "-- displayed size and corners as libheif decodes them (heif-convert)"
-  for f in grid grid-irot1 grid-irot2 grid-irot3 grid-imir0 grid-imir1 grid-mirror-rotate; do
+  for f in grid grid-444 grid-422 grid-irot1 grid-irot2 grid-irot3 grid-imir0 grid-imir1 grid-mirror-rotate; do
     expect "$f.heic displayed" "$(heif_size "$out/$f.heic")" 600x400
     color_is "$(heif_rgb "$out/$f.heic" 50 50)" 255,0,0 12 || fail "$f.heic top-left is not red"
     color_is "$(heif_rgb "$out/$f.heic" 550 50)" 0,255,0 12 || fail "$f.heic top-right is not green"

@@ -8,7 +8,7 @@ import Testing
 /// turned or mirrored with irot/imir on the grid item): exact against libheif's own RGB (heif-convert), close
 /// to the libheif route when downscaled, transforms applied once, the fallbacks, damaged files, memory.
 @Suite struct HEIFGridTests {
-    static let files = ["grid.heic", "grid-709-limited.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
+    static let files = ["grid.heic", "grid-444.heic", "grid-422.heic", "grid-709-limited.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
                         "grid-imir1.heic", "grid-mirror-rotate.heic"]
 
     static func path(_ file: String) -> String { Fixtures.path("heif-grid/" + file) }
@@ -43,8 +43,8 @@ import Testing
         #expect(grid.size == (turned ? PixelSize(width: 400, height: 600) : PixelSize(width: 600, height: 400)))
         #expect(grid.tileSize == PixelSize(width: 256, height: 256))
         #expect(grid.columns == (turned ? 2 : 3) && grid.rows == (turned ? 3 : 2))
-        #expect(grid.chroma == HEIFChroma.yuv420)
-        let expected: [String: Orientation] = ["grid.heic": .up, "grid-709-limited.heic": .up, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
+        #expect(grid.chroma == (file == "grid-444.heic" ? HEIFChroma.yuv444 : file == "grid-422.heic" ? HEIFChroma.yuv422 : HEIFChroma.yuv420))
+        let expected: [String: Orientation] = ["grid.heic": .up, "grid-444.heic": .up, "grid-422.heic": .up, "grid-709-limited.heic": .up, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
                                                "grid-irot3.heic": .right, "grid-imir0.heic": .downMirrored,
                                                "grid-imir1.heic": .upMirrored, "grid-mirror-rotate.heic": .leftMirrored]
         #expect(grid.orientation == expected[file])
