@@ -1713,7 +1713,7 @@ verify_heif() {
 # file shows the upright 600×400 corner picture.
 
 # grid_heic PICTURE COLUMNS ROWS OUT [HEIF-ENC OPTION...] — PICTURE cut into 256×256 tiles (padded with
-# black), each coded by heif-enc -q 90 (with the options), a grid of them.
+# black), each coded by heif-enc -q 90 (with the options), a grid of them (GRID_OPTIONS: make-grid-heic.py's).
 grid_heic() {
   local picture=$1 columns=$2 rows=$3 out=$4 size f
   shift 4
@@ -1722,7 +1722,8 @@ grid_heic() {
   "$CONVERT" "$picture" +repage -gravity NorthWest -background black -extent "$((columns * 256))x$((rows * 256))" \
     -crop 256x256 +repage -strip "PNG24:$TMP/gtile-%02d.png"
   for f in "$TMP"/gtile-*.png; do "$HEIF_ENC" -q 90 "$@" "$f" -o "${f%.png}.heic" >/dev/null; done
-  "$PYTHON" "$ROOT/bench/make-grid-heic.py" "$out" ${size% *} ${size#* } "$columns" "$rows" "$TMP"/gtile-*.heic
+  "$PYTHON" "$ROOT/bench/make-grid-heic.py" "$out" ${size% *} ${size#* } "$columns" "$rows" "$TMP"/gtile-*.heic \
+    ${GRID_OPTIONS:-}
 }
 
 make_heifgrid() {
@@ -1759,11 +1760,15 @@ make_heifgrid() {
   # (a 200,50,50 patch shows as 227,58,39): the file tests that the VUI is honoured as libheif honours it.
   grid_heic "$TMP/corners.png" 3 2 "$out/grid-709-limited.heic" -p x265:colormatrix=bt709 -p x265:range=limited
   expect "grid-709-limited.heic displayed" "$(heif_size "$out/grid-709-limited.heic")" 600x400
+  # grid-iphone-irot1.heic: as grid-irot1.heic, laid out as an iPhone does (one shared hvcC, the grid
+  # descriptor in idat with iloc version 1).
+  GRID_OPTIONS=--iphone grid_heic "$TMP/r90.png" 2 3 "$TMP/g.heic" \
+    && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-iphone-irot1.heic" --irot 1
   # grid-444.heic and grid-422.heic: tiles coded with 4:4:4 and 4:2:2 chroma.
   grid_heic "$TMP/corners.png" 3 2 "$out/grid-444.heic" -p chroma=444
   grid_heic "$TMP/corners.png" 3 2 "$out/grid-422.heic" -p chroma=422
   echo "-- displayed size and corners as libheif decodes them (heif-convert)"
-  for f in grid grid-444 grid-422 grid-irot1 grid-irot2 grid-irot3 grid-imir0 grid-imir1 grid-mirror-rotate; do
+  for f in grid grid-444 grid-422 grid-iphone-irot1 grid-irot1 grid-irot2 grid-irot3 grid-imir0 grid-imir1 grid-mirror-rotate; do
     expect "$f.heic displayed" "$(heif_size "$out/$f.heic")" 600x400
     color_is "$(heif_rgb "$out/$f.heic" 50 50)" 255,0,0 12 || fail "$f.heic top-left is not red"
     color_is "$(heif_rgb "$out/$f.heic" 550 50)" 0,255,0 12 || fail "$f.heic top-right is not green"

@@ -8,7 +8,7 @@ import Testing
 /// turned or mirrored with irot/imir on the grid item): exact against libheif's own RGB (heif-convert), close
 /// to the libheif route when downscaled, transforms applied once, the fallbacks, damaged files, memory.
 @Suite struct HEIFGridTests {
-    static let files = ["grid.heic", "grid-444.heic", "grid-422.heic", "grid-709-limited.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
+    static let files = ["grid.heic", "grid-444.heic", "grid-422.heic", "grid-709-limited.heic", "grid-iphone-irot1.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
                         "grid-imir1.heic", "grid-mirror-rotate.heic"]
 
     static func path(_ file: String) -> String { Fixtures.path("heif-grid/" + file) }
@@ -39,15 +39,18 @@ import Testing
         let grid = try #require(probe.grid)
         #expect(probe.size == PixelSize(width: 600, height: 400))
         #expect(grid.displayedSize == probe.size)
-        let turned = ["grid-irot1.heic", "grid-irot3.heic", "grid-mirror-rotate.heic"].contains(file)
+        let turned = ["grid-irot1.heic", "grid-iphone-irot1.heic", "grid-irot3.heic", "grid-mirror-rotate.heic"].contains(file)
         #expect(grid.size == (turned ? PixelSize(width: 400, height: 600) : PixelSize(width: 600, height: 400)))
         #expect(grid.tileSize == PixelSize(width: 256, height: 256))
         #expect(grid.columns == (turned ? 2 : 3) && grid.rows == (turned ? 3 : 2))
         #expect(grid.chroma == (file == "grid-444.heic" ? HEIFChroma.yuv444 : file == "grid-422.heic" ? HEIFChroma.yuv422 : HEIFChroma.yuv420))
-        let expected: [String: Orientation] = ["grid.heic": .up, "grid-444.heic": .up, "grid-422.heic": .up, "grid-709-limited.heic": .up, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
+        let expected: [String: Orientation] = ["grid.heic": .up, "grid-444.heic": .up, "grid-422.heic": .up, "grid-709-limited.heic": .up,
+                                               "grid-iphone-irot1.heic": .left, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
                                                "grid-irot3.heic": .right, "grid-imir0.heic": .downMirrored,
                                                "grid-imir1.heic": .upMirrored, "grid-mirror-rotate.heic": .leftMirrored]
         #expect(grid.orientation == expected[file])
+        // Each tile's own hvcC, or one shared by all (grid-iphone-irot1.heic, whose grid descriptor is in idat).
+        #expect(grid.parameterSets.count == (file == "grid-iphone-irot1.heic" ? 1 : grid.columns * grid.rows))
     }
 
     /// At full size the tile route gives libheif's own RGB (heif-convert) exactly: the same libde265 decodes the
