@@ -185,6 +185,19 @@ import Testing
         #expect(decoded < damaged.count)
     }
 
+    /// A tile libde265 cannot decode sends the file to libheif: the outcome (pixels or error) is libheif's.
+    @Test func undecodableTileIsLeftToLibheif() throws {
+        var bytes = try Fixtures.bytes(Self.path("grid.heic"))
+        let grid = try #require(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits()))
+        let tile = grid.tileExtents[4][0]
+        // Keep the NAL length, wipe the slice: a NAL header with the forbidden bit set.
+        for at in (tile.offset + 4)..<(tile.offset + tile.length) { bytes[at] = 0xFF }
+        func outcome(_ tileRoute: Bool) -> String {
+            do { return "\(try Self.render(.bytes(bytes), tileRoute: tileRoute).pixels.hashValue)" } catch { return "\(error)" }
+        }
+        #expect(outcome(true) == outcome(false))
+    }
+
     /// The parser on every cut of the meta box and on single-byte changes: nil, a grid, or a thrown error;
     /// never a crash (the FuzzHEIF target runs the same on random inputs).
     @Test func parserSurvivesDamagedMeta() throws {

@@ -137,9 +137,10 @@ enum HEIFTileDecoding {
                     }
                 }
             }
-            if status != SP_OK {
-                throw SharePipeError.corrupt(file: name, reason: "HEIF grid tile row \(tileRow): \(shimText(message))")
-            }
+            // A tile libde265 cannot decode: libheif decides (it may show what it can, or fails naming the file),
+            // so the route never fails where libheif would not.
+            if status == SP_ERR_LIBRARY { throw Fallback(reason: "tile row \(tileRow): \(shimText(message))") }
+            try checkShim(status, message, file: name)
             // Every tile's VUI as the first one's, unless the tile items say their colour.
             for tile in decoded where grid.tileColour == nil {
                 let vui = [tile.full_range, tile.color_primaries, tile.transfer_characteristics, tile.matrix_coefficients]
