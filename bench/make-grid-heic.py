@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """make-grid-heic.py — assemble a grid HEIC, as an iPhone writes one, from HEIC tiles made by heif-enc.
 
-    make-grid-heic.py OUT.heic WIDTH HEIGHT COLUMNS ROWS TILE_0.heic ... [--exif TIFF_FILE]
+    make-grid-heic.py OUT.heic WIDTH HEIGHT COLUMNS ROWS TILE_0.heic ... [--exif TIFF_FILE] [--iphone]
 
 libheif 1.15's heif-enc writes one coded image per file; an iPhone stores a 4032×3024 photo as 8×6 coded
 tiles of 512×512 and a `grid` item that places them (ISO/IEC 23008-12, 6.6.2.3). Each TILE is a heif-enc
 output (row-major order) whose item 1 is the tile; its hvcC and coded data are copied into the new file.
 The grid is the primary item; the tiles are hidden; an optional Exif item (the TIFF structure, e.g. from
-`exiftool -b -EXIF`) describes the grid. Standard library only.
+`exiftool -b -EXIF`) describes the grid. With --iphone the layout is closer to an iPhone's: identical hvcC
+boxes are stored once and shared by the tiles, and the grid descriptor is stored in an `idat` box (iloc version 1,
+construction method 1) instead of `mdat`. Standard library only.
 """
 import struct
 import sys
@@ -79,6 +81,9 @@ def read_tile(path):
 def main():
     args = sys.argv[1:]
     exif = None
+    iphone = "--iphone" in args
+    if iphone:
+        args.remove("--iphone")
     if "--exif" in args:
         at = args.index("--exif")
         exif = open(args[at + 1], "rb").read()
@@ -102,14 +107,21 @@ def main():
     tile_width, tile_height = tiles[0][2]
     if tile_width * columns < width or tile_height * rows < height:
         raise SystemExit("tiles do not cover the grid")
-    properties = [hvcc for hvcc, _, _ in tiles]
+    properties = []
+    hvcc_index = []
+    for hvcc, _, _ in tiles:
+        if iphone and hvcc in properties:
+            hvcc_index.append(properties.index(hvcc) + 1)
+        else:
+            properties.append(hvcc)
+            hvcc_index.append(len(properties))
     properties.append(full_box(b"ispe", 0, 0, struct.pack(">II", tile_width, tile_height)))
     properties.append(full_box(b"ispe", 0, 0, struct.pack(">II", width, height)))
-    tile_ispe, grid_ispe = len(tiles) + 1, len(tiles) + 2
+    tile_ispe, grid_ispe = len(properties) - 1, len(properties)
     ipco = box(b"ipco", b"".join(properties))
     entries = b""
     for i in range(len(tiles)):
-        entries += struct.pack(">HBBB", i + 1, 2, 0x80 | (i + 1), tile_ispe)
+        entries += struct.pack(">HBBB", i + 1, 2, 0x80 | hvcc_index[i], tile_ispe)
     entries += struct.pack(">HBB", grid_id, 1, grid_ispe)
     ipma = full_box(b"ipma", 0, 0, struct.pack(">I", len(tiles) + 1) + entries)
     iprp = box(b"iprp", ipco + ipma)
@@ -125,18 +137,26 @@ def main():
     iref = full_box(b"iref", 0, 0, refs)
     ftyp = box(b"ftyp", b"heic" + struct.pack(">I", 0) + b"mif1heicmiaf")
 
+    in_idat = {grid_id} if iphone else set()
+
     def build_meta(mdat_start):
         offset = mdat_start
         locations = b""
         for item, _, payload, _ in items:
-            locations += struct.pack(">HHHII", item, 0, 1, offset, len(payload))
-            offset += len(payload)
-        iloc = full_box(b"iloc", 0, 0, struct.pack(">BBH", 0x44, 0x00, len(items)) + locations)
-        return full_box(b"meta", 0, 0, hdlr + pitm + iloc + iinf + iref + iprp)
+            if iphone:  # version 1: construction method per item (1: in idat, offset from idat's data)
+                method = 1 if item in in_idat else 0
+                locations += struct.pack(">HHHHII", item, method, 0, 1, 0 if method else offset, len(payload))
+            else:
+                locations += struct.pack(">HHHII", item, 0, 1, offset, len(payload))
+            if item not in in_idat:
+                offset += len(payload)
+        iloc = full_box(b"iloc", 1 if iphone else 0, 0, struct.pack(">BBH", 0x44, 0x00, len(items)) + locations)
+        idat = box(b"idat", grid_data) if iphone else b""
+        return full_box(b"meta", 0, 0, hdlr + pitm + iloc + iinf + iref + iprp + idat)
 
     meta = build_meta(0)
     meta = build_meta(len(ftyp) + len(meta) + 8)
-    mdat = box(b"mdat", b"".join(payload for _, _, payload, _ in items))
+    mdat = box(b"mdat", b"".join(payload for item, _, payload, _ in items if item not in in_idat))
     open(out, "wb").write(ftyp + meta + mdat)
 
 

@@ -29,7 +29,7 @@
 
 set -euo pipefail
 
-ALL_SECTIONS=(jpeg png gif broken lenient progressive heif webp apng jpegcolor)
+ALL_SECTIONS=(jpeg png gif broken lenient progressive heif heifgrid webp apng jpegcolor)
 
 CONVERT=${CONVERT:-/usr/bin/convert}
 EXIFTOOL=${EXIFTOOL:-exiftool}
@@ -1701,6 +1701,79 @@ verify_heif() {
   expect "alpha.avif has alpha" "$(heif-info "$out/alpha.avif" | grep -c 'alpha channel: yes')" 1
   expect "p3-nclx.heic colour profile" "$(heif-info "$out/p3-nclx.heic" | sed -n 's/.*color profile: //p' | head -1)" nclx
   expect "ten-bit.heic bit depth" "$("$EXIFTOOL" -s3 -BitDepthLuma "$out/ten-bit.heic")" 10
+  ls -l "$out" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
+}
+
+# ---------------------------------------------------------------------------
+# Section: heifgrid  ->  TestImages/heif-grid/  (grid HEICs for the tile route, HEIFTileDecoding)
+# ---------------------------------------------------------------------------
+# The corner picture as a phone stores a photo: a `grid` primary item of 256×256 HEVC tiles (4:2:0, heif-enc
+# -q 90), the right and bottom tiles cut at the output size (600×400 from 3×2 tiles, 400×600 from 2×3),
+# assembled by bench/make-grid-heic.py; scripts/heif-boxes.py adds the transforms to the grid item. Every
+# file shows the upright 600×400 corner picture.
+
+# grid_heic PICTURE COLUMNS ROWS OUT [HEIF-ENC OPTION...] — PICTURE cut into 256×256 tiles (padded with
+# black), each coded by heif-enc -q 90 (with the options), a grid of them (GRID_OPTIONS: make-grid-heic.py's).
+grid_heic() {
+  local picture=$1 columns=$2 rows=$3 out=$4 size f
+  shift 4
+  size=$("$CONVERT" "$picture" -format '%w %h' info:)
+  rm -f "$TMP"/gtile-*
+  "$CONVERT" "$picture" +repage -gravity NorthWest -background black -extent "$((columns * 256))x$((rows * 256))" \
+    -crop 256x256 +repage -strip "PNG24:$TMP/gtile-%02d.png"
+  for f in "$TMP"/gtile-*.png; do "$HEIF_ENC" -q 90 "$@" "$f" -o "${f%.png}.heic" >/dev/null; done
+  "$PYTHON" "$ROOT/bench/make-grid-heic.py" "$out" ${size% *} ${size#* } "$columns" "$rows" "$TMP"/gtile-*.heic \
+    ${GRID_OPTIONS:-}
+}
+
+make_heifgrid() {
+  local out="$OUT_ROOT/heif-grid" box="$ROOT/scripts/heif-boxes.py" f
+  for tool in "$HEIF_ENC" "$HEIF_CONVERT"; do
+    command -v "$tool" >/dev/null || { echo "missing tool: $tool (apt: libheif-examples)" >&2; exit 2; }
+  done
+  echo "== heifgrid -> $out"
+  rm -rf "$out" && mkdir -p "$out"
+  corners_png 600 400 "$TMP/corners.png"
+  # grid.heic: no transform.
+  grid_heic "$TMP/corners.png" 3 2 "$out/grid.heic"
+  # grid-irot1/2/3.heic: stored turned a quarter clockwise / half / three quarters clockwise; irot 1/2/3
+  # (anticlockwise quarter turns) shows the picture upright.
+  "$CONVERT" "$TMP/corners.png" -rotate 90 "PNG24:$TMP/r90.png"
+  grid_heic "$TMP/r90.png" 2 3 "$TMP/g.heic" && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-irot1.heic" --irot 1
+  "$CONVERT" "$TMP/corners.png" -rotate 180 "PNG24:$TMP/r180.png"
+  grid_heic "$TMP/r180.png" 3 2 "$TMP/g.heic" && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-irot2.heic" --irot 2
+  "$CONVERT" "$TMP/corners.png" -rotate 270 "PNG24:$TMP/r270.png"
+  grid_heic "$TMP/r270.png" 2 3 "$TMP/g.heic" && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-irot3.heic" --irot 3
+  # grid-imir0.heic: stored upside down, imir 0 (libheif 1.15: exchanges top and bottom).
+  # grid-imir1.heic: stored mirrored left to right, imir 1.
+  # grid-mirror-rotate.heic: stored transposed (400×600), irot 3 and then imir 1, as mirror-rotate.heic.
+  "$CONVERT" "$TMP/corners.png" -flip "PNG24:$TMP/flip.png"
+  grid_heic "$TMP/flip.png" 3 2 "$TMP/g.heic" && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-imir0.heic" --imir 0
+  "$CONVERT" "$TMP/corners.png" -flop "PNG24:$TMP/flop.png"
+  grid_heic "$TMP/flop.png" 3 2 "$TMP/g.heic" && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-imir1.heic" --imir 1
+  "$CONVERT" "$TMP/corners.png" -transpose "PNG24:$TMP/transposed.png"
+  grid_heic "$TMP/transposed.png" 2 3 "$TMP/g.heic" \
+    && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-mirror-rotate.heic" --irot 3 --imir 1
+  # grid-709-limited.heic: the tiles' bitstreams say BT.709 limited range in their VUI (x265 options; heif-enc
+  # 1.15 ignores its own --matrix_coefficients, converts with BT.601 full range and writes a colr nclx that
+  # make-grid-heic.py does not copy). libheif converts each tile with its VUI, so the colours come out shifted
+  # (a 200,50,50 patch shows as 227,58,39): the file tests that the VUI is honoured as libheif honours it.
+  grid_heic "$TMP/corners.png" 3 2 "$out/grid-709-limited.heic" -p x265:colormatrix=bt709 -p x265:range=limited
+  expect "grid-709-limited.heic displayed" "$(heif_size "$out/grid-709-limited.heic")" 600x400
+  # grid-iphone-irot1.heic: as grid-irot1.heic, laid out as an iPhone does (one shared hvcC, the grid
+  # descriptor in idat with iloc version 1).
+  GRID_OPTIONS=--iphone grid_heic "$TMP/r90.png" 2 3 "$TMP/g.heic" \
+    && "$PYTHON" "$box" "$TMP/g.heic" "$out/grid-iphone-irot1.heic" --irot 1
+  # grid-444.heic and grid-422.heic: tiles coded with 4:4:4 and 4:2:2 chroma.
+  grid_heic "$TMP/corners.png" 3 2 "$out/grid-444.heic" -p chroma=444
+  grid_heic "$TMP/corners.png" 3 2 "$out/grid-422.heic" -p chroma=422
+  echo "-- displayed size and corners as libheif decodes them (heif-convert)"
+  for f in grid grid-444 grid-422 grid-iphone-irot1 grid-irot1 grid-irot2 grid-irot3 grid-imir0 grid-imir1 grid-mirror-rotate; do
+    expect "$f.heic displayed" "$(heif_size "$out/$f.heic")" 600x400
+    color_is "$(heif_rgb "$out/$f.heic" 50 50)" 255,0,0 12 || fail "$f.heic top-left is not red"
+    color_is "$(heif_rgb "$out/$f.heic" 550 50)" 0,255,0 12 || fail "$f.heic top-right is not green"
+    color_is "$(heif_rgb "$out/$f.heic" 550 350)" 0,0,255 12 || fail "$f.heic bottom-right is not blue"
+  done
   ls -l "$out" | tail -n +2 | awk '{printf "%-24s %8s\n", $9, $5}'
 }
 

@@ -1,4 +1,4 @@
-// Libraries the shim loads on first use instead of linking: libheif, libwebp (+ demux, mux) and Little CMS.
+// Libraries the shim loads on first use instead of linking: libheif, libde265, libwebp (+ demux, mux) and Little CMS.
 // A JPEG, PNG or GIF job never maps them (with their codecs: x265, aom, dav1d, de265, libstdc++ …), which
 // keeps about 3.5 MB out of every such process.
 //
@@ -20,6 +20,7 @@
 #include "sp_common.h"
 
 #include <lcms2.h>
+#include <libde265/de265.h>
 #include <libheif/heif.h>
 #include <webp/decode.h>
 #include <webp/demux.h>
@@ -107,6 +108,28 @@
     X(WebPMuxAssemble) \
     X(WebPMuxDelete)
 
+// libde265 directly, for the grid tile route (sp_hevc.c); libheif loads its own copy through its plugin.
+#define SP_LIBDE265_FUNCTIONS(X) \
+    X(de265_init) \
+    X(de265_set_verbosity) \
+    X(de265_get_error_text) \
+    X(de265_new_decoder) \
+    X(de265_free_decoder) \
+    X(de265_push_NAL) \
+    X(de265_flush_data) \
+    X(de265_decode) \
+    X(de265_get_next_picture) \
+    X(de265_release_next_picture) \
+    X(de265_get_image_width) \
+    X(de265_get_image_height) \
+    X(de265_get_chroma_format) \
+    X(de265_get_bits_per_pixel) \
+    X(de265_get_image_plane) \
+    X(de265_get_image_full_range_flag) \
+    X(de265_get_image_colour_primaries) \
+    X(de265_get_image_transfer_characteristics) \
+    X(de265_get_image_matrix_coefficients)
+
 #define SP_LIBLCMS2_FUNCTIONS(X) \
     X(cmsCreateContext) \
     X(cmsDeleteContext) \
@@ -143,5 +166,6 @@ SP_LAZY_DECLARE(libwebp, SP_LIBWEBP_FUNCTIONS)
 SP_LAZY_DECLARE(libwebpdemux, SP_LIBWEBPDEMUX_FUNCTIONS)
 SP_LAZY_DECLARE(libwebpmux, SP_LIBWEBPMUX_FUNCTIONS)
 SP_LAZY_DECLARE(liblcms2, SP_LIBLCMS2_FUNCTIONS)
+SP_LAZY_DECLARE(libde265, SP_LIBDE265_FUNCTIONS)
 
 #endif

@@ -28,6 +28,16 @@ import Testing
                   storedOrientationValue: orientation, frameCount: frames, hasAlpha: alpha, metadata: [], byteCount: bytes)
     }
 
+    /// A 4032×3024 HEIC stored as an iPhone stores it: 8×6 tiles of 512×512, 4:2:0, no transform.
+    static func gridInfo() -> ImageInfo {
+        var grid = info(.heif, 4032, 3024)
+        grid.heifGrid = HEIFGrid(columns: 8, rows: 6, size: PixelSize(width: 4032, height: 3024),
+                                 tileSize: PixelSize(width: 512, height: 512), chroma: 1, parameterSets: [[]],
+                                 tileParameterSets: Array(repeating: 0, count: 48), tileExtents: Array(repeating: [], count: 48),
+                                 orientation: .up, tileColour: nil)
+        return grid
+    }
+
     static func window(_ from: (Int, Int), _ to: (Int, Int), _ channels: Int) -> Int {
         LanczosResampler.memoryEstimate(from: PixelSize(width: from.0, height: from.1),
                                         to: PixelSize(width: to.0, height: to.1), channels: channels)
@@ -79,6 +89,12 @@ import Testing
             Case(name: "12 MP HEIC", info: info(.heif, 4032, 3024),
                  decoded: PixelSize(width: 4032, height: 3024), target: PixelSize(width: 1440, height: 1080),
                  metered: 2 * 3 * 4032 * 3024 + window((4032, 3024), (1440, 1080), 3) + 4032 * 3 * 4),
+            // A grid HEIC of 8×6 HEVC tiles (the tile route): one row of tiles (4:2:0) and two libde265 decoders
+            // instead of the whole image's planes.
+            Case(name: "12 MP grid HEIC", info: gridInfo(),
+                 decoded: PixelSize(width: 4032, height: 3024), target: PixelSize(width: 1440, height: 1080),
+                 metered: 4032 * 512 + 2 * 2016 * 256 + 2 * (512 * 512 * 6 + (256 << 10))
+                     + window((4032, 3024), (1440, 1080), 3) + 4032 * 3 * 4),
             // Animated: canvas and saved rectangle at the screen size, pictures and the viewer model at the output.
             Case(name: "animated GIF", info: info(.gif, 500, 280, .palette, frames: 40, bytes: 400_000),
                  decoded: PixelSize(width: 500, height: 280), target: PixelSize(width: 500, height: 280),

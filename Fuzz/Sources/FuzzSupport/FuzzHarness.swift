@@ -72,8 +72,9 @@ public enum FuzzHarness {
         guard text.hasPrefix("<memory>: ") else {
             fatalError("error does not name the source: \(text)")
         }
-        if case .tooLarge(_, let width, let height, let limit) = error {
-            guard width >= 0, height >= 0, !limit.isEmpty else { fatalError("tooLarge without its numbers: \(text)") }
+        if case .tooLarge(_, let exceeded) = error {
+            let numbers = [exceeded.found, exceeded.limit, exceeded.size?.width, exceeded.size?.height].compactMap { $0 }
+            guard numbers.allSatisfy({ $0 >= 0 }) else { fatalError("tooLarge with a negative number: \(text)") }
         }
     }
 

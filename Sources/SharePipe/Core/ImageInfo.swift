@@ -50,6 +50,8 @@ public struct ImageInfo: Sendable {
     var pngStructuralChunks: [PNGChunk] = []
     /// WebP: what the container walk found (bitstream kind, animation, loop count).
     var webp: WebPHeader?
+    /// HEIF: the grid of HEVC tiles the tile route decodes (HEIFTileDecoding), nil where libheif decodes.
+    var heifGrid: HEIFGrid? = nil
     /// APNG: the animation (frames, plays), when the PNG has a valid one; `frameCount` is its frame count.
     var pngAnimation: APNGAnimation? = nil
     /// What the header read noticed and worked around (a broken APNG animation shown as its still image).

@@ -22,6 +22,8 @@ struct HEIFProbe {
     /// Parts of the file that are not the primary image and are never read: other top-level images,
     /// thumbnails, depth maps, auxiliary images.
     var otherImages: Int, thumbnails: Int, hasDepth: Bool, auxiliaryImages: Int
+    /// The grid the tile route decodes (`HEIFTileDecoding`), nil when libheif decodes the image.
+    var grid: HEIFGrid? = nil
 }
 
 /// HEIF (HEIC) and AVIF through libheif, primary image only.
@@ -34,9 +36,11 @@ struct HEIFProbe {
 ///
 /// Memory: libheif 1.15 decodes a whole image (a grid image's tiles are assembled into one image: its API
 /// has no way to decode one tile of the primary image), so the planes are the peak. They are priced by
-/// `decodeMemory` and checked against `ImageLimits.maxDecoderMemory` before decoding.
+/// `decodeMemory` and checked against `ImageLimits.maxDecoderMemory` before decoding. A grid of 8-bit HEVC
+/// tiles without alpha (phone photos) skips libheif's decode: `HEIFGrid` reads its boxes and
+/// `HEIFTileDecoding` decodes one row of tiles at a time with libde265 (about a sixth of the planes' memory).
 enum HEIFDecoding {
-    /// libheif's tile-decoding threads for grid images (iPhone photos are 8×6 tiles of 512×512). Measured on
+    /// libheif's tile-decoding threads for grid images the tile route does not take. Measured on
     /// a 4032×3024 grid HEIC (libheif 1.15, 2 cores): peak RSS 60.7 MB with 0 (tiles in the calling thread),
     /// 60.3 MB with 2; wall 2.97 s → 2.45 s. Two threads cost no memory there, so two.
     static let decodingThreads = 2
@@ -67,13 +71,15 @@ enum HEIFDecoding {
             if let icc = try HEIFColorProfile.iccProfile(embedded: embedded, nclx: info.nclx, file: reader.file) {
                 metadata.append(.icc(icc))
             }
-            return HEIFProbe(size: PixelSize(width: Int(info.width), height: Int(info.height)),
+            var probe = HEIFProbe(size: PixelSize(width: Int(info.width), height: Int(info.height)),
                              codedSize: PixelSize(width: Int(info.ispe_width), height: Int(info.ispe_height)),
                              hasAlpha: info.has_alpha != 0, premultipliedAlpha: info.premultiplied_alpha != 0,
                              bitDepth: max(Int(info.luma_bits), 8), monochrome: info.chroma_bits < 0,
                              metadata: metadata, exifOrientationValue: exifOrientation, nclx: nclx,
                              otherImages: max(Int(info.top_level_images) - 1, 0), thumbnails: Int(info.thumbnails),
                              hasDepth: info.has_depth != 0, auxiliaryImages: Int(info.auxiliary_images))
+            probe.grid = try tileRoute(source, info: info, limits: limits)
+            return probe
         }
     }
 
@@ -106,14 +112,25 @@ enum HEIFDecoding {
 
     /// Decodes the primary image and streams its rows, converted to RGB(A) or gray(+alpha), through a
     /// resampler to `target` (at most the image size).
+    /// `tileRoute: false` sends grid images through libheif too (tests compare the two routes).
     static func render(_ source: ImageSource, target: PixelSize, limits: ImageLimits,
-                       meter: PixelMemoryMeter) throws -> RenderedImage {
+                       meter: PixelMemoryMeter, tileRoute: Bool = true) throws -> RenderedImage {
         // The coded chroma format, from the configuration boxes (4:4:4 when they cannot say).
         let chroma = (try? HEIFChroma.coded(source, maxMetaBytes: limits.maxMetadataBytes)) ?? HEIFChroma.yuv444
         return try HEIFReader.with(source, limits: limits) { reader in
             let info = try reader.info()
             let size = PixelSize(width: Int(info.width), height: Int(info.height))
             try limits.check(width: size.width, height: size.height, file: reader.file)
+            // A grid of 8-bit HEVC tiles without alpha: decoded one row of tiles at a time (HEIFTileDecoding).
+            if tileRoute, let grid = try Self.tileRoute(source, info: info, limits: limits) {
+                try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: reader.file)
+                do {
+                    return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
+                                                       limits: limits, meter: meter)
+                } catch is HEIFTileDecoding.Fallback {
+                    // Found while decoding (tiles whose colour libheif handles): libheif's route below.
+                }
+            }
             let estimate = decodeMemory(size: size, bitDepth: max(Int(info.luma_bits), 8), hasAlpha: info.has_alpha != 0,
                                         monochrome: chroma == HEIFChroma.monochrome, chroma444: chroma != HEIFChroma.yuv420)
             if estimate > limits.maxDecoderMemory {
@@ -159,6 +176,15 @@ enum HEIFDecoding {
         }
     }
 
+    /// The grid the tile route decodes for this primary image, nil when libheif decodes it: not a grid of
+    /// 8-bit HEVC tiles, alpha, or transforms that leave another displayed size (`clap`).
+    static func tileRoute(_ source: ImageSource, info: sp_heif_info, limits: ImageLimits) throws -> HEIFGrid? {
+        guard info.has_alpha == 0, info.luma_bits <= 8, info.chroma_bits <= 8,
+              let grid = try HEIFGrid.plan(HEIFFileBytes(source), limits: limits),
+              grid.displayedSize == PixelSize(width: Int(info.width), height: Int(info.height)) else { return nil }
+        return grid
+    }
+
     /// Bytes of the decoded planes as libheif holds them.
     static func planeBytes(_ planes: sp_heif_planes) -> Int {
         var total = Int(planes.y_stride) * Int(planes.height)
@@ -180,11 +206,13 @@ struct HEIFDecoder: ImageDecoder {
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
         let byteCount = try source.byteCount()
         let probe = try HEIFDecoding.probe(source, limits: limits)
-        return ImageInfo(format: format, size: probe.size,
+        var info = ImageInfo(format: format, size: probe.size,
                          colorModel: probe.monochrome ? (probe.hasAlpha ? .grayAlpha : .gray) : (probe.hasAlpha ? .rgba : .rgb),
                          bitDepth: probe.bitDepth, progressive: false, orientation: .up,
                          storedOrientationValue: nil, frameCount: 1, hasAlpha: probe.hasAlpha,
                          metadata: probe.metadata, byteCount: byteCount)
+        info.heifGrid = probe.grid
+        return info
     }
 
     func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,

@@ -29,16 +29,31 @@ extension MemoryEstimate {
     /// twice while decoding: the codec's picture and libheif's planes), rows are converted to Float and
     /// resampled, then encoded as JPEG (or PNG with alpha). The planes are priced at 4:4:4 (the probe does
     /// not know the chroma format; 4:2:0 needs half the chroma). libheif and libde265/dav1d working memory
-    /// beyond the planes, measured on a 12 MP HEIC (libheif 1.15): about 2 bytes per pixel.
+    /// beyond the planes, measured on a 12 MP HEIC (libheif 1.15): about 2 bytes per pixel. A grid of HEVC
+    /// tiles the tile route decodes (`info.heifGrid`) holds one row of tiles instead of the planes.
     static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let size = info.size
         let monochrome = info.colorModel == .gray || info.colorModel == .grayAlpha
         let channels = (monochrome ? 1 : 3) + (info.hasAlpha ? 1 : 0)
         let out = PixelSize(width: min(plan.target.width, size.width), height: min(plan.target.height, size.height))
-        let planes = HEIFDecoding.decodeMemory(size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
-                                               monochrome: monochrome, chroma444: true)
-        let metered = planes + LanczosResampler.memoryEstimate(from: size, to: out, channels: channels)
-            + size.width * channels * MemoryLayout<Float>.stride
+        let metered: Int, decoder: Int
+        if let grid = info.heifGrid {
+            // The tile route: one row of tiles and the libde265 decoders, the resampler as coded and the Float row
+            // while decoding; then, with irot/imir, the small result and its transformed copy (all metered).
+            // libheif only reads the boxes.
+            let coded = grid.orientation.swapsAxes ? out.transposed : out
+            metered = max(HEIFTileDecoding.decodeMemory(grid)
+                              + LanczosResampler.memoryEstimate(from: grid.size, to: coded, channels: channels)
+                              + grid.size.width * channels * MemoryLayout<Float>.stride,
+                          grid.orientation == .up ? 0 : 2 * out.area * channels)
+            decoder = 1 << 20
+        } else {
+            let planes = HEIFDecoding.decodeMemory(size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
+                                                   monochrome: monochrome, chroma444: true)
+            metered = planes + LanczosResampler.memoryEstimate(from: size, to: out, channels: channels)
+                + size.width * channels * MemoryLayout<Float>.stride
+            decoder = size.area * 2 + (4 << 20)
+        }
         var encoder = jpegEncoderBytes(out, channels: channels >= 3 ? 3 : 1)
         var output = jpegOutputBytes(out, channels: channels >= 3 ? 3 : 1, keptMetadata: keptMetadata)
         var unmetered = 0
@@ -50,6 +65,6 @@ extension MemoryEstimate {
             unmetered = out.area * channels * 2 + out.area * 2
         }
         return Parts(decodedSize: size, renderedSize: out, channels: channels, metered: metered, unmetered: unmetered,
-                     decoder: size.area * 2 + (4 << 20), encoder: encoder, output: output)
+                     decoder: decoder, encoder: encoder, output: output)
     }
 }

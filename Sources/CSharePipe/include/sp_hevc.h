@@ -1,0 +1,29 @@
+#ifndef SP_HEVC_H
+#define SP_HEVC_H
+
+#include "sp_common.h"
+
+/// One HEVC-coded tile of a HEIF grid image and where its pixels go. The caller (HEIFGrid.swift) parsed the
+/// boxes: `data` holds the tile's hvcC parameter sets (VPS, SPS, PPS …) followed by the tile's own coded data,
+/// every NAL unit preceded by its length in 4 big-endian bytes.
+typedef struct {
+    const uint8_t *data;
+    size_t length;
+    int width, height;          // the tile's coded size (ispe): the decoded picture must have exactly this size
+    int chroma;                 // chroma_format_idc the hvcC announces: 1 4:2:0, 2 4:2:2, 3 4:4:4
+    // Destination of the tile's top-left pixel in the caller's 8-bit planes, and how much of the tile is
+    // copied there (the grid's right and bottom tiles are cut at the output size). Chroma: the matching
+    // samples, (copy_width + 1) / 2 wide for 4:2:0 and 4:2:2, (copy_height + 1) / 2 high for 4:2:0.
+    uint8_t *y, *cb, *cr;
+    int y_stride, c_stride;
+    int copy_width, copy_height;
+    // Out: the bitstream's colour description (VUI), -1 where it gives none (only read for tile 0).
+    int full_range, color_primaries, transfer_characteristics, matrix_coefficients;
+} sp_hevc_tile;
+
+/// Decodes `count` tiles with libde265 (a new decoder for each tile, as libheif does) and copies each one's
+/// visible part into its destination. `threads` > 1 decodes that many tiles at once, each in its own
+/// thread with its own decoder. Any failure stops the work and names the tile (its index in `tiles`).
+sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char *message);
+
+#endif

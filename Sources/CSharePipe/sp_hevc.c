@@ -1,0 +1,171 @@
+// libde265 calls for the tiles of a HEIF grid image (HEIFGrid.swift parses the boxes). libde265 reports errors
+// as returned de265_error values (no longjmp, no exit); each becomes SP_ERR_LIBRARY with a message naming the
+// tile. The decode mirrors libheif 1.15's libde265 plugin: one decoder per coded image, the parameter sets and
+// then the image's NAL units pushed, flushed, decoded until no more work.
+#include "sp_hevc.h"
+
+#include "sp_lazy.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static de265_error init_error = DE265_OK;
+// Reference counted inside libde265 (libheif's plugin calls it too): one call for the process, no de265_free.
+static void init_library(void) { init_error = sp_libde265.de265_init(); }
+
+/// Decodes one tile and copies its visible part. Returns SP_OK or fills `message`.
+static sp_status decode_tile(sp_hevc_tile *tile, int index, char *message) {
+    de265_decoder_context *decoder = sp_libde265.de265_new_decoder();
+    if (decoder == NULL) { snprintf(message, SP_MESSAGE_LENGTH, "tile %d: out of memory for the HEVC decoder", index); return SP_ERR_MEMORY; }
+    sp_status result = SP_OK;
+    const uint8_t *data = tile->data;
+    size_t position = 0;
+    while (position < tile->length) {
+        if (tile->length - position < 4) {
+            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: coded data ends inside a NAL unit length", index);
+            result = SP_ERR_LIBRARY;
+            break;
+        }
+        uint32_t size = (uint32_t)data[position] << 24 | (uint32_t)data[position + 1] << 16
+                      | (uint32_t)data[position + 2] << 8 | (uint32_t)data[position + 3];
+        position += 4;
+        if (size > tile->length - position) {
+            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: NAL unit of %u bytes runs past the tile's data", index, size);
+            result = SP_ERR_LIBRARY;
+            break;
+        }
+        de265_error error = sp_libde265.de265_push_NAL(decoder, data + position, (int)size, 0, NULL);
+        if (error != DE265_OK) {
+            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: %s", index, sp_libde265.de265_get_error_text(error));
+            result = error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+            break;
+        }
+        position += size;
+    }
+    int pictures = 0;
+    if (result == SP_OK) {
+        sp_libde265.de265_flush_data(decoder);
+        int more = 0;
+        do {
+            more = 0;
+            de265_error error = sp_libde265.de265_decode(decoder, &more);
+            if (error != DE265_OK) {
+                // WAITING_FOR_INPUT_DATA at the end of the flushed data is the normal end.
+                if (error != DE265_ERROR_WAITING_FOR_INPUT_DATA && pictures == 0) {
+                    snprintf(message, SP_MESSAGE_LENGTH, "tile %d: %s", index, sp_libde265.de265_get_error_text(error));
+                    result = error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+                }
+                break;
+            }
+            const struct de265_image *image = sp_libde265.de265_get_next_picture(decoder);
+            if (image == NULL) continue;
+            pictures++;
+            int width = sp_libde265.de265_get_image_width(image, 0), height = sp_libde265.de265_get_image_height(image, 0);
+            int chroma = (int)sp_libde265.de265_get_chroma_format(image);
+            if (width != tile->width || height != tile->height || chroma != tile->chroma) {
+                snprintf(message, SP_MESSAGE_LENGTH, "tile %d decodes to %d×%d (chroma %d), its boxes say %d×%d (chroma %d)",
+                         index, width, height, chroma, tile->width, tile->height, tile->chroma);
+                result = SP_ERR_LIBRARY;
+            }
+            for (int c = 0; c < 3 && result == SP_OK; c++) {
+                if (sp_libde265.de265_get_bits_per_pixel(image, c) != 8) {
+                    snprintf(message, SP_MESSAGE_LENGTH, "tile %d: %d bits per sample (8 expected)", index,
+                             sp_libde265.de265_get_bits_per_pixel(image, c));
+                    result = SP_ERR_LIBRARY;
+                }
+            }
+            if (result == SP_OK) {
+                int stride = 0;
+                const uint8_t *plane = sp_libde265.de265_get_image_plane(image, 0, &stride);
+                for (int y = 0; y < tile->copy_height; y++) {
+                    memcpy(tile->y + (size_t)y * (size_t)tile->y_stride, plane + (size_t)y * (size_t)stride, (size_t)tile->copy_width);
+                }
+                int chroma_width = chroma == 3 ? tile->copy_width : (tile->copy_width + 1) / 2;
+                int chroma_height = chroma == 1 ? (tile->copy_height + 1) / 2 : tile->copy_height;
+                uint8_t *targets[2] = { tile->cb, tile->cr };
+                for (int c = 1; c <= 2; c++) {
+                    plane = sp_libde265.de265_get_image_plane(image, c, &stride);
+                    for (int y = 0; y < chroma_height; y++) {
+                        memcpy(targets[c - 1] + (size_t)y * (size_t)tile->c_stride, plane + (size_t)y * (size_t)stride,
+                               (size_t)chroma_width);
+                    }
+                }
+                tile->full_range = sp_libde265.de265_get_image_full_range_flag(image);
+                tile->color_primaries = sp_libde265.de265_get_image_colour_primaries(image);
+                tile->transfer_characteristics = sp_libde265.de265_get_image_transfer_characteristics(image);
+                tile->matrix_coefficients = sp_libde265.de265_get_image_matrix_coefficients(image);
+            }
+            sp_libde265.de265_release_next_picture(decoder);
+        } while (more && result == SP_OK);
+    }
+    if (result == SP_OK && pictures == 0) {
+        snprintf(message, SP_MESSAGE_LENGTH, "tile %d: no picture decoded", index);
+        result = SP_ERR_LIBRARY;
+    }
+    sp_libde265.de265_free_decoder(decoder);
+    return result;
+}
+
+typedef struct {
+    sp_hevc_tile *tiles;
+    int count;
+    int next;                   // the next tile to take
+    sp_status result;           // the first failure
+    char message[SP_MESSAGE_LENGTH];
+    pthread_mutex_t lock;
+} work_queue;
+
+static void *worker(void *argument) {
+    work_queue *queue = argument;
+    for (;;) {
+        pthread_mutex_lock(&queue->lock);
+        int index = queue->result == SP_OK && queue->next < queue->count ? queue->next++ : -1;
+        pthread_mutex_unlock(&queue->lock);
+        if (index < 0) return NULL;
+        char message[SP_MESSAGE_LENGTH] = {0};
+        sp_status status = decode_tile(&queue->tiles[index], index, message);
+        if (status != SP_OK) {
+            pthread_mutex_lock(&queue->lock);
+            if (queue->result == SP_OK) {
+                queue->result = status;
+                memcpy(queue->message, message, sizeof(message));
+            }
+            pthread_mutex_unlock(&queue->lock);
+        }
+    }
+}
+
+sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char *message) {
+    if (tiles == NULL || count <= 0) { sp_copy_message(message, "no tiles"); return SP_ERR_ARGUMENT; }
+    for (int i = 0; i < count; i++) {
+        sp_hevc_tile *tile = &tiles[i];
+        if (tile->data == NULL || tile->y == NULL || tile->cb == NULL || tile->cr == NULL || tile->chroma < 1 || tile->chroma > 3
+            || tile->copy_width <= 0 || tile->copy_height <= 0 || tile->copy_width > tile->width
+            || tile->copy_height > tile->height || tile->y_stride < tile->copy_width) {
+            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: bad arguments", i);
+            return SP_ERR_ARGUMENT;
+        }
+        tile->full_range = tile->color_primaries = tile->transfer_characteristics = tile->matrix_coefficients = -1;
+    }
+    sp_status loaded = sp_libde265_require(message);
+    if (loaded != SP_OK) return loaded;
+    pthread_once(&init_once, init_library);
+    if (init_error != DE265_OK) { sp_copy_message(message, sp_libde265.de265_get_error_text(init_error)); return SP_ERR_LIBRARY; }
+    sp_libde265.de265_set_verbosity(0);
+    work_queue queue = { .tiles = tiles, .count = count, .next = 0, .result = SP_OK };
+    pthread_mutex_init(&queue.lock, NULL);
+    int helpers = threads - 1 < count - 1 ? threads - 1 : count - 1;
+    pthread_t ids[8];
+    if (helpers > 8) helpers = 8;
+    int started = 0;
+    for (; started < helpers; started++) {
+        if (pthread_create(&ids[started], NULL, worker, &queue) != 0) break;  // fewer helpers: still correct
+    }
+    worker(&queue);
+    for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
+    pthread_mutex_destroy(&queue.lock);
+    if (queue.result != SP_OK) sp_copy_message(message, queue.message);
+    return queue.result;
+}

@@ -1,0 +1,193 @@
+import CSharePipe
+
+/// The grid route: a `grid` primary image of HEVC tiles (`HEIFGrid`) decoded one row of tiles at a time with
+/// libde265 (`sp_hevc_decode_tiles`), each row of tiles converted to RGB and streamed into the resampler, so
+/// only one row of tiles (4032×512 at 4:2:0: 3.1 MB) and the decoders' own pictures are alive, never the
+/// whole image's planes. The picture is resampled as coded and `irot`/`imir` are applied to the small result.
+///
+/// The samples are those libheif's route gets (the same libde265 decodes the same tiles; libheif pastes them
+/// into one image without changing them) and go through the same `HEIFRowConverter`, so an unrotated output
+/// is identical to the libheif route's; a rotated one differs only by resampling in the other order.
+enum HEIFTileDecoding {
+    /// Tiles decoded at once, each in its own thread with its own decoder (the machine has two cores).
+    static let threads = 2
+
+    /// The row-of-tiles planes the route holds: 8-bit luma and two chroma planes, the output width wide.
+    static func rowPlaneBytes(width: Int, tileHeight: Int, chroma: Int32) -> Int {
+        let chromaWidth = chroma == 3 ? width : (width + 1) / 2
+        let chromaHeight = chroma == 1 ? (tileHeight + 1) / 2 : tileHeight
+        return width * tileHeight + 2 * chromaWidth * chromaHeight
+    }
+
+    /// libde265's memory for one tile decode (libde265 1.0.11, 512×512 4:2:0 tiles from x265, massif): the
+    /// picture (1.5 bytes per pixel) and the per-block metadata, 1.44 MB or 5.5 bytes per tile pixel; priced at 6
+    /// plus the tile's coded data.
+    static func decoderBytes(tile: PixelSize) -> Int { tile.area * 6 + (256 << 10) }
+
+    /// What the route holds in all while a row of tiles is decoded (metered).
+    static func decodeMemory(_ grid: HEIFGrid) -> Int {
+        rowPlaneBytes(width: grid.size.width, tileHeight: grid.tileSize.height, chroma: grid.chroma)
+            + min(threads, grid.columns) * decoderBytes(tile: grid.tileSize)
+    }
+
+    /// What the route found only while decoding and leaves to libheif (thrown before anything is returned).
+    struct Fallback: Error {
+        var reason: String
+    }
+
+    /// The matrix and range each tile is converted with, as libheif 1.15 converts grid tiles (each to RGB
+    /// before it is pasted): the tile items' nclx, else the tile's bitstream VUI (libde265's defaults without
+    /// one: matrix 2, limited range). Matrix 12 (derived from primaries) and matrices SharePipe cannot convert
+    /// go to libheif.
+    static func matrix(_ grid: HEIFGrid, vui: sp_hevc_tile) throws -> YCbCrMatrix {
+        let colour = grid.tileColour ?? HEIFGrid.Colour(primaries: Int(vui.color_primaries), transfer: Int(vui.transfer_characteristics),
+                                                        matrix: Int(vui.matrix_coefficients), fullRange: vui.full_range != 0)
+        var nclx = sp_heif_nclx()
+        nclx.present = 1
+        nclx.color_primaries = Int32(colour.primaries)
+        nclx.transfer_characteristics = Int32(colour.transfer)
+        nclx.matrix_coefficients = Int32(colour.matrix)
+        nclx.full_range = colour.fullRange ? 1 : 0
+        guard colour.matrix != 12, let matrix = YCbCrMatrix(nclx: nclx) else {
+            throw Fallback(reason: "tile matrix coefficients \(colour.matrix)")
+        }
+        return matrix
+    }
+
+    /// Decodes `grid` from `file` and resamples it to `target` (as displayed, at most the displayed size).
+    /// Throws `Fallback` (before returning anything) where the tiles turn out to need libheif.
+    static func render(_ grid: HEIFGrid, file: HEIFFileBytes, target: PixelSize,
+                       limits: ImageLimits, meter: PixelMemoryMeter) throws -> RenderedImage {
+        let name = file.name
+        let estimate = decodeMemory(grid)
+        if estimate > limits.maxDecoderMemory {
+            throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.decoderMemory, found: estimate,
+                                                                             limit: limits.maxDecoderMemory, size: grid.displayedSize,
+                                                                             detail: "decoding this HEIF grid"))
+        }
+        let width = grid.size.width, tileWidth = grid.tileSize.width, tileHeight = grid.tileSize.height
+        let chromaWidth = grid.chroma == 3 ? width : (width + 1) / 2
+        let chromaHeight = grid.chroma == 1 ? tileHeight / 2 : tileHeight
+        let xShift = grid.chroma == 3 ? 0 : 1
+
+        // Resampled as coded; the transforms turn the small result.
+        let shown = PixelSize(width: min(target.width, grid.displayedSize.width), height: min(target.height, grid.displayedSize.height))
+        let codedTarget = grid.orientation.swapsAxes ? shown.transposed : shown
+
+        meter.allocate(estimate)
+        defer { meter.release(estimate) }
+        var luma = [UInt8](repeating: 0, count: width * tileHeight)
+        var cb = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
+        var cr = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
+        var resampler = LanczosResampler(from: grid.size, to: codedTarget, layout: .rgb, meter: meter)
+        var row = [Float](repeating: 0, count: width * 3)
+        var matrix: YCbCrMatrix?
+        var firstVUI: [Int32]?
+        meter.allocate(row.count * MemoryLayout<Float>.stride)
+        defer { meter.release(row.count * MemoryLayout<Float>.stride) }
+
+        for tileRow in 0..<grid.rows {
+            let top = tileRow * tileHeight
+            let rowsHere = min(tileHeight, grid.size.height - top)
+            // The row's coded data: each tile's parameter sets, then its own NAL units.
+            var coded: [[UInt8]] = []
+            for column in 0..<grid.columns {
+                let index = tileRow * grid.columns + column
+                var data = grid.parameterSets[grid.tileParameterSets[index]]
+                let start = data.count
+                for extent in grid.tileExtents[index] { try file.append(at: extent.offset, count: extent.length, to: &data) }
+                // Parameter sets inside a tile's data would replace the checked ones (hvcC): libheif's business.
+                var at = start
+                while at + 5 <= data.count {
+                    let length = data[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) }
+                    if (32...34).contains(Int(data[at + 4] >> 1) & 0x3F) {
+                        throw Fallback(reason: "tile \(index) carries its own parameter sets")
+                    }
+                    at += 4 + length
+                }
+                coded.append(data)
+            }
+            var message = shimMessageBuffer()
+            var decoded: [sp_hevc_tile] = []
+            let status: sp_status = luma.withUnsafeMutableBufferPointer { y in
+                cb.withUnsafeMutableBufferPointer { cbPlane in
+                    cr.withUnsafeMutableBufferPointer { crPlane in
+                        withArrayOfPointers(coded) { pointers in
+                            var tiles = (0..<grid.columns).map { column -> sp_hevc_tile in
+                                let left = column * tileWidth
+                                var tile = sp_hevc_tile()
+                                tile.data = pointers[column]
+                                tile.length = coded[column].count
+                                tile.width = Int32(tileWidth)
+                                tile.height = Int32(tileHeight)
+                                tile.chroma = grid.chroma
+                                tile.y = y.baseAddress! + left
+                                tile.cb = cbPlane.baseAddress! + (left >> xShift)
+                                tile.cr = crPlane.baseAddress! + (left >> xShift)
+                                tile.y_stride = Int32(width)
+                                tile.c_stride = Int32(chromaWidth)
+                                tile.copy_width = Int32(min(tileWidth, width - left))
+                                tile.copy_height = Int32(rowsHere)
+                                return tile
+                            }
+                            let status = sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(threads), &message)
+                            decoded = tiles
+                            return status
+                        }
+                    }
+                }
+            }
+            // A tile libde265 cannot decode: libheif decides (it may show what it can, or fails naming the file),
+            // so the route never fails where libheif would not.
+            if status == SP_ERR_LIBRARY { throw Fallback(reason: "tile row \(tileRow): \(shimText(message))") }
+            try checkShim(status, message, file: name)
+            // Every tile's VUI as the first one's, unless the tile items say their colour.
+            for tile in decoded where grid.tileColour == nil {
+                let vui = [tile.full_range, tile.color_primaries, tile.transfer_characteristics, tile.matrix_coefficients]
+                if firstVUI == nil { firstVUI = vui }
+                guard vui == firstVUI else { throw Fallback(reason: "tiles with different colour descriptions") }
+            }
+            if matrix == nil { matrix = try Self.matrix(grid, vui: decoded[0]) }
+            let rowMatrix = matrix!
+            luma.withUnsafeBufferPointer { y in
+                cb.withUnsafeBufferPointer { cbPlane in
+                    cr.withUnsafeBufferPointer { crPlane in
+                        var planes = sp_heif_planes()
+                        planes.width = Int32(width)
+                        planes.height = Int32(tileHeight)   // the whole buffer: the converter infers subsampling from it
+                        planes.chroma = grid.chroma
+                        planes.bits = 8
+                        planes.chroma_bits = 8
+                        planes.y = y.baseAddress
+                        planes.cb = cbPlane.baseAddress
+                        planes.cr = crPlane.baseAddress
+                        planes.y_stride = Int32(width)
+                        planes.cb_stride = Int32(chromaWidth)
+                        planes.cr_stride = Int32(chromaWidth)
+                        planes.chroma_width = Int32(chromaWidth)
+                        planes.chroma_height = Int32(chromaHeight)
+                        let converter = HEIFRowConverter(planes: planes, matrix: rowMatrix, premultiplied: false)
+                        row.withUnsafeMutableBufferPointer { buffer in
+                            for y in 0..<rowsHere {
+                                converter.convertRow(y, into: buffer.baseAddress!)
+                                resampler.push(row: UnsafeBufferPointer(buffer))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let bitmap = try resampler.finish()
+        guard grid.orientation != .up else { return RenderedImage(bitmap: bitmap, warnings: []) }
+        return RenderedImage(bitmap: meter.holding(bitmap.byteCount) { bitmap.applying(grid.orientation) }, warnings: [])
+    }
+
+    /// Calls `body` with a pointer to each array's bytes (valid only inside `body`).
+    private static func withArrayOfPointers<R>(_ arrays: [[UInt8]], _ body: ([UnsafePointer<UInt8>]) -> R) -> R {
+        func nest(_ index: Int, _ pointers: [UnsafePointer<UInt8>]) -> R {
+            if index == arrays.count { return body(pointers) }
+            return arrays[index].withUnsafeBufferPointer { nest(index + 1, pointers + [$0.baseAddress!]) }
+        }
+        return nest(0, [])
+    }
+}

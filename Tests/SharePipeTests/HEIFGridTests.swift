@@ -1,0 +1,220 @@
+import CSharePipe
+import Foundation
+import Testing
+@testable import SharePipe
+
+/// The grid route (HEIFGrid, HEIFTileDecoding) on the committed grid HEICs in TestImages/heif-grid (made by
+/// scripts/make-test-images.sh, section heifgrid: the 600×400 corner picture as 256×256 HEVC tiles, stored
+/// turned or mirrored with irot/imir on the grid item): exact against libheif's own RGB (heif-convert), close
+/// to the libheif route when downscaled, transforms applied once, the fallbacks, damaged files, memory.
+@Suite struct HEIFGridTests {
+    static let files = ["grid.heic", "grid-444.heic", "grid-422.heic", "grid-709-limited.heic", "grid-iphone-irot1.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
+                        "grid-imir1.heic", "grid-mirror-rotate.heic"]
+
+    static func path(_ file: String) -> String { Fixtures.path("heif-grid/" + file) }
+
+    /// Per-channel differences between two bitmaps of one size: the largest and the mean.
+    static func difference(_ a: Bitmap, _ b: Bitmap) -> (max: Int, mean: Double) {
+        precondition(a.size == b.size && a.layout == b.layout)
+        var largest = 0, total = 0
+        for i in 0..<a.pixels.count {
+            let d = abs(Int(a.pixels[i]) - Int(b.pixels[i]))
+            largest = max(largest, d)
+            total += d
+        }
+        return (largest, Double(total) / Double(a.pixels.count))
+    }
+
+    static func render(_ source: ImageSource, target: PixelSize? = nil, tileRoute: Bool = true,
+                       limits: ImageLimits = ImageLimits(), meter: PixelMemoryMeter = PixelMemoryMeter()) throws -> Bitmap {
+        let probe = try HEIFDecoding.probe(source, limits: limits)
+        return try HEIFDecoding.render(source, target: target ?? probe.size, limits: limits, meter: meter,
+                                       tileRoute: tileRoute).bitmap
+    }
+
+    @Test(arguments: files)
+    func gridIsReadFromTheBoxes(file: String) throws {
+        let source = ImageSource.file(path: Self.path(file))
+        let probe = try HEIFDecoding.probe(source, limits: ImageLimits())
+        let grid = try #require(probe.grid)
+        #expect(probe.size == PixelSize(width: 600, height: 400))
+        #expect(grid.displayedSize == probe.size)
+        let turned = ["grid-irot1.heic", "grid-iphone-irot1.heic", "grid-irot3.heic", "grid-mirror-rotate.heic"].contains(file)
+        #expect(grid.size == (turned ? PixelSize(width: 400, height: 600) : PixelSize(width: 600, height: 400)))
+        #expect(grid.tileSize == PixelSize(width: 256, height: 256))
+        #expect(grid.columns == (turned ? 2 : 3) && grid.rows == (turned ? 3 : 2))
+        #expect(grid.chroma == (file == "grid-444.heic" ? HEIFChroma.yuv444 : file == "grid-422.heic" ? HEIFChroma.yuv422 : HEIFChroma.yuv420))
+        let expected: [String: Orientation] = ["grid.heic": .up, "grid-444.heic": .up, "grid-422.heic": .up, "grid-709-limited.heic": .up,
+                                               "grid-iphone-irot1.heic": .left, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
+                                               "grid-irot3.heic": .right, "grid-imir0.heic": .downMirrored,
+                                               "grid-imir1.heic": .upMirrored, "grid-mirror-rotate.heic": .leftMirrored]
+        #expect(grid.orientation == expected[file])
+        // Each tile's own hvcC, or one shared by all (grid-iphone-irot1.heic, whose grid descriptor is in idat).
+        #expect(grid.parameterSets.count == (file == "grid-iphone-irot1.heic" ? 1 : grid.columns * grid.rows))
+    }
+
+    /// At full size the tile route gives libheif's own RGB (heif-convert) exactly: the same libde265 decodes the
+    /// same tiles, and libheif 1.15 converts grid tiles to RGB with nearest chroma and each tile's VUI matrix and
+    /// range (grid-709-limited.heic: BT.709, limited), as HEIFRowConverter does here.
+    @Test(arguments: files)
+    func fullSizeMatchesLibheifRGBExactly(file: String) throws {
+        guard Tool.available("heif-convert") else { return }
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        let png = directory + "/reference.png"
+        let run = try Tool.run("heif-convert", [Self.path(file), png])
+        #expect(run.status == 0, "\(run.stderr)")
+        let reference = try Decode.bitmap(try Fixtures.bytes(png))
+        let ours = try Self.render(.file(path: Self.path(file)))
+        #expect(ours.size == reference.size)
+        guard ours.size == reference.size else { return }
+        #expect(reference.layout == .rgb)
+        let d = Self.difference(ours, reference)
+        // Limited range: HEIFRowConverter's float arithmetic and libheif's fixed point are a step apart on most
+        // pixels (as for single images, HEIFDecodeTests.conversionMatchesLibheif); full range is exact.
+        let limited = file == "grid-709-limited.heic"
+        #expect(d.max <= (limited ? 1 : 0) && d.mean <= (limited ? 1 : 0), "largest channel difference \(d.max), mean \(d.mean)")
+    }
+
+    /// Downscaled, the tile route (resampled as coded, then turned) stays within a step of the libheif route
+    /// (turned, then resampled; its grid passes through libheif's RGB and back to YCbCr 4:2:0).
+    @Test(arguments: files)
+    func downscaledIsCloseToTheLibheifRoute(file: String) throws {
+        let source = ImageSource.file(path: Self.path(file))
+        let target = PixelSize(width: 150, height: 100)
+        let tiles = try Self.render(source, target: target)
+        let libheif = try Self.render(source, target: target, tileRoute: false)
+        #expect(tiles.size == target && libheif.size == target)
+        let d = Self.difference(tiles, libheif)
+        // Measured: identical but for grid-709-limited.heic (one step on most pixels: the libheif route's tiles
+        // are converted by libheif, whose limited-range rounding differs from HEIFRowConverter's by one).
+        let limited = file == "grid-709-limited.heic"
+        #expect(d.max <= 1 && d.mean <= (limited ? 1 : 0.05), "largest channel difference \(d.max), mean \(d.mean)")
+        // grid-709-limited.heic's colours are shifted on purpose (coded BT.601 full range, VUI says BT.709 limited).
+        if file != "grid-709-limited.heic" { HEIFDecodeTests.expectCorners(tiles, tolerance: 20) }
+    }
+
+    /// The row of tiles, the decoders, the resampler and the Float row are metered, all released after; the
+    /// peak stays far below the whole image's planes.
+    @Test func memoryIsMeteredAndBelowTheWholeImage() throws {
+        let meter = PixelMemoryMeter()
+        let source = ImageSource.file(path: Self.path("grid-irot1.heic"))
+        _ = try Self.render(source, target: PixelSize(width: 150, height: 100), meter: meter)
+        let grid = try #require(try HEIFDecoding.probe(source, limits: ImageLimits()).grid)
+        #expect(meter.peakBytes >= HEIFTileDecoding.decodeMemory(grid))
+        #expect(meter.currentBytes == 0)
+        // One row of tiles: 400 wide × 256 high at 4:2:0.
+        #expect(HEIFTileDecoding.rowPlaneBytes(width: 400, tileHeight: 256, chroma: 1) == 400 * 256 + 2 * 200 * 128)
+    }
+
+    @Test func decoderMemoryLimitIsCheckedBeforeDecoding() throws {
+        let meter = PixelMemoryMeter()
+        #expect { try Self.render(.file(path: Self.path("grid.heic")), limits: ImageLimits(maxDecoderMemory: 200_000), meter: meter) } throws: { error in
+            guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+            return exceeded.kind == .decoderMemory && exceeded.limit == 200_000
+        }
+        #expect(meter.peakBytes == 0)
+    }
+
+    @Test func bytesInMemoryDecodeLikeTheFile() throws {
+        let bytes = try Fixtures.bytes(Self.path("grid-irot2.heic"))
+        #expect(try Self.render(.bytes(bytes)) == (try Self.render(.file(path: Self.path("grid-irot2.heic")))))
+    }
+
+    /// What the tile route does not handle goes to libheif: images that are not grids, AVIF, and grids with a
+    /// property the route does not apply (here irot's box renamed clap).
+    @Test func otherImagesStayWithLibheif() throws {
+        for file in ["gps-irot.heic", "corners.avif", "alpha.avif", "ten-bit.heic", "corners-444.heic"] {
+            let probe = try HEIFDecoding.probe(.file(path: Fixtures.path("heif/" + file)), limits: ImageLimits())
+            #expect(probe.grid == nil, "\(file)")
+        }
+        var bytes = try Fixtures.bytes(Self.path("grid-irot1.heic"))
+        let irot = try #require(Self.find(Array("irot".utf8), in: bytes))
+        bytes.replaceSubrange(irot..<(irot + 4), with: Array("clap".utf8))
+        let file = HEIFFileBytes(memory: bytes)
+        let meta = try #require(try file.metaBody(maxBytes: 1 << 20))
+        #expect(try HEIFGrid.parse(meta: meta, fileSize: bytes.count, read: { try file.read(at: $0, count: $1) }) == nil)
+
+        // Tiles whose ispe (280×280) is not what their SPS codes (256×256): libde265 would allocate the SPS's size.
+        var resized = try Fixtures.bytes(Self.path("grid.heic"))
+        let tileISPE = try #require(Self.find(Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0], in: resized))
+        resized.replaceSubrange((tileISPE + 8)..<(tileISPE + 16), with: [0, 0, 1, 24, 0, 0, 1, 24])
+        let resizedFile = HEIFFileBytes(memory: resized)
+        let resizedMeta = try #require(try resizedFile.metaBody(maxBytes: 1 << 20))
+        #expect(try HEIFGrid.parse(meta: resizedMeta, fileSize: resized.count, read: { try resizedFile.read(at: $0, count: $1) }) == nil)
+        // The SPS of the committed tiles says 256×256, 4:2:0.
+        let grid = try #require(try HEIFDecoding.probe(.file(path: Self.path("grid.heic")), limits: ImageLimits()).grid)
+        var sets = grid.parameterSets[0][...]
+        var sizes: [(width: Int, height: Int, chroma: Int)] = []
+        while sets.count >= 4 {
+            let length = sets.prefix(4).reduce(0) { $0 << 8 | Int($1) }
+            let unit = Array(sets.dropFirst(4).prefix(length))
+            if (unit[0] >> 1) & 0x3F == 33, let size = HEIFGrid.spsSize(unit) { sizes.append(size) }
+            sets = sets.dropFirst(4 + length)
+        }
+        #expect(sizes.count == 1 && sizes.first?.width == 256 && sizes.first?.height == 256 && sizes.first?.chroma == 1)
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { Array(haystack[$0..<($0 + needle.count)]) == needle }
+    }
+
+    /// Cut anywhere, or with bytes overwritten anywhere, a grid HEIC either decodes or fails with a
+    /// `SharePipeError` naming the source; neither the box parser nor libde265 ends the process.
+    @Test func damagedGridsFailCleanly() throws {
+        let whole = try Fixtures.bytes(Self.path("grid-mirror-rotate.heic"))
+        var damaged: [[UInt8]] = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / 60)).map { Array(whole.prefix($0)) }
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        for _ in 0..<120 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            var copy = whole
+            let at = Int(state >> 33) % whole.count
+            copy[at] ^= UInt8(truncatingIfNeeded: state >> 13) | 1
+            damaged.append(copy)
+        }
+        var decoded = 0
+        for bytes in damaged {
+            do {
+                _ = try Self.render(.bytes(bytes), target: PixelSize(width: 60, height: 40))
+                decoded += 1
+            } catch let error as SharePipeError {
+                #expect("\(error)".hasPrefix("<memory>: "), "\(error)")
+            }
+        }
+        #expect(decoded < damaged.count)
+    }
+
+    /// A tile libde265 cannot decode sends the file to libheif: the outcome (pixels or error) is libheif's.
+    @Test func undecodableTileIsLeftToLibheif() throws {
+        var bytes = try Fixtures.bytes(Self.path("grid.heic"))
+        let grid = try #require(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits()))
+        let tile = grid.tileExtents[4][0]
+        // Keep the NAL length, wipe the slice: a NAL header with the forbidden bit set.
+        for at in (tile.offset + 4)..<(tile.offset + tile.length) { bytes[at] = 0xFF }
+        func outcome(_ tileRoute: Bool) -> String {
+            do { return "\(try Self.render(.bytes(bytes), tileRoute: tileRoute).pixels.hashValue)" } catch { return "\(error)" }
+        }
+        #expect(outcome(true) == outcome(false))
+    }
+
+    /// The parser on every cut of the meta box and on single-byte changes: nil, a grid, or a thrown error;
+    /// never a crash (the FuzzHEIF target runs the same on random inputs).
+    @Test func parserSurvivesDamagedMeta() throws {
+        let whole = try Fixtures.bytes(Self.path("grid-mirror-rotate.heic"))
+        let file = HEIFFileBytes(memory: whole)
+        let meta = try #require(try file.metaBody(maxBytes: 1 << 20))
+        let parsed = try HEIFGrid.parse(meta: meta, fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
+        #expect(parsed != nil)
+        for cut in 0..<meta.count {
+            _ = try? HEIFGrid.parse(meta: Array(meta.prefix(cut)), fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
+        }
+        for at in 0..<meta.count {
+            for value: UInt8 in [0, 0xFF, meta[at] ^ 0x80] {
+                var copy = meta
+                copy[at] = value
+                _ = try? HEIFGrid.parse(meta: copy, fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
+            }
+        }
+    }
+}
