@@ -43,6 +43,9 @@ struct sp_jpeg_reader {
     JDIMENSION band_rows;      // iMCU rows the last band's decode kept (sizes the next band's first guess)
     int bands;                 // decodes so far
     size_t store_peak;         // over every band's decode
+    uint64_t *refines;         // the store's refinement history (sp_coef_store), kept across bands
+    uint64_t *later;
+    int scan_capacity;
 };
 
 // Bytes counted against the metadata limit for each saved segment besides its payload (libjpeg's node).
@@ -307,9 +310,24 @@ static void start_band(sp_jpeg_reader *reader, JDIMENSION first_iMCU) {
             if (min_end > total) min_end = total;
             if (end < min_end) end = min_end;
             sp_coef_store_set_band(&reader->store, reader->band_budget, keep_start, end, min_end);
+            // The first decode records which positions each refinement scan reads; the later ones know the
+            // whole script and keep of a block's map only what a later scan reads.
+            if (reader->refines == NULL && reader->limits.max_scans > 0) {
+                reader->scan_capacity = reader->limits.max_scans + 2;
+                reader->refines = calloc((size_t)reader->scan_capacity * 4, sizeof(uint64_t));
+                reader->later = calloc((size_t)reader->scan_capacity * 4, sizeof(uint64_t));
+                if (reader->refines == NULL || reader->later == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 93);
+            }
+            if (reader->refines != NULL) {
+                sp_coef_store_set_history(&reader->store, reader->bands == 0 ? reader->refines : NULL,
+                                          reader->bands == 0 ? NULL : reader->later, reader->scan_capacity);
+            }
         }
     }
     jpeg_start_decompress(cinfo);
+    if (reader->bands == 0 && reader->refines != NULL) {
+        sp_coef_history_from_refines(reader->refines, reader->later, reader->scan_capacity);
+    }
     reader->bands += 1;
     size_t peak = reader->full_coefficients ? 0 : reader->store.peak_bytes;
     if (peak > reader->store_peak) reader->store_peak = peak;
@@ -425,6 +443,8 @@ void sp_jpeg_reader_free(sp_jpeg_reader *reader) {
     // jpeg_destroy never calls error_exit, but guard anyway so a longjmp cannot land in a stale frame.
     if (setjmp(reader->error.jump) == 0) jpeg_destroy_decompress(&reader->cinfo);
     if (reader->file != NULL) fclose(reader->file);
+    free(reader->refines);
+    free(reader->later);
     free(reader);
 }
 

@@ -15,6 +15,10 @@
 // - Block smoothing (decompress_smooth_data) reads the DC of the neighbouring blocks and zigzag positions
 //   0…9 of the block itself; those are always kept.
 // Anything the store cannot place (an array that is not a component's coefficient array) keeps all 64.
+// - A refinement scan (Ah > 0) reads the non-zero history of positions Ss…Se only (jdarith's EOB index search
+//   may look below Ss, but only compares the result with positions ≥ Ss). Once every scan is known, a block
+//   keeps in its map only the positions a later refinement scan of its component reads (plus those whose
+//   values it keeps): after its last refinement, nothing.
 // - Outside the band (see the header) a block keeps only its AC non-zero map: the DC is never read by the
 //   entropy decoders (DC first scans add to their own last_dc_val, refinement ORs a bit in), the AC first
 //   scans assign, and refinement only tests against zero (above).
@@ -37,6 +41,8 @@ struct sp_coef_array {
     JDIMENSION window_capacity; // rows the window can hold
     uint64_t kept;              // natural-order positions whose values are stored (inside the band)
     int bandable;               // a component's coefficient array: rows outside the band keep only a map
+    int component;              // its component index (bandable arrays)
+    int window_scan;            // the scan that last wrote the window (input_scan_number)
     JCOEF **row_dc;             // per block row inside the band: its blocks' DC (a DC scan touches nothing else)
     uint8_t **row_data;         // per block row: the encoded AC of its blocks, or NULL while all are zero
     uint32_t *row_length;
@@ -189,13 +195,20 @@ static void compact_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row
     uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
     JCOEF *dc = array->row_dc[row];   // NULL outside the band
     uint64_t kept = dc != NULL ? array->kept & ~1ull : 0;
+    // The map bits worth keeping: the kept values' and the history later refinement scans read.
+    sp_coef_store *store = store_of(cinfo);
+    uint64_t history = ~0ull;
+    if (store->later != NULL && array->bandable && array->window_scan >= 0 && array->window_scan < store->scan_capacity) {
+        history = store->later[(size_t)array->window_scan * 4 + (size_t)array->component];
+    }
+    uint64_t wanted = kept | history;
     size_t size = 0;
     int any = 0;
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
         uint64_t map = nonzero_map(blocks[b]);
         maps[b] = map;
         if (dc != NULL) dc[b] = blocks[b][0];
-        map &= ~1ull;
+        map &= wanted & ~1ull;
         any |= map != 0;
         size += encoded_size(map, kept);
     }
@@ -217,7 +230,7 @@ static void compact_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row
     array->row_length[row] = (uint32_t)size;
     if (size == 0) return;
     uint8_t *out = array->row_data[row];
-    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) out = encode_block(out, blocks[b], maps[b] & ~1ull, kept);
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) out = encode_block(out, blocks[b], maps[b] & wanted & ~1ull, kept);
 }
 
 // Decodes block row `row` into window row `slot`, clearing only what the slot held non-zero before. Outside
@@ -374,6 +387,7 @@ static jvirt_barray_ptr store_request_virt_barray(j_common_ptr cinfo, int pool_i
             array->kept = kept_positions(component->DCT_scaled_size);
             array->iMCU_rows = (JDIMENSION)component->v_samp_factor;
             array->bandable = 1;
+            array->component = index;
         }
     }
     // Appended, so the list is in request (component) order.
@@ -405,6 +419,24 @@ static void store_realize_virt_arrays(j_common_ptr cinfo) {
             array->row_dc[r] = checked_calloc(cinfo, array->blocks_per_row, sizeof(JCOEF));
         }
         array->window = checked_calloc(cinfo, array->window_capacity, sizeof(JBLOCKROW));
+    }
+}
+
+// Zigzag index → natural-order position (libjpeg's jpeg_natural_order, private to it).
+static const unsigned char natural_order[DCTSIZE2] = {
+    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14,
+    21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60,
+    61, 54, 47, 55, 62, 63};
+
+// Notes the positions the current scan refines, if it is an AC refinement scan.
+static void record_scan(sp_coef_store *store, j_decompress_ptr dinfo) {
+    int scan = dinfo->input_scan_number;
+    if (store->refines == NULL || scan < 0 || scan >= store->scan_capacity || dinfo->Ah == 0 || dinfo->Ss == 0) return;
+    uint64_t positions = 0;
+    for (int k = dinfo->Ss; k <= dinfo->Se && k < DCTSIZE2; k++) positions |= 1ull << natural_order[k];
+    for (int i = 0; i < dinfo->comps_in_scan && i < MAX_COMPS_IN_SCAN; i++) {
+        int component = dinfo->cur_comp_info[i]->component_index;
+        if (component >= 0 && component < 4) store->refines[(size_t)scan * 4 + (size_t)component] |= positions;
     }
 }
 
@@ -453,7 +485,11 @@ static JBLOCKARRAY store_access_virt_barray(j_common_ptr cinfo, jvirt_barray_ptr
         // output rows by the rows kept (the output's read-only accesses compact nothing).
         if (writable) fit_budget(cinfo);
     }
-    if (writable) array->window_dirty = 1;
+    if (writable) {
+        array->window_dirty = 1;
+        array->window_scan = dinfo->input_scan_number;
+        record_scan(store, dinfo);
+    }
     return array->window + (start_row - array->window_start);
 }
 
@@ -480,6 +516,9 @@ void sp_coef_store_install(j_decompress_ptr cinfo, sp_coef_store *store, long ma
         store->keep_end = (JDIMENSION)-1;
         store->min_keep_end = store->keep_end;
         store->dropped = 0;
+        store->refines = NULL;
+        store->later = NULL;
+        store->scan_capacity = 0;
         return;
     }
     memset(store, 0, sizeof *store);
@@ -505,6 +544,22 @@ void sp_coef_store_set_band(sp_coef_store *store, long budget, JDIMENSION keep_s
     store->keep_start = keep_start;
     store->keep_end = keep_end;
     store->min_keep_end = min_keep_end < keep_end ? min_keep_end : keep_end;
+}
+
+void sp_coef_store_set_history(sp_coef_store *store, uint64_t *refines, const uint64_t *later, int scan_capacity) {
+    store->refines = refines;
+    store->later = later;
+    store->scan_capacity = scan_capacity;
+}
+
+void sp_coef_history_from_refines(const uint64_t *refines, uint64_t *later, int scan_capacity) {
+    uint64_t after[4] = {0, 0, 0, 0};
+    for (int scan = scan_capacity - 1; scan >= 0; scan--) {
+        for (int c = 0; c < 4; c++) {
+            later[(size_t)scan * 4 + (size_t)c] = after[c];
+            after[c] |= refines[(size_t)scan * 4 + (size_t)c];
+        }
+    }
 }
 
 size_t sp_jpeg_coefficient_store_block_bound(int scaled_size) {

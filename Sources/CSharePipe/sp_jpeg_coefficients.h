@@ -23,6 +23,7 @@
 #define SP_JPEG_COEFFICIENTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <jpeglib.h>
 
@@ -47,6 +48,14 @@ typedef struct {
     JDIMENSION keep_end;        // one past the last; only shrinks during a decode
     JDIMENSION min_keep_end;    // never shrunk below this (the minimal band)
     int dropped;                // 1 once keep_end shrank
+    // Refinement history. `refines` (scan number × 4 components, owned by the reader) collects, as the scans
+    // are read, the natural-order AC positions each successive-approximation refinement scan reads of each
+    // component. `later` (same shape), once an earlier decode of the file has seen every scan, holds per scan
+    // the positions refined by any later scan: all a block must remember of its non-zero map after that scan.
+    // NULL while unknown: every map bit is kept.
+    uint64_t *refines;
+    const uint64_t *later;
+    int scan_capacity;          // entries of both, per component
 } sp_coef_store;
 
 /// iMCU rows around an output iMCU row whose coefficients its pixels depend on: block smoothing reads the
@@ -64,5 +73,12 @@ void sp_coef_store_install(j_decompress_ptr cinfo, sp_coef_store *store, long ma
 /// over `budget` bytes drop rows from the band's end, down to [keep_start, min_keep_end).
 void sp_coef_store_set_band(sp_coef_store *store, long budget, JDIMENSION keep_start, JDIMENSION keep_end,
                             JDIMENSION min_keep_end);
+
+/// After sp_coef_store_install: where to record the refinement scans (`refines`) and, once known, what later
+/// scans refine (`later`, NULL while unknown); `scan_capacity` scan numbers each, 4 components a scan.
+void sp_coef_store_set_history(sp_coef_store *store, uint64_t *refines, const uint64_t *later, int scan_capacity);
+
+/// `later` from a complete `refines`: per scan, the union of the positions every later scan refines.
+void sp_coef_history_from_refines(const uint64_t *refines, uint64_t *later, int scan_capacity);
 
 #endif
