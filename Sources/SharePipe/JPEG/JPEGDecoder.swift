@@ -12,8 +12,8 @@ struct JPEGDecoder: ImageDecoder {
     static let rowBatch = 16
     /// Bytes of the compact coefficient store past which a progressive file is decoded in bands. The bench's
     /// 24 MP camera file at 3/8 needs 13.7 MB and decodes in one band; its 48 MP file at 2/8 needs 35 MB and
-    /// takes three (each band costs another decode of the whole file). Smaller budgets flatten the peak further
-    /// but cost decodes: at 12 MiB the 24 MP file takes two and the 48 MP one four.
+    /// takes three (each band costs another decode of the whole file). Smaller budgets flatten the peak a little
+    /// and cost decodes: at 12 MiB the 24 MP file takes two (0.7 MB less) and the 48 MP one four (1.3 MB less).
     static let storeBudget = 14 << 20
     /// The most bands (decodes of the file) one image gets: past that the store exceeds the budget instead
     /// (an image so large that its non-zero map alone fills the budget would otherwise take a decode per row).
