@@ -151,6 +151,23 @@ struct ProgressiveStoreTests {
         #expect(compact.storePeak > 0 && compact.storePeak < libjpeg / 3, "store \(compact.storePeak) vs \(libjpeg)")
     }
 
+    @Test("the pipeline decodes in bands from a file and from bytes, the same output as one decode")
+    func pipelineBandsFromFileAndBytes() throws {
+        let path = Fixtures.path("jpeg/progressive.jpg")
+        var options = PrepareOptions(maxShortEdge: 600)
+        let whole = try SharePipe.prepare(.file(path: path), options: options)
+        // A 1 MiB decoder limit gives a 512 KiB band budget: the 1600×1200 file at 4/8 (about 0.9 MB in one
+        // decode) takes several bands.
+        options.limits.maxDecoderMemory = 1 << 20
+        let fromFile = try SharePipe.prepare(.file(path: path), options: options)
+        let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let fromBytes = try SharePipe.prepare(.bytes(data), options: options)
+        #expect(fromFile.bytes == whole.bytes)
+        #expect(fromBytes.bytes == whole.bytes)
+        let banded = Self.decode(path, scale: 4, full: false, bands: JPEGDecoder.maxBands, budget: 512 << 10)
+        #expect(banded.bands > 1, "bands: \(banded.bands)")
+    }
+
     @Test("fails at the decoder memory limit instead of growing past it")
     func boundedByTheLimit() throws {
         let limited = Self.decode(Fixtures.path("jpeg/progressive.jpg"), scale: 3, full: false, maxMemory: 200_000)
