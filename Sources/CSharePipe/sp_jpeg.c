@@ -19,6 +19,7 @@ typedef struct {
     char message[JMSG_LENGTH_MAX];
     char last_warning[JMSG_LENGTH_MAX];
     int warnings;
+    int quiet;                 // 1: warnings not counted (a band's decode repeats the first decode's warnings)
     sp_jpeg_limit limit_hit;   // which limit ended the last call, if any
 } sp_error_mgr;
 
@@ -30,9 +31,24 @@ struct sp_jpeg_reader {
     long metadata_bytes;       // saved marker payloads plus per-segment overhead, so far
     int metadata_segments;
     FILE *file;
+    const uint8_t *memory;     // or the caller's bytes
+    size_t memory_length;
     int started;
     int full_coefficients;     // 1: libjpeg's own whole-image coefficient arrays instead of the compact store
     sp_coef_store store;
+    // Bands (see sp_jpeg_coefficients.h): the file is decoded once per band of output rows.
+    long band_budget;          // 0: one decode, the store holding the whole image
+    int max_bands;             // the fewest iMCU rows a band has is total / max_bands
+    int scale_num;             // what sp_jpeg_reader_start was given, for the next band's decode
+    J_COLOR_SPACE out_color_space;
+    JDIMENSION band_end_row;   // output row where this band ends (output_height for the last)
+    JDIMENSION band_end_iMCU;  // iMCU row where it ends
+    JDIMENSION band_rows;      // iMCU rows the last band's decode kept (sizes the next band's first guess)
+    int bands;                 // decodes so far
+    size_t store_peak;         // over every band's decode
+    uint64_t *refines;         // the store's refinement history (sp_coef_store), kept across bands
+    uint64_t *later;
+    int scan_capacity;
 };
 
 // Bytes counted against the metadata limit for each saved segment besides its payload (libjpeg's node).
@@ -86,6 +102,7 @@ static void sp_emit_message(j_common_ptr cinfo, int level) {
         strcpy(error->message, "image data ends before the last row (premature end of data segment)");
         longjmp(error->jump, 1);
     }
+    if (error->quiet) return;
     error->warnings += 1;
     (*cinfo->err->format_message)(cinfo, error->last_warning);
 }
@@ -223,6 +240,8 @@ sp_status sp_jpeg_reader_open_memory(const uint8_t *data, size_t length, sp_jpeg
     if (data == NULL || length == 0) { copy_message(message, "empty input"); return SP_ERR_ARGUMENT; }
     sp_status status = reader_create(limits, out, message);
     if (status != SP_OK) return status;
+    (*out)->memory = data;
+    (*out)->memory_length = length;
     jpeg_mem_src(&(*out)->cinfo, data, (unsigned long)length);
     return SP_OK;
 }
@@ -266,23 +285,98 @@ sp_jpeg_limit sp_jpeg_reader_limit_hit(const sp_jpeg_reader *reader) {
     return reader->error.limit_hit;
 }
 
+// Starts the decode of the band whose output begins at iMCU row `first_iMCU` (0: the first decode, which
+// has read the header already). A multi-scan file's coefficients go to the compact store
+// (sp_jpeg_coefficients.c), bounded by the memory limit; it is installed here because libjpeg requests the
+// arrays in jpeg_start_decompress, which reads every scan. With a band budget the store keeps values for the
+// band only and may shrink it; the rows it kept, less the margin, are this band's output.
+static void start_band(sp_jpeg_reader *reader, JDIMENSION first_iMCU) {
+    struct jpeg_decompress_struct *cinfo = &reader->cinfo;
+    cinfo->scale_num = (unsigned int)reader->scale_num;
+    cinfo->scale_denom = 8;
+    cinfo->out_color_space = reader->out_color_space;
+    cinfo->dct_method = JDCT_ISLOW;
+    JDIMENSION total = cinfo->total_iMCU_rows;
+    if (!reader->full_coefficients) {
+        sp_coef_store_install(cinfo, &reader->store, reader->limits.max_memory);
+        if (reader->band_budget > 0) {
+            JDIMENSION keep_start = first_iMCU > SP_COEF_MARGIN_BEFORE ? first_iMCU - SP_COEF_MARGIN_BEFORE : 0;
+            // At most max_bands decodes: a band is at least total / max_bands iMCU rows, even over the budget.
+            JDIMENSION least = (total + (JDIMENSION)reader->max_bands - 1) / (JDIMENSION)reader->max_bands;
+            if (least < 1) least = 1;
+            JDIMENSION min_end = first_iMCU + least + SP_COEF_MARGIN_AFTER;
+            // After the first decode, start from a band a little larger than the last one kept: rows that would
+            // be dropped anyway are not worth compacting with their values.
+            JDIMENSION end = total;
+            if (reader->bands > 0 && reader->band_rows > 0) end = keep_start + reader->band_rows + reader->band_rows / 2;
+            if (end > total) end = total;
+            if (min_end > total) min_end = total;
+            if (end < min_end) end = min_end;
+            sp_coef_store_set_band(&reader->store, reader->band_budget, keep_start, end, min_end);
+            // The first decode records which positions each refinement scan reads; the later ones know the
+            // whole script and keep of a block's map only what a later scan reads.
+            if (reader->refines == NULL && reader->limits.max_scans > 0) {
+                reader->scan_capacity = reader->limits.max_scans + 2;
+                reader->refines = calloc((size_t)reader->scan_capacity * 4, sizeof(uint64_t));
+                reader->later = calloc((size_t)reader->scan_capacity * 4, sizeof(uint64_t));
+                if (reader->refines == NULL || reader->later == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 93);
+            }
+            if (reader->refines != NULL) {
+                sp_coef_store_set_history(&reader->store, reader->bands == 0 ? reader->refines : NULL,
+                                          reader->bands == 0 ? NULL : reader->later, reader->scan_capacity);
+            }
+        }
+    }
+    jpeg_start_decompress(cinfo);
+    if (reader->bands == 0 && reader->refines != NULL) {
+        sp_coef_history_from_refines(reader->refines, reader->later, reader->scan_capacity);
+    }
+    reader->bands += 1;
+    size_t peak = reader->full_coefficients ? 0 : reader->store.peak_bytes;
+    if (peak > reader->store_peak) reader->store_peak = peak;
+    // This band's output: up to the margin before the first row the store did not keep.
+    JDIMENSION lines = (JDIMENSION)(cinfo->min_DCT_scaled_size * cinfo->max_v_samp_factor);
+    reader->band_end_row = cinfo->output_height;
+    reader->band_end_iMCU = total;
+    if (!reader->full_coefficients && reader->band_budget > 0 && reader->store.keep_end < total) {
+        JDIMENSION end = reader->store.keep_end - SP_COEF_MARGIN_AFTER;
+        reader->band_rows = reader->store.keep_end - reader->store.keep_start;
+        reader->band_end_iMCU = end;
+        if ((size_t)end * lines < cinfo->output_height) reader->band_end_row = end * lines;
+    }
+    if (first_iMCU > 0) jpeg_skip_scanlines(cinfo, first_iMCU * lines);
+}
+
+// Ends this band's decode and starts the next one's: the same source from its start, the same parameters.
+static void next_band(sp_jpeg_reader *reader) {
+    struct jpeg_decompress_struct *cinfo = &reader->cinfo;
+    JDIMENSION first = reader->band_end_iMCU;
+    jpeg_abort_decompress(cinfo);
+    if (reader->file != NULL) {
+        if (fseek(reader->file, 0, SEEK_SET) != 0) ERREXIT(cinfo, JERR_FILE_READ);
+        jpeg_stdio_src(cinfo, reader->file);
+    } else {
+        jpeg_mem_src(cinfo, reader->memory, (unsigned long)reader->memory_length);
+    }
+    reader->metadata_bytes = 0;
+    reader->metadata_segments = 0;
+    reader->error.quiet = 1;
+    if (jpeg_read_header(cinfo, TRUE) != JPEG_HEADER_OK) ERREXIT(cinfo, JERR_NO_IMAGE);
+    start_band(reader, first);
+}
+
 sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_out_space space,
                                int *out_width, int *out_height, int *out_components, char *message) {
     if (scale_num < 1 || scale_num > 8) { copy_message(message, "scale must be 1...8 eighths"); return SP_ERR_ARGUMENT; }
     if (setjmp(reader->error.jump)) return failure(&reader->error, message);
     struct jpeg_decompress_struct *cinfo = &reader->cinfo;
-    cinfo->scale_num = (unsigned int)scale_num;
-    cinfo->scale_denom = 8;
+    reader->scale_num = scale_num;
     switch (space) {
-    case SP_JPEG_OUT_GRAY: cinfo->out_color_space = JCS_GRAYSCALE; break;
-    case SP_JPEG_OUT_CMYK: cinfo->out_color_space = JCS_CMYK; break;
-    default: cinfo->out_color_space = JCS_RGB; break;
+    case SP_JPEG_OUT_GRAY: reader->out_color_space = JCS_GRAYSCALE; break;
+    case SP_JPEG_OUT_CMYK: reader->out_color_space = JCS_CMYK; break;
+    default: reader->out_color_space = JCS_RGB; break;
     }
-    cinfo->dct_method = JDCT_ISLOW;
-    // A multi-scan file's coefficients go to the compact store (sp_jpeg_coefficients.c), bounded by the
-    // memory limit; it is installed here because libjpeg requests the arrays in jpeg_start_decompress.
-    if (!reader->full_coefficients) sp_coef_store_install(cinfo, &reader->store, reader->limits.max_memory);
-    jpeg_start_decompress(cinfo);
+    start_band(reader, 0);
     reader->started = 1;
     *out_width = (int)cinfo->output_width;
     *out_height = (int)cinfo->output_height;
@@ -294,8 +388,20 @@ void sp_jpeg_reader_use_full_coefficients(sp_jpeg_reader *reader, int full) {
     reader->full_coefficients = full ? 1 : 0;
 }
 
+void sp_jpeg_reader_set_band_budget(sp_jpeg_reader *reader, long budget, int max_bands) {
+    // Another decode needs the source again from its start: a file that cannot seek (a pipe) gets one.
+    int seekable = reader->file == NULL || fseek(reader->file, 0, SEEK_CUR) == 0;
+    reader->band_budget = seekable && max_bands > 1 ? budget : 0;
+    reader->max_bands = max_bands;
+}
+
 size_t sp_jpeg_reader_coefficient_store_peak(const sp_jpeg_reader *reader) {
-    return reader->full_coefficients ? 0 : reader->store.peak_bytes;
+    size_t peak = reader->full_coefficients ? 0 : reader->store.peak_bytes;
+    return peak > reader->store_peak ? peak : reader->store_peak;
+}
+
+int sp_jpeg_reader_band_count(const sp_jpeg_reader *reader) {
+    return reader->bands;
 }
 
 sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size_t row_bytes, int max_rows,
@@ -306,9 +412,13 @@ sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size
     if (cinfo->output_scanline >= cinfo->output_height) return SP_ERR_END;
     int done = 0;
     while (done < max_rows && cinfo->output_scanline < cinfo->output_height) {
+        if (cinfo->output_scanline >= reader->band_end_row) next_band(reader);
         JSAMPROW rows[16];
         int batch = max_rows - done;
         if (batch > 16) batch = 16;
+        if ((JDIMENSION)batch > reader->band_end_row - cinfo->output_scanline) {
+            batch = (int)(reader->band_end_row - cinfo->output_scanline);
+        }
         for (int i = 0; i < batch; i++) rows[i] = buffer + (size_t)(done + i) * row_bytes;
         JDIMENSION got = jpeg_read_scanlines(cinfo, rows, (JDIMENSION)batch);
         if (got == 0) break;
@@ -336,6 +446,8 @@ void sp_jpeg_reader_free(sp_jpeg_reader *reader) {
     // jpeg_destroy never calls error_exit, but guard anyway so a longjmp cannot land in a stale frame.
     if (setjmp(reader->error.jump) == 0) jpeg_destroy_decompress(&reader->cinfo);
     if (reader->file != NULL) fclose(reader->file);
+    free(reader->refines);
+    free(reader->later);
     free(reader);
 }
 

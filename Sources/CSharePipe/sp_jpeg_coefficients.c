@@ -15,6 +15,13 @@
 // - Block smoothing (decompress_smooth_data) reads the DC of the neighbouring blocks and zigzag positions
 //   0…9 of the block itself; those are always kept.
 // Anything the store cannot place (an array that is not a component's coefficient array) keeps all 64.
+// - A refinement scan (Ah > 0) reads the non-zero history of positions Ss…Se only (jdarith's EOB index search
+//   may look below Ss, but only compares the result with positions ≥ Ss). Once every scan is known, a block
+//   keeps in its map only the positions a later refinement scan of its component reads (plus those whose
+//   values it keeps): after its last refinement, nothing.
+// - Outside the band (see the header) a block keeps only its AC non-zero map: the DC is never read by the
+//   entropy decoders (DC first scans add to their own last_dc_val, refinement ORs a bit in), the AC first
+//   scans assign, and refinement only tests against zero (above).
 #include "sp_jpeg_coefficients.h"
 
 #include <jerror.h>
@@ -32,14 +39,17 @@ struct sp_coef_array {
     JDIMENSION max_access;
     JDIMENSION iMCU_rows;       // block rows per iMCU row (the component's v_samp_factor)
     JDIMENSION window_capacity; // rows the window can hold
-    uint64_t kept;              // natural-order positions whose values are stored
-    JCOEF *dc;                  // every block's DC, rows × blocks_per_row (a DC scan touches nothing else)
+    uint64_t kept;              // natural-order positions whose values are stored (inside the band)
+    int bandable;               // a component's coefficient array: rows outside the band keep only a map
+    int component;              // its component index (bandable arrays)
+    int window_scan;            // the scan that last wrote the window (input_scan_number)
+    JCOEF **row_dc;             // per block row inside the band: its blocks' DC (a DC scan touches nothing else)
     uint8_t **row_data;         // per block row: the encoded AC of its blocks, or NULL while all are zero
     uint32_t *row_length;
     uint32_t *row_capacity;
     uint64_t *window_maps;      // per window block: where it is non-zero (cleared there, not wholesale)
-    JBLOCKROW window_blocks;    // max_access rows of full blocks
-    JBLOCKARRAY window;         // row pointers into window_blocks
+    JBLOCKARRAY window;         // window_capacity rows of full blocks, each allocated when first used (a
+                                // complete file is never smoothed: its accesses need one iMCU row, not five)
     JDIMENSION window_start;   // first row in the window
     JDIMENSION window_rows;
     int window_valid;
@@ -78,6 +88,13 @@ static uint64_t kept_positions(int scaled_size) {
 }
 
 static sp_coef_store *store_of(j_common_ptr cinfo) { return (sp_coef_store *)cinfo->client_data; }
+
+// Whether block row `row` keeps its values (inside the band); outside it only its AC non-zero map.
+static inline int row_kept(const sp_coef_store *store, const sp_coef_array *array, JDIMENSION row) {
+    if (!array->bandable) return 1;
+    JDIMENSION iMCU_row = row / array->iMCU_rows;
+    return iMCU_row >= store->keep_start && iMCU_row < store->keep_end;
+}
 
 // Counts an allocation against the limit; past it the decode fails the way libjpeg's own arrays fail at
 // max_memory_to_use (JERR_NO_BACKING_STORE), which the reader reports as the decoder memory limit.
@@ -176,15 +193,22 @@ static inline const uint8_t *decode_block(const uint8_t *in, JCOEF *block, uint6
 static void compact_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
     JBLOCKROW blocks = array->window[slot];
     uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
-    JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
-    uint64_t kept = array->kept & ~1ull;
+    JCOEF *dc = array->row_dc[row];   // NULL outside the band
+    uint64_t kept = dc != NULL ? array->kept & ~1ull : 0;
+    // The map bits worth keeping: the kept values' and the history later refinement scans read.
+    sp_coef_store *store = store_of(cinfo);
+    uint64_t history = ~0ull;
+    if (store->later != NULL && array->bandable && array->window_scan >= 0 && array->window_scan < store->scan_capacity) {
+        history = store->later[(size_t)array->window_scan * 4 + (size_t)array->component];
+    }
+    uint64_t wanted = kept | history;
     size_t size = 0;
     int any = 0;
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
         uint64_t map = nonzero_map(blocks[b]);
         maps[b] = map;
-        dc[b] = blocks[b][0];
-        map &= ~1ull;
+        if (dc != NULL) dc[b] = blocks[b][0];
+        map &= wanted & ~1ull;
         any |= map != 0;
         size += encoded_size(map, kept);
     }
@@ -206,10 +230,11 @@ static void compact_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row
     array->row_length[row] = (uint32_t)size;
     if (size == 0) return;
     uint8_t *out = array->row_data[row];
-    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) out = encode_block(out, blocks[b], maps[b] & ~1ull, kept);
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) out = encode_block(out, blocks[b], maps[b] & wanted & ~1ull, kept);
 }
 
-// Decodes block row `row` into window row `slot`, clearing only what the slot held non-zero before.
+// Decodes block row `row` into window row `slot`, clearing only what the slot held non-zero before. Outside
+// the band the AC non-zero coefficients come back as 1 and the DC as 0 (only the map is kept).
 static void expand_row(sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
     JBLOCKROW blocks = array->window[slot];
     uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
@@ -217,11 +242,13 @@ static void expand_row(sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
         for (uint64_t bits = maps[b]; bits != 0; bits &= bits - 1) blocks[b][__builtin_ctzll(bits)] = 0;
         maps[b] = 0;
     }
+    const JCOEF *dc = array->row_dc[row];
     if (array->row_length[row] != 0) {
         const uint8_t *in = array->row_data[row];
-        for (JDIMENSION b = 0; b < array->blocks_per_row; b++) in = decode_block(in, blocks[b], array->kept, &maps[b]);
+        uint64_t kept = dc != NULL ? array->kept : 0;
+        for (JDIMENSION b = 0; b < array->blocks_per_row; b++) in = decode_block(in, blocks[b], kept, &maps[b]);
     }
-    const JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+    if (dc == NULL) return;
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
         blocks[b][0] = dc[b];
         maps[b] |= (uint64_t)(dc[b] != 0);
@@ -232,20 +259,77 @@ static void expand_row(sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
 static void expand_dc(sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
     JBLOCKROW blocks = array->window[slot];
     uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
-    const JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+    const JCOEF *dc = array->row_dc[row];
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
-        blocks[b][0] = dc[b];
-        maps[b] = (maps[b] & ~1ull) | (uint64_t)(dc[b] != 0);
+        JCOEF value = dc != NULL ? dc[b] : 0;
+        blocks[b][0] = value;
+        maps[b] = (maps[b] & ~1ull) | (uint64_t)(value != 0);
     }
 }
 
 static void compact_dc(sp_coef_array *array, JDIMENSION row, JDIMENSION slot) {
     JBLOCKROW blocks = array->window[slot];
     uint64_t *maps = array->window_maps + (size_t)slot * array->blocks_per_row;
-    JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+    JCOEF *dc = array->row_dc[row];
+    if (dc == NULL) return;   // outside the band: the DC is not kept
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
         dc[b] = blocks[b][0];
         maps[b] = (maps[b] & ~1ull) | (uint64_t)(dc[b] != 0);
+    }
+}
+
+// Turns block row `row` into a row outside the band: its DC freed, its encoded blocks rewritten in place
+// without their values (the summary byte and map bytes stay).
+static void drop_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row) {
+    size_t dc_bytes = (size_t)array->blocks_per_row * sizeof(JCOEF);
+    if (array->row_dc[row] == NULL) return;
+    free(array->row_dc[row]);
+    array->row_dc[row] = NULL;
+    count_bytes(cinfo, -(long)dc_bytes);
+    if (array->row_length[row] == 0) return;
+    uint64_t kept = array->kept & ~1ull;
+    uint8_t *data = array->row_data[row], *out = data;
+    const uint8_t *in = data;
+    for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
+        unsigned int summary = *in++;
+        *out++ = (uint8_t)summary;
+        uint64_t map = 0;
+        for (unsigned int bytes = summary; bytes != 0; bytes &= bytes - 1) {
+            uint8_t byte = *in++;
+            map |= (uint64_t)byte << (8 * __builtin_ctz(bytes));
+            *out++ = byte;
+        }
+        in += 2 * (size_t)count_bits(map & kept);
+    }
+    size_t size = (size_t)(out - data);
+    uint32_t capacity = array->row_capacity[row];
+    if (size < capacity / 2) {
+        // A new chunk rather than shrinking in place: the old one freed whole can hold a growing row later,
+        // where its tail alone would be a hole too small for one (the heap grew 25 % past the store without).
+        uint8_t *smaller = malloc(size);
+        if (smaller != NULL) {
+            memcpy(smaller, data, size);
+            free(data);
+            array->row_data[row] = smaller;
+            array->row_capacity[row] = (uint32_t)size;
+            count_bytes(cinfo, (long)size - (long)capacity);
+        }
+    }
+    array->row_length[row] = (uint32_t)size;
+}
+
+// While the store is over its budget, moves the band's last iMCU row out of the band (down to the minimal
+// band). Called between accesses, never while a row is being compacted.
+static void fit_budget(j_common_ptr cinfo) {
+    sp_coef_store *store = store_of(cinfo);
+    while (store->budget > 0 && (long)store->bytes > store->budget && store->keep_end > store->min_keep_end) {
+        JDIMENSION iMCU_row = --store->keep_end;
+        store->dropped = 1;
+        for (sp_coef_array *array = store->arrays; array != NULL; array = array->next) {
+            if (!array->bandable || array->row_dc == NULL) continue;
+            JDIMENSION first = iMCU_row * array->iMCU_rows;
+            for (JDIMENSION r = first; r < first + array->iMCU_rows && r < array->rows; r++) drop_row(cinfo, array, r);
+        }
     }
 }
 
@@ -257,12 +341,17 @@ static void release_arrays(j_common_ptr cinfo) {
         if (array->row_data != NULL) {
             for (JDIMENSION r = 0; r < array->rows; r++) free(array->row_data[r]);
         }
+        if (array->row_dc != NULL) {
+            for (JDIMENSION r = 0; r < array->rows; r++) free(array->row_dc[r]);
+        }
         free(array->row_data);
         free(array->row_length);
         free(array->row_capacity);
         free(array->window_maps);
-        free(array->dc);
-        free(array->window_blocks);
+        free(array->row_dc);
+        if (array->window != NULL) {
+            for (JDIMENSION r = 0; r < array->window_capacity; r++) free(array->window[r]);
+        }
         free(array->window);
         free(array);
         array = next;
@@ -297,6 +386,8 @@ static jvirt_barray_ptr store_request_virt_barray(j_common_ptr cinfo, int pool_i
         if (wide == blocksperrow && high == numrows) {
             array->kept = kept_positions(component->DCT_scaled_size);
             array->iMCU_rows = (JDIMENSION)component->v_samp_factor;
+            array->bandable = 1;
+            array->component = index;
         }
     }
     // Appended, so the list is in request (component) order.
@@ -315,19 +406,37 @@ static void store_realize_virt_arrays(j_common_ptr cinfo) {
         array->window_capacity = array->max_access + array->iMCU_rows;
         if (array->window_capacity > array->rows) array->window_capacity = array->rows;
         size_t rows = array->rows, window_blocks = (size_t)array->window_capacity * array->blocks_per_row;
-        count_bytes(cinfo, (long)(rows * (sizeof(uint8_t *) + 2 * sizeof(uint32_t)) + rows * array->blocks_per_row * sizeof(JCOEF)
-                                  + window_blocks * sizeof(JBLOCK) + array->window_capacity * sizeof(JBLOCKROW)
-                                  + window_blocks * sizeof(uint64_t)));
+        count_bytes(cinfo, (long)(rows * (2 * sizeof(uint8_t *) + 2 * sizeof(uint32_t))
+                                  + array->window_capacity * sizeof(JBLOCKROW) + window_blocks * sizeof(uint64_t)));
         array->row_data = checked_calloc(cinfo, rows, sizeof(uint8_t *));
         array->row_length = checked_calloc(cinfo, rows, sizeof(uint32_t));
         array->row_capacity = checked_calloc(cinfo, rows, sizeof(uint32_t));
         array->window_maps = checked_calloc(cinfo, window_blocks, sizeof(uint64_t));
-        array->dc = checked_calloc(cinfo, rows * array->blocks_per_row, sizeof(JCOEF));
-        array->window_blocks = checked_calloc(cinfo, window_blocks, sizeof(JBLOCK));
-        array->window = checked_calloc(cinfo, array->window_capacity, sizeof(JBLOCKROW));
-        for (JDIMENSION r = 0; r < array->window_capacity; r++) {
-            array->window[r] = array->window_blocks + (size_t)r * array->blocks_per_row;
+        array->row_dc = checked_calloc(cinfo, rows, sizeof(JCOEF *));
+        for (JDIMENSION r = 0; r < array->rows; r++) {
+            if (!row_kept(store, array, r)) continue;
+            count_bytes(cinfo, (long)(array->blocks_per_row * sizeof(JCOEF)));
+            array->row_dc[r] = checked_calloc(cinfo, array->blocks_per_row, sizeof(JCOEF));
         }
+        array->window = checked_calloc(cinfo, array->window_capacity, sizeof(JBLOCKROW));
+    }
+}
+
+// Zigzag index → natural-order position (libjpeg's jpeg_natural_order, private to it).
+static const unsigned char natural_order[DCTSIZE2] = {
+    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14,
+    21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60,
+    61, 54, 47, 55, 62, 63};
+
+// Notes the positions the current scan refines, if it is an AC refinement scan.
+static void record_scan(sp_coef_store *store, j_decompress_ptr dinfo) {
+    int scan = dinfo->input_scan_number;
+    if (store->refines == NULL || scan < 0 || scan >= store->scan_capacity || dinfo->Ah == 0 || dinfo->Ss == 0) return;
+    uint64_t positions = 0;
+    for (int k = dinfo->Ss; k <= dinfo->Se && k < DCTSIZE2; k++) positions |= 1ull << natural_order[k];
+    for (int i = 0; i < dinfo->comps_in_scan && i < MAX_COMPS_IN_SCAN; i++) {
+        int component = dinfo->cur_comp_info[i]->component_index;
+        if (component >= 0 && component < 4) store->refines[(size_t)scan * 4 + (size_t)component] |= positions;
     }
 }
 
@@ -360,6 +469,10 @@ static JBLOCKARRAY store_access_virt_barray(j_common_ptr cinfo, jvirt_barray_ptr
             }
         }
         for (JDIMENSION r = 0; r < wanted_end - start_row; r++) {
+            if (array->window[r] == NULL) {
+                count_bytes(cinfo, (long)(array->blocks_per_row * sizeof(JBLOCK)));
+                array->window[r] = checked_calloc(cinfo, array->blocks_per_row, sizeof(JBLOCK));
+            }
             if (dc_only) expand_dc(array, start_row + r, r);
             else expand_row(array, start_row + r, r);
         }
@@ -368,8 +481,15 @@ static JBLOCKARRAY store_access_virt_barray(j_common_ptr cinfo, jvirt_barray_ptr
         array->window_valid = 1;
         array->window_dirty = 0;
         array->window_dc_only = dc_only;
+        // Only while the scans are read: once jpeg_start_decompress returns, the reader has fixed the band's
+        // output rows by the rows kept (the output's read-only accesses compact nothing).
+        if (writable) fit_budget(cinfo);
     }
-    if (writable) array->window_dirty = 1;
+    if (writable) {
+        array->window_dirty = 1;
+        array->window_scan = dinfo->input_scan_number;
+        record_scan(store, dinfo);
+    }
     return array->window + (start_row - array->window_start);
 }
 
@@ -387,6 +507,20 @@ static void store_self_destruct(j_common_ptr cinfo) {
 
 void sp_coef_store_install(j_decompress_ptr cinfo, sp_coef_store *store, long max_bytes) {
     struct jpeg_memory_mgr *mem = cinfo->mem;
+    if (mem->request_virt_barray == store_request_virt_barray) {
+        // Installed for an earlier decode of this decompressor (a band): its arrays went with the image pool.
+        store->max_bytes = max_bytes;
+        store->peak_bytes = store->bytes;
+        store->budget = 0;
+        store->keep_start = 0;
+        store->keep_end = (JDIMENSION)-1;
+        store->min_keep_end = store->keep_end;
+        store->dropped = 0;
+        store->refines = NULL;
+        store->later = NULL;
+        store->scan_capacity = 0;
+        return;
+    }
     memset(store, 0, sizeof *store);
     store->base_request_virt_barray = mem->request_virt_barray;
     store->base_realize_virt_arrays = mem->realize_virt_arrays;
@@ -394,12 +528,38 @@ void sp_coef_store_install(j_decompress_ptr cinfo, sp_coef_store *store, long ma
     store->base_free_pool = mem->free_pool;
     store->base_self_destruct = mem->self_destruct;
     store->max_bytes = max_bytes;
+    store->keep_end = (JDIMENSION)-1;   // no band: every row keeps its values
+    store->min_keep_end = store->keep_end;
     cinfo->client_data = store;
     mem->request_virt_barray = store_request_virt_barray;
     mem->realize_virt_arrays = store_realize_virt_arrays;
     mem->access_virt_barray = store_access_virt_barray;
     mem->free_pool = store_free_pool;
     mem->self_destruct = store_self_destruct;
+}
+
+void sp_coef_store_set_band(sp_coef_store *store, long budget, JDIMENSION keep_start, JDIMENSION keep_end,
+                            JDIMENSION min_keep_end) {
+    store->budget = budget;
+    store->keep_start = keep_start;
+    store->keep_end = keep_end;
+    store->min_keep_end = min_keep_end < keep_end ? min_keep_end : keep_end;
+}
+
+void sp_coef_store_set_history(sp_coef_store *store, uint64_t *refines, const uint64_t *later, int scan_capacity) {
+    store->refines = refines;
+    store->later = later;
+    store->scan_capacity = scan_capacity;
+}
+
+void sp_coef_history_from_refines(const uint64_t *refines, uint64_t *later, int scan_capacity) {
+    uint64_t after[4] = {0, 0, 0, 0};
+    for (int scan = scan_capacity - 1; scan >= 0; scan--) {
+        for (int c = 0; c < 4; c++) {
+            later[(size_t)scan * 4 + (size_t)c] = after[c];
+            after[c] |= refines[(size_t)scan * 4 + (size_t)c];
+        }
+    }
 }
 
 size_t sp_jpeg_coefficient_store_block_bound(int scaled_size) {

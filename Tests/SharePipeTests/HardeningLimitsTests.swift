@@ -79,12 +79,17 @@ import Testing
         Self.expectTooLarge(.file(path: path), options, "\(info.size.area * info.frameCount - 1)")
     }
 
-    /// libjpeg's `max_memory_to_use`: a progressive JPEG keeps every coefficient (1600×1200 → ~5.8 MB).
+    /// libjpeg's `max_memory_to_use`: a progressive JPEG keeps every coefficient (1600×1200 → ~5.8 MB), the
+    /// compact store about 1 MB at 8/8, in bands 0.5 MB; within 256 KB not even the non-zero map of every block
+    /// (about 200 KB) and the smallest band fit.
     @Test func decoderMemoryLimitRefusesAProgressiveJPEG() throws {
         var options = PrepareOptions()
-        options.limits.maxDecoderMemory = 1 << 20
+        options.limits.maxDecoderMemory = 256 << 10
         Self.expectTooLarge(.file(path: Fixtures.path("jpeg/progressive.jpg")), options,
-                            "1600×1200 exceeds the decoder memory limit of 1048576 bytes")
+                            "1600×1200 exceeds the decoder memory limit of 262144 bytes")
+        // Within 1 MB it decodes in bands (the store's band budget is half the limit).
+        options.limits.maxDecoderMemory = 1 << 20
+        _ = try SharePipe.prepare(.file(path: Fixtures.path("jpeg/progressive.jpg")), options: options)
         // The same file within the default limit decodes.
         _ = try SharePipe.prepare(.file(path: Fixtures.path("jpeg/progressive.jpg")), options: PrepareOptions(maxShortEdge: 100))
     }

@@ -7,6 +7,8 @@ import Testing
 /// whole-image arrays: the same file, scale and output colour through the same shim, pixels compared byte
 /// for byte. `SHAREPIPE_STORE_CORPUS` (directories, colon-separated) adds more files: scripts/check-progressive-store
 /// generates scan-script, restart-interval, sampling and odd-size sets and runs this suite over them.
+/// Banded decodes (the store keeping one band of rows, the file decoded once per band) are forced with a budget
+/// of one byte, so every band is the smallest the band limit allows and every band boundary is exercised.
 @Suite("Progressive coefficient store")
 struct ProgressiveStoreTests {
     /// One decode through the shim.
@@ -15,9 +17,12 @@ struct ProgressiveStoreTests {
         var width = 0, height = 0, components = 0
         var pixels: [UInt8] = []
         var storePeak = 0
+        var bands = 0
     }
 
-    static func decode(_ path: String, scale: Int, full: Bool, maxMemory: Int = 256 << 20) -> Decode {
+    /// `bands`: decode in (at most) that many bands with a one-byte budget; 0: one decode.
+    static func decode(_ path: String, scale: Int, full: Bool, maxMemory: Int = 256 << 20, bands: Int = 0,
+                       budget: Int = 1) -> Decode {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
         let limits = sp_jpeg_limits(max_memory: maxMemory, max_metadata: 0, max_segments: 0, max_scans: 500)
@@ -28,6 +33,7 @@ struct ProgressiveStoreTests {
         status = sp_jpeg_reader_read_header(handle, 0, &header, &message)
         guard status == SP_OK else { return Decode(status: status) }
         sp_jpeg_reader_use_full_coefficients(handle, full ? 1 : 0)
+        if bands > 0 { sp_jpeg_reader_set_band_budget(handle, budget, Int32(bands)) }
         let space = header.components == 1 ? SP_JPEG_OUT_GRAY : header.components == 4 ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB
         var result = Decode(status: SP_OK)
         var w: Int32 = 0, h: Int32 = 0, c: Int32 = 0
@@ -51,6 +57,7 @@ struct ProgressiveStoreTests {
         if status == SP_OK { status = sp_jpeg_reader_finish(handle, &message) }
         result.status = status == SP_ERR_END ? SP_OK : status
         result.storePeak = sp_jpeg_reader_coefficient_store_peak(handle)
+        result.bands = Int(sp_jpeg_reader_band_count(handle))
         return result
     }
 
@@ -77,9 +84,9 @@ struct ProgressiveStoreTests {
         return found.sorted()
     }
 
-    @Test("decodes the pixels of libjpeg's own arrays, at every scale, for every JPEG")
+    @Test("decodes the pixels of libjpeg's own arrays, at every scale, for every JPEG, in one decode and in bands")
     func exactAgainstLibjpeg() throws {
-        var compared = 0, progressive = 0, failedAlike = 0
+        var compared = 0, progressive = 0, failedAlike = 0, banded = 0, bandDecodes = 0
         var storeBytes = 0
         for path in Self.files() {
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
@@ -96,12 +103,43 @@ struct ProgressiveStoreTests {
                 if compact.storePeak > 0 {
                     progressive += 1
                     storeBytes += compact.storePeak
+                    // In bands: the smallest 4 (a one-byte budget); up to 8 within half the one-decode peak,
+                    // the store dropping rows from the band's end as the scans fill it; and for short images at
+                    // the scales the pipeline uses most, one band per iMCU row (every row a band boundary).
+                    var bandings = [(bands: 4, budget: 1), (bands: 8, budget: compact.storePeak / 2)]
+                    if full.height <= 160 && (scale == 2 || scale == 3) { bandings.append((bands: 1000, budget: 1)) }
+                    for (bands, budget) in bandings {
+                        let band = Self.decode(path, scale: scale, full: false, bands: bands, budget: budget)
+                        #expect(band.status == SP_OK, "\(path) at \(scale)/8 in \(bands) bands: status \(band.status)")
+                        #expect(band.pixels == full.pixels, "\(path) at \(scale)/8 in \(bands) bands (\(band.bands) decodes): pixels differ")
+                        if band.bands > 1 { banded += 1 }
+                        bandDecodes += band.bands
+                    }
                 }
             }
         }
         print("progressive store: \(compared) decodes compared (\(progressive) multi-scan), \(failedAlike) failed alike; "
-              + "store peaks summed: \(storeBytes) bytes")
+              + "store peaks summed: \(storeBytes) bytes; banded: \(banded) decodes in more than one band, "
+              + "\(bandDecodes) band decodes")
         #expect(progressive > 0)
+        #expect(banded > 0)
+    }
+
+    @Test("decodes a progressive file in bands within a budget, the pixels of one decode")
+    func bandsWithinBudget() throws {
+        let path = Fixtures.path("jpeg/progressive.jpg")
+        let whole = Self.decode(path, scale: 3, full: false)
+        // 1600×1200 at 3/8 holds about 1 MB in one decode; within 600 KB it takes several bands (the non-zero
+        // map of every block stays, about 200 KB; values only for the band). The budget is checked after
+        // each window of rows, so the peak may pass it by the growth of one window.
+        let banded = Self.decode(path, scale: 3, full: false, bands: 8, budget: 600_000)
+        #expect(whole.bands == 1 && banded.bands > 1, "bands: \(banded.bands)")
+        #expect(banded.pixels == whole.pixels)
+        #expect(banded.storePeak < 650_000 && banded.storePeak < whole.storePeak * 2 / 3,
+                "store \(banded.storePeak) vs \(whole.storePeak)")
+        // A budget the whole image fits in: one decode.
+        let roomy = Self.decode(path, scale: 3, full: false, bands: 8, budget: 4 << 20)
+        #expect(roomy.bands == 1 && roomy.pixels == whole.pixels)
     }
 
     @Test("holds a 1600×1200 progressive file at 3/8 in a fraction of libjpeg's coefficient arrays")
@@ -111,6 +149,23 @@ struct ProgressiveStoreTests {
         // libjpeg's arrays: 4:2:0, 200 × 150 luma blocks and 2 × 100 × 75 chroma blocks of 128 bytes.
         let libjpeg = (200 * 150 + 2 * 100 * 75) * 128
         #expect(compact.storePeak > 0 && compact.storePeak < libjpeg / 3, "store \(compact.storePeak) vs \(libjpeg)")
+    }
+
+    @Test("the pipeline decodes in bands from a file and from bytes, the same output as one decode")
+    func pipelineBandsFromFileAndBytes() throws {
+        let path = Fixtures.path("jpeg/progressive.jpg")
+        var options = PrepareOptions(maxShortEdge: 600)
+        let whole = try SharePipe.prepare(.file(path: path), options: options)
+        // A 1 MiB decoder limit gives a 512 KiB band budget: the 1600×1200 file at 4/8 (about 0.9 MB in one
+        // decode) takes several bands.
+        options.limits.maxDecoderMemory = 1 << 20
+        let fromFile = try SharePipe.prepare(.file(path: path), options: options)
+        let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let fromBytes = try SharePipe.prepare(.bytes(data), options: options)
+        #expect(fromFile.bytes == whole.bytes)
+        #expect(fromBytes.bytes == whole.bytes)
+        let banded = Self.decode(path, scale: 4, full: false, bands: JPEGDecoder.maxBands, budget: 512 << 10)
+        #expect(banded.bands > 1, "bands: \(banded.bands)")
     }
 
     @Test("fails at the decoder memory limit instead of growing past it")

@@ -65,7 +65,16 @@ sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_ou
 /// whole-image coefficient arrays (128 bytes per block) instead of the compact store, which keeps only the
 /// coefficients the chosen DCT scale reads plus a non-zero map and decodes the same pixels. For comparisons.
 void sp_jpeg_reader_use_full_coefficients(sp_jpeg_reader *reader, int full);
-/// The most bytes the compact coefficient store held during this decode (0 for a single-scan file).
+/// Before sp_jpeg_reader_start: decode a multi-scan file in bands of output rows when its compact store would
+/// exceed `budget` bytes (0: never). The store then keeps the coefficients of one band and only the non-zero
+/// map elsewhere; each band is a decode of the whole file (the source re-read from its start), at most
+/// `max_bands` of them (a band is at least 1/max_bands of the image, even over the budget). The rows come
+/// out of sp_jpeg_reader_read_rows as from one decode, the same pixels. A file that cannot seek gets one band.
+void sp_jpeg_reader_set_band_budget(sp_jpeg_reader *reader, long budget, int max_bands);
+/// How many times the file was decoded so far (bands; 1 without).
+int sp_jpeg_reader_band_count(const sp_jpeg_reader *reader);
+/// The most bytes the compact coefficient store held during this decode, over every band (0 for a
+/// single-scan file).
 size_t sp_jpeg_reader_coefficient_store_peak(const sp_jpeg_reader *reader);
 /// The most bytes the compact store keeps for one 8×8 block of a component whose IDCT produces
 /// scaled_size × scaled_size pixels (libjpeg's DCT_scaled_size, 1…16): for MemoryEstimate.

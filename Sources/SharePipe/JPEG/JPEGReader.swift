@@ -104,9 +104,14 @@ final class JPEGReader {
         }
     }
 
+    /// Starts the DCT-scaled decode. A multi-scan file whose compact coefficient store would exceed
+    /// `JPEGDecoder.storeBudget` (or half of `maxDecoderMemory`, if smaller) is decoded in bands of rows, the
+    /// file read once per band (at most `JPEGDecoder.maxBands`); `readRows` returns the rows as from one decode.
     func start(scaleNumerator: Int, space: sp_jpeg_out_space) throws -> (size: PixelSize, components: Int) {
         var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
         var message = shimMessageBuffer()
+        sp_jpeg_reader_set_band_budget(handle, min(JPEGDecoder.storeBudget, limits.maxDecoderMemory / 2),
+                                       Int32(JPEGDecoder.maxBands))
         try check(sp_jpeg_reader_start(handle, Int32(scaleNumerator), space, &width, &height, &components, &message), message)
         return (PixelSize(width: Int(width), height: Int(height)), Int(components))
     }

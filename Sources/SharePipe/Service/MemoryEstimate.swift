@@ -189,11 +189,14 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         // libjpeg decompressor: a progressive (multi-scan) file's coefficients live in the shim's compact store
         // (`sp_jpeg_coefficients.c`), which keeps per block a non-zero map and the coefficients the DCT scale
         // reads. The probe does not report the chroma sampling: the bound is the larger of 4:4:4 (every
-        // component at the luma scale) and 4:2:0 (chroma blocks a quarter as many, at twice the scale). The
-        // store fails past `maxDecoderMemory`, so that caps it.
+        // component at the luma scale) and 4:2:0 (chroma blocks a quarter as many, at twice the scale). Past
+        // the band budget the file is decoded in bands (`JPEGReader.start`). The store fails past
+        // `maxDecoderMemory`, so that caps it.
         let coefficients = info.progressive
             ? min(progressiveStoreBytes(info.size, components: components,
-                                        numerator: ScalePlan.jpegScaleNumerator(stored: info.size, target: target)),
+                                        numerator: ScalePlan.jpegScaleNumerator(stored: info.size, target: target),
+                                        budget: min(JPEGDecoder.storeBudget, options.limits.maxDecoderMemory / 2),
+                                        maxBands: JPEGDecoder.maxBands),
                   options.limits.maxDecoderMemory) : 0
         var decoder = jpegFixedBytes + coefficients + (main.decoded.width + 16) * components * jpegStripRows
         if plan.route == .losslessTurn {
@@ -320,14 +323,26 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// Bound of the compact coefficient store for a multi-scan JPEG decoded at `numerator`/8: the blocks
     /// (padded to the MCU) times the store's per-block bound, plus its windows of expanded block rows
     /// (6 iMCU rows of up to 2 block rows per component, 128 bytes a block) and row tables.
-    static func progressiveStoreBytes(_ size: PixelSize, components: Int, numerator: Int) -> Int {
+    ///
+    /// With a band `budget` (bytes, 0: none) the store keeps values only for a band of rows and shrinks the
+    /// band to stay within the budget: it then holds the budget, or, when the non-zero map of every block
+    /// (a summary byte and up to 8 map bytes each) and the smallest band (1/`maxBands` of the image plus the
+    /// margins of 9 iMCU rows, up to 2 block rows each) exceed it, those; plus one window's growth between
+    /// two checks.
+    static func progressiveStoreBytes(_ size: PixelSize, components: Int, numerator: Int, budget: Int = 0,
+                                      maxBands: Int = 1) -> Int {
         let blocksWide = (size.width + 7) / 8 + 2, blocksHigh = (size.height + 7) / 8 + 2
         let blocks = blocksWide * blocksHigh
         func perBlock(_ scaled: Int) -> Int { Int(sp_jpeg_coefficient_store_block_bound(Int32(scaled))) }
         let full = components * blocks * perBlock(numerator)
         let subsampled = blocks * perBlock(numerator) + (components - 1) * (blocks / 4 + blocksWide) * perBlock(2 * numerator)
         let windows = components * 12 * blocksWide * 128
-        return max(full, subsampled) + windows + components * blocksHigh * 16
+        let tables = components * blocksHigh * 24
+        let whole = max(full, subsampled) + windows + tables
+        guard budget > 0, maxBands > 1 else { return whole }
+        let maps = components * blocks * 9
+        let smallestBand = max(full, subsampled) * (blocksHigh / maxBands + 1 + 9 * 2) / blocksHigh
+        return min(whole, max(budget, maps + smallestBand) + windows + tables)
     }
 
     /// libjpeg's compressor with `optimize_coding` (always on in `JPEGEncoder`) keeps every coefficient of
