@@ -346,6 +346,10 @@ sp_status sp_heif_icc_from_nclx(const sp_heif_nclx *nclx, const char *descriptio
             copy_message(message, "Little CMS could not write the profile");
             result = SP_ERR_LIBRARY;
         } else {
+            // Little CMS stamps the header's creation date (bytes 24–35) with the clock: a fixed date instead,
+            // so the same input always gives the same output bytes (the profile ID, 84–99, is left zero).
+            static const uint8_t fixed_date[12] = { 0x07, 0xE6, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0 };  // 2022-01-01
+            if (length >= 36) memcpy(*out + 24, fixed_date, sizeof fixed_date);
             *out_length = length;
         }
     }
