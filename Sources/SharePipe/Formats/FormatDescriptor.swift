@@ -73,7 +73,12 @@ enum AnimationSupport: Sendable {
     case nativeGIF
     /// Any other animated format: its decoder composites each frame onto the canvas and hands the
     /// canvases over (`AnimationFrameSource`); the route resamples them and writes an animated GIF.
-    case frames(@Sendable (_ source: ImageSource, _ info: ImageInfo, _ limits: ImageLimits) throws -> any AnimationFrameSource)
+    /// `open` counts every pixel buffer the source holds in the job's meter (so `peakPixelBytes` includes
+    /// the canvases); `meteredBytes` is the most it counts for an input with `info`, which `MemoryEstimate`
+    /// prices for the animation route.
+    case frames(open: @Sendable (_ source: ImageSource, _ info: ImageInfo, _ limits: ImageLimits, _ meter: PixelMemoryMeter) throws
+                    -> any AnimationFrameSource,
+                meteredBytes: @Sendable (_ info: ImageInfo) -> Int)
 }
 
 /// A format's memory model: the parts of `MemoryEstimate` for the still and metadata-rewrite routes,

@@ -39,7 +39,8 @@ enum FormatRegistry {
         fitting: .lossless(efforts: [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort],
                            strongest: PNGEncoder.strongestEffort),
         // APNG: frames composited by `APNGFrameSource` (a PNG's frame count is its animation's).
-        animation: .frames { try APNGFrameSource.open($0, info: $1, limits: $2) },
+        animation: .frames(open: { try APNGFrameSource.open($0, info: $1, limits: $2, meter: $3) },
+                           meteredBytes: { APNGFrameSource.meteredBytes($0) }),
         memory: MemoryEstimate.png)
 
     static let heif = HEIFFormat.descriptor(.heif)
@@ -73,9 +74,9 @@ enum FormatRegistry {
         losslessTurn: nil,
         sourceQuality: nil,
         fitting: .qualitySearch,
-        animation: .frames { source, info, limits in
+        animation: .frames(open: { source, info, limits, meter in
             guard let header = info.webp else { throw SharePipeError.corrupt(file: source.displayName, reason: "no WebP header") }
-            return try WebPAnimationSource(source, header: header, limits: limits)
-        },
+            return try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
+        }, meteredBytes: { WebPAnimationSource.meteredBytes(canvas: $0.size) }),
         memory: MemoryEstimate.webp)
 }

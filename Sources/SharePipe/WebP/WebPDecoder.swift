@@ -113,6 +113,7 @@ final class WebPStillDecoder {
     private let handle: OpaquePointer
     let file: String
 
+    /// Decodes to `output` (0 × 0: the stored size, without libwebp's rescaler).
     init(output: PixelSize, channels: Int, file: String) throws {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
@@ -131,6 +132,13 @@ final class WebPStillDecoder {
         try checkShim(sp_webp_decoder_append(handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
                                              &complete, &rows, &message), message, file: file)
         return (complete != 0, Int(rows))
+    }
+
+    /// The size of the output rows, once libwebp has read the header.
+    var outputSize: PixelSize? {
+        var width: Int32 = 0, height: Int32 = 0, stride: Int32 = 0
+        guard sp_webp_decoder_rows(handle, &width, &height, &stride) != nil else { return nil }
+        return PixelSize(width: Int(width), height: Int(height))
     }
 
     /// Calls `body` with the output rows decoded so far and their stride (nothing before the header is read).
@@ -168,18 +176,6 @@ enum WebPInput {
                 if got == 0 { return false }
                 if try buffer.withUnsafeBytes({ try consume(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }) { return true }
             }
-        }
-    }
-
-    /// The whole source in memory (the animation decoder needs every frame's bytes at once).
-    static func wholeBytes(_ source: ImageSource) throws -> [UInt8] {
-        switch source {
-        case .bytes(let bytes): return bytes
-        case .file:
-            var out: [UInt8] = []
-            out.reserveCapacity(try source.byteCount())
-            _ = try stream(source) { piece in out += piece; return false }
-            return out
         }
     }
 }
