@@ -72,7 +72,7 @@ enum FormatRegistry {
         writableMetadata: { kept, present in kept.writtenAsWebP(present: present) },
         metadataRewriter: WebPRewriter.rewrite,
         losslessTurn: nil,
-        sourceQuality: nil,
+        sourceQuality: { try? WebPQuality.estimate($0) },
         fitting: .qualitySearch,
         animation: .frames(open: { source, info, limits, meter in
             guard let header = info.webp else { throw SharePipeError.corrupt(file: source.displayName, reason: "no WebP header") }

@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+@testable import SharePipe
+
+/// `WebPQuality`: the quality a lossy WebP was encoded with, read back from its VP8 header, and the cap it
+/// puts on a WebP written from it (as JPEG's source quality does).
+@Suite struct WebPQualityTests {
+    /// The committed 200×150 photo (jpeg/icc-p3.jpg) as a lossy WebP at `quality`, through libwebp.
+    static func photo(quality: Int) throws -> [UInt8] {
+        let bitmap = try Decode.bitmap(try Fixtures.bytes(Fixtures.path("jpeg/icc-p3.jpg")))
+        return try WebPEncoder().encode(bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+    }
+
+    /// Never below the source's quality (a cap there would throw detail away), and close above it: libwebp's
+    /// finest segment sits at or a few indices under the base quantizer (`WebPQuality.baseCompression`).
+    @Test(arguments: [10, 30, 50, 60, 75, 85, 90, 95, 100])
+    func qualityIsReadBackFromTheQuantizers(_ quality: Int) throws {
+        let estimate = try #require(try WebPQuality.estimate(.bytes(try Self.photo(quality: quality))))
+        #expect(estimate >= quality && estimate <= quality + 8, "q\(quality) estimated as q\(estimate)")
+    }
+
+    @Test func losslessAndAnimatedFilesHaveNoSourceQuality() throws {
+        #expect(try WebPQuality.estimate(WebPFixtures.source("lossless-alpha.webp")) == nil)
+        #expect(try WebPQuality.estimate(WebPFixtures.source("animated.webp")) == nil)
+        #expect(try WebPQuality.estimate(WebPFixtures.source("icc.webp")) != nil)   // lossy, after an ICCP chunk
+        #expect(WebPQuality.estimate(vp8: [0x9D, 0x01, 0x2A]) == nil)               // not a key frame header
+    }
+
+    /// A q50 WebP resized for a service that takes WebP is written at no more than its own quality, and the
+    /// report says so; a q95 one gets the service's ceiling.
+    @Test func reencodingAWebPNeverUsesMoreQualityThanTheSourceHad() throws {
+        var options = ServiceProfile.x.options()
+        options.maxShortEdge = 100
+        let source = try Self.photo(quality: 50)
+        let estimate = try #require(try WebPQuality.estimate(.bytes(source)))
+        #expect(estimate < options.quality)
+        let result = try SharePipe.prepare(.bytes(source), options: options)
+        #expect(result.format == .webp && result.method == .reencoded)
+        #expect(result.size == PixelSize(width: 133, height: 100))
+        #expect(result.quality == estimate)
+        #expect(result.adjustments.contains("quality capped at the source's q\(estimate)"), "\(result.adjustments)")
+        let uncapped = try WebPEncoder().encode(try Decode.bitmap(result.bytes),
+                                                settings: EncodeSettings(quality: options.quality, progressive: false), metadata: [])
+        #expect(result.byteCount < uncapped.count)
+        let fine = try SharePipe.prepare(.bytes(try Self.photo(quality: 95)), options: options)
+        #expect(fine.quality == options.quality)
+        #expect(!fine.adjustments.contains { $0.hasPrefix("quality capped") })
+    }
+}
