@@ -215,6 +215,13 @@ struct WebPDecodeTests {
         #expect(bitmap.rgb(190, 140) == [0, 0, 255, 255])
         #expect(bitmap.rgb(50, 100)[3] == 0)
         #expect(close(bitmap.rgb(120, 60), [255, 255, 0, 128], tolerance: 1))
+        // At the stored size libwebp's rescaler is off: every pixel as dwebp decodes it (the rescaler rounded
+        // the colour of half-transparent pixels by one).
+        let witness = try WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("lossless-alpha.webp")))
+        #expect(bitmap.pixels == witness.pixels)
+        let (lossy, _) = try render("icc.webp")
+        #expect(lossy.bitmap.pixels == (try WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("icc.webp")))).pixels
+                    .enumerated().filter { $0.offset % 4 != 3 }.map(\.element))   // dwebp's RGBA, our RGB
     }
 
     @Test("bytes in memory decode exactly as the file does; the decoder memory limit refuses before decoding")

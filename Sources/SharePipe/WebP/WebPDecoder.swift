@@ -32,6 +32,8 @@ struct WebPDecoder: ImageDecoder {
                              storedOrientationValue: storedOrientation, frameCount: header.frameCount,
                              hasAlpha: header.hasAlpha, metadata: header.metadata, byteCount: byteCount)
         info.webp = header
+        // The still render reports it itself; the animation route reports the probe's warnings.
+        info.probeWarnings = Self.warnings(header)
         return info
     }
 
@@ -53,7 +55,10 @@ struct WebPDecoder: ImageDecoder {
                                                                                              limit: limits.maxDecoderMemory, size: stored, detail: "libwebp"))
         }
         return try meter.holding(libraryBytes) {
-            let decoder = try WebPStillDecoder(output: decoded, channels: channels, file: source.displayName)
+            // At the stored size, no rescaler: it would round partly transparent pixels (alpha premultiplied
+            // and back) and turn off libwebp's fancy chroma upsampling.
+            let decoder = try WebPStillDecoder(output: decoded == stored ? PixelSize(width: 0, height: 0) : decoded,
+                                               channels: channels, file: source.displayName)
             var resampler = LanczosResampler(from: decoded, to: outputTarget, layout: channels == 4 ? .rgba : .rgb, meter: meter)
             var rowsPushed = 0
             let complete = try WebPInput.stream(source) { chunk in
