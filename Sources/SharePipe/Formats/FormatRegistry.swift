@@ -78,5 +78,7 @@ enum FormatRegistry {
             guard let header = info.webp else { throw SharePipeError.corrupt(file: source.displayName, reason: "no WebP header") }
             return try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
         }, meteredBytes: { WebPAnimationSource.meteredBytes(canvas: $0.size) }),
-        memory: MemoryEstimate.webp)
+        memory: MemoryEstimate.webp,
+        // A lossless still (screenshot, sticker, line art) stays lossless where that fits the byte limit.
+        sameFormatFitting: { $0.webp?.lossless == true && !($0.webp?.isAnimated ?? false) ? .losslessFirst : nil })
 }
