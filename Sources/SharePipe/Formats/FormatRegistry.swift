@@ -60,10 +60,11 @@ enum FormatRegistry {
         memory: MemoryEstimate.stillGIF)
 
     /// WebP, still and animated. A WebP output is lossy (VP8, alpha kept exactly in a lossless ALPH plane) and
-    /// searched over the quality range like a JPEG: a still that needs no change is copied byte for byte by
-    /// the rewriter instead, lossless or not, and one that is resampled has new pixels anyway (lossless
-    /// encoding of a resampled 1440×1080 photo measured 1.9 MB in 4.3 s, where the quality search fits any
-    /// service's limit). An animation goes to the animation route through `WebPAnimationSource`.
+    /// searched over the quality range like a JPEG, capped at a lossy source's own quality (`WebPQuality`); a
+    /// still that needs no change is copied byte for byte by the rewriter instead, lossless or not. A lossless
+    /// source (screenshots, stickers, line art) written as WebP is encoded lossless first and goes lossy only
+    /// over the byte limit (`LosslessFirstLadder`; lossless encoding of a resampled 1440×1080 photo measured
+    /// 1.9 MB in 4.3 s, a graphic far less). An animation goes to the animation route through `WebPAnimationSource`.
     static let webp = FormatDescriptor(
         format: .webp,
         decoder: WebPDecoder(),
