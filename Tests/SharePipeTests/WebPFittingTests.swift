@@ -92,6 +92,16 @@ import Testing
         #expect(lossy.quality != nil && !lossy.attempts.contains { $0.note == "lossless" })
     }
 
+    /// libwebp's lossless encoder needs about twice the lossy one's memory (MemoryEstimate.webp).
+    @Test func theEstimatePricesTheLosslessEncoder() throws {
+        let info = try SharePipe.inspect(.bytes(try Self.losslessPhoto()))
+        let out = PixelSize(width: 133, height: 100)
+        #expect(MemoryEstimate(info: info, options: Self.options).encoderLibraryBytes == out.area * 32 + (1 << 20))
+        var lossy = info
+        lossy.webp?.lossless = false
+        #expect(MemoryEstimate(info: lossy, options: Self.options).encoderLibraryBytes == out.area * 16 + (1 << 20))
+    }
+
     @Test func overTheLimitItBecomesLossyAndTheReportSaysSo() throws {
         let photo = try Self.losslessPhoto()
         let unlimited = try SharePipe.prepare(.bytes(photo), options: Self.options)

@@ -29,8 +29,12 @@ extension MemoryEstimate {
             rewriteOutput = rewriteOutputBytes(info, keptMetadata: keptMetadata)
         }
         // libwebp's encoder: the picture (YUVA for lossy, ARGB for lossless) and its working buffers (VP8's
-        // per-macroblock state; VP8L's hash chain and backward references), bounded by 16 bytes per pixel.
-        let encoder = output.area * 16 + (1 << 20)
+        // per-macroblock state), bounded by 16 bytes per pixel; a lossless-first plan's VP8L encode (the ARGB
+        // picture, its transformed copy, the hash chain and backward references) by 32: cwebp -lossless on a
+        // 1440×1080 photo peaked 43 MB (28 bytes per pixel) above its lossy run.
+        var encoderBytesPerPixel = 16
+        if case .losslessFirst = plan.ladder { encoderBytesPerPixel = 32 }
+        let encoder = output.area * encoderBytesPerPixel + (1 << 20)
         // A WebP is at most about 4 bytes per pixel (incompressible); the memory writer and the mux copy
         // hold it twice, and the Swift copy once more.
         let oneWebP = output.area * 4 + 4096 + keptMetadata
