@@ -72,8 +72,10 @@ public enum FuzzHarness {
         guard text.hasPrefix("<memory>: ") else {
             fatalError("error does not name the source: \(text)")
         }
-        if case .tooLarge(_, let width, let height, let limit) = error {
-            guard width >= 0, height >= 0, !limit.isEmpty else { fatalError("tooLarge without its numbers: \(text)") }
+        if case .tooLarge(_, let exceeded) = error {
+            guard exceeded.found != nil || exceeded.limit != nil || exceeded.detail != nil else {
+                fatalError("tooLarge without its numbers: \(text)")
+            }
         }
     }
 
