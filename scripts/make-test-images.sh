@@ -1819,7 +1819,7 @@ make_webp() {
   local out="$OUT_ROOT/webp" t="$TMP/webp" f
   mkdir -p "$out" "$t"
   echo "== webp -> ${out#"$ROOT"/}"
-  for tool in cwebp dwebp img2webp webpmux webpinfo; do
+  for tool in cwebp dwebp img2webp gif2webp webpmux webpinfo; do
     command -v "$tool" >/dev/null || { echo "missing tool: $tool (apt: webp)" >&2; exit 2; }
   done
 
@@ -1868,6 +1868,13 @@ make_webp() {
   "$EXIFTOOL" -b -EXIF "$t/exif-source.jpg" >"$t/exif.bin"
   webpmux -set exif "$t/exif.bin" "$t/animated.webp" -o "$out/animated.webp" >/dev/null 2>&1
 
+  # --- 4b. disposals-mixed.webp / disposals-lossy.webp: gif/disposals.gif through gif2webp (-mixed: each frame
+  #        lossy or lossless, whichever is smaller; -lossy: every frame lossy, alpha in ALPH chunks): sub-rectangle
+  #        frames with and without alpha, blend and no-blend, a dispose to background. WebPAnimationSource's
+  #        canvases are compared with libwebp's WebPAnimDecoder on these.
+  gif2webp -quiet -mixed "$OUT_ROOT/gif/disposals.gif" -o "$out/disposals-mixed.webp"
+  gif2webp -quiet -lossy "$OUT_ROOT/gif/disposals.gif" -o "$out/disposals-lossy.webp"
+
   # --- 5. broken inputs: truncated.webp (first 60 % of gps-orient6.webp), canvas-bomb.webp (animated.webp with
   #        its VP8X canvas rewritten to 16000x16000: 256 MP, refused before libwebp allocates two canvases).
   head -c "$(( $(stat -c %s "$out/gps-orient6.webp") * 60 / 100 ))" "$out/gps-orient6.webp" >"$ROOT_BROKEN/truncated.webp"
@@ -1897,6 +1904,8 @@ PY
   expect "animated.webp loop" "$(webpmux -info "$out/animated.webp" | sed -n 's/.*Loop Count *: //p')" "3"
   expect "animated.webp durations" "$(webpmux -info "$out/animated.webp" | awk '/^ *[0-9]+:/ {print $7}' | tr '\n' ' ')" "100 250 40 500 "
   expect "animated.webp Exif GPS" "$("$EXIFTOOL" -n -s3 -EXIF:GPSLatitude "$out/animated.webp")" "52.52"
+  expect "disposals-mixed.webp disposes" "$(webpmux -info "$out/disposals-mixed.webp" | awk '/^ *[0-9]+:/ {print $8}' | tr '\n' ' ')" "none none background none none none "
+  expect "disposals-lossy.webp frames" "$(webpmux -info "$out/disposals-lossy.webp" | sed -n 's/^Number of frames: //p')" "6"
   ls -l "$out" | tail -n +2 | awk '{printf "  %-24s %8s\n", $9, $5}'
 }
 

@@ -44,7 +44,8 @@ sp_status sp_webp_decoder_new(int output_width, int output_height, int channels,
     *out = NULL;
     sp_status loaded = sp_libwebp_require(message);
     if (loaded != SP_OK) return loaded;
-    if (output_width <= 0 || output_height <= 0 || (channels != 3 && channels != 4)) {
+    const int unscaled = output_width == 0 && output_height == 0;
+    if ((!unscaled && (output_width <= 0 || output_height <= 0)) || (channels != 3 && channels != 4)) {
         copy_message(message, "invalid output size or channel count");
         return SP_ERR_ARGUMENT;
     }
@@ -56,7 +57,9 @@ sp_status sp_webp_decoder_new(int output_width, int output_height, int channels,
         return SP_ERR_LIBRARY;
     }
     decoder->config.output.colorspace = channels == 4 ? MODE_RGBA : MODE_RGB;
-    decoder->config.options.use_scaling = 1;   // a no-op when the scaled size is the stored size
+    // Scaling turns off libwebp's fancy upsampling even when the scaled size is the stored size, so an
+    // unscaled decode (0 × 0) leaves it off: its pixels are then those of WebPDecode and WebPAnimDecoder.
+    decoder->config.options.use_scaling = unscaled ? 0 : 1;
     decoder->config.options.scaled_width = output_width;
     decoder->config.options.scaled_height = output_height;
     decoder->decoder = sp_libwebp.WebPIDecode(NULL, 0, &decoder->config);

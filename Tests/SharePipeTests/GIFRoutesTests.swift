@@ -103,7 +103,9 @@ struct GIFAsFrameSource: AnimationFrameSource {
         defer { next += 1 }
         return AnimationFrame(canvas: Bitmap(size: decoded.size, layout: .rgba, pixels: decoded.pictures[next]),
                               durationMilliseconds: decoded.frames[next].delay * 10)
-    }
+     }
+
+    mutating func close() { next = decoded.frames.count }
 }
 
 @Suite struct AnimationFrameSourceTests {

@@ -257,6 +257,33 @@ import Testing
         #expect(measured > 0)
     }
 
+    /// An animated APNG or WebP job counts its frame source's buffers in the job's meter: `peakPixelBytes` is at
+    /// least the canvases the source holds at once (APNG: its canvas; WebP: its canvas and libwebp's buffer for
+    /// a first frame as large as the canvas), and the estimate still bounds it. The output is 4 pixels high so
+    /// that everything else the estimate prices stays under one canvas (checked): a source counting in a meter
+    /// of its own would fail the first bound.
+    @Test(arguments: [("apng/dispose-blend.png", 1), ("apng/exif-gps-orient6.png", 1), ("webp/animated.webp", 2),
+                      ("webp/disposals-mixed.webp", 2), ("webp/disposals-lossy.webp", 2)])
+    func animationSourcesCountTheirCanvasesInTheJobsMeter(_ file: String, _ canvases: Int) throws {
+        var options = ServiceProfile.x.options()
+        options.maxShortEdge = 4
+        let source = ImageSource.file(path: Fixtures.path(file))
+        let info = try SharePipe.inspect(source)
+        #expect(info.frameCount > 1)
+        #expect(PreparePlan(info: info, options: options).route == .animation)
+        guard case .frames(_, let sourceBytes)? = FormatRegistry.descriptor(for: info.format).animation else {
+            Issue.record("\(file): no frame source")
+            return
+        }
+        let result = try SharePipe.prepare(source, options: options)
+        #expect(result.format == .gif && result.frameCount == info.frameCount)
+        let estimate = try MemoryEstimate(info: info, options: options)
+        let canvasBytes = info.size.area * 4
+        #expect(estimate.meteredPixelBytes - sourceBytes(info) < canvasBytes, "\(file): \(estimate)")
+        #expect(result.peakPixelBytes >= canvases * canvasBytes, "\(file): peak \(result.peakPixelBytes)")
+        #expect(result.peakPixelBytes <= estimate.meteredPixelBytes, "\(file): peak \(result.peakPixelBytes), \(estimate)")
+    }
+
     /// Shrinking under a tight byte limit re-renders at smaller sizes; every attempt stays within the plan.
     @Test func fittingAttemptsStayUnderTheFirstAttemptsPlan() throws {
         let source = ImageSource.file(path: Fixtures.path("jpeg/noisy-2000x1500.jpg"))

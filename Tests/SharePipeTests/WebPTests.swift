@@ -215,6 +215,13 @@ struct WebPDecodeTests {
         #expect(bitmap.rgb(190, 140) == [0, 0, 255, 255])
         #expect(bitmap.rgb(50, 100)[3] == 0)
         #expect(close(bitmap.rgb(120, 60), [255, 255, 0, 128], tolerance: 1))
+        // At the stored size libwebp's rescaler is off: every pixel as dwebp decodes it (the rescaler rounded
+        // the colour of half-transparent pixels by one).
+        let witness = try WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("lossless-alpha.webp")))
+        #expect(bitmap.pixels == witness.pixels)
+        let (lossy, _) = try render("icc.webp")
+        #expect(lossy.bitmap.pixels == (try WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("icc.webp")))).pixels
+                    .enumerated().filter { $0.offset % 4 != 3 }.map(\.element))   // dwebp's RGBA, our RGB
     }
 
     @Test("bytes in memory decode exactly as the file does; the decoder memory limit refuses before decoding")
@@ -242,7 +249,7 @@ struct WebPDecodeTests {
         #expect(animation.canvasSize == PixelSize(width: 160, height: 120))
         #expect(animation.frameCount == 4)
         #expect(animation.loopCount == 2)   // 3 plays = the first + 2 repeats
-        #expect(meter.currentBytes == WebPAnimationSource.memoryBytes(canvas: animation.canvasSize))
+        #expect(meter.currentBytes == 160 * 120 * 4)   // the canvas; a frame's buffers only while it decodes
         var durations: [Int] = []
         var centres: [[Int]] = []
         while let frame = try animation.nextFrame() {
@@ -259,11 +266,89 @@ struct WebPDecodeTests {
             #expect(centres[0] == [255, 255, 255, 255] && centres[1] == [0, 0, 0, 255] && centres[3] == [0, 255, 255, 255])
             #expect(close(centres[2], [255, 255, 0, 255], tolerance: 8))   // the lossy frame
         }
+        #expect(meter.currentBytes == 0)   // closed after the last frame
+        // The canvas and a whole-canvas frame (frame 1) decoding: at least two canvases, within the bound.
+        #expect(meter.peakBytes >= 2 * 160 * 120 * 4)
+        #expect(meter.peakBytes <= WebPAnimationSource.meteredBytes(canvas: animation.canvasSize))
         animation.close()
         #expect(meter.currentBytes == 0)
         #expect(WebPAnimationSource.gifLoopCount(plays: 0) == 0)
         #expect(WebPAnimationSource.gifLoopCount(plays: 1) == nil)
         #expect(WebPAnimationSource.gifLoopCount(plays: 5) == 4)
+    }
+
+    /// Every canvas and end time libwebp's `WebPAnimDecoder` (the whole file in memory) produces.
+    static func referenceFrames(_ bytes: [UInt8]) throws -> [(canvas: [UInt8], end: Int)] {
+        var message = shimMessageBuffer()
+        var info = sp_webp_animation_info()
+        var handle: OpaquePointer?
+        let status = bytes.withUnsafeBufferPointer { sp_webp_animation_open($0.baseAddress, $0.count, &handle, &info, &message) }
+        try checkShim(status, message, file: "reference")
+        defer { sp_webp_animation_free(handle) }
+        var frames: [(canvas: [UInt8], end: Int)] = []
+        while true {
+            var canvas: UnsafePointer<UInt8>?
+            var end: Int32 = 0
+            let next = sp_webp_animation_next(handle, &canvas, &end, &message)
+            if next == SP_ERR_END { break }
+            try checkShim(next, message, file: "reference")
+            frames.append((Array(UnsafeBufferPointer(start: canvas, count: Int(info.canvas_width * info.canvas_height) * 4)), Int(end)))
+        }
+        return frames
+    }
+
+    @Test("composited from the file frame by frame: every canvas byte for byte as libwebp's WebPAnimDecoder, same timing",
+          arguments: ["animated.webp", "disposals-mixed.webp", "disposals-lossy.webp"])
+    func compositingMatchesLibwebp(_ name: String) throws {
+        let bytes = try Fixtures.bytes(WebPFixtures.path(name))
+        let reference = try Self.referenceFrames(bytes)
+        for source in [WebPFixtures.source(name), .bytes(bytes)] {
+            let header = try WebPScan.read(source, limits: ImageLimits())
+            let meter = PixelMemoryMeter()
+            let animation = try WebPAnimationSource(source, header: header, limits: ImageLimits(), meter: meter)
+            var end = 0
+            var index = 0
+            while let frame = try animation.nextFrame() {
+                end += frame.durationMilliseconds
+                #expect(index < reference.count)
+                if index < reference.count {
+                    #expect(frame.canvas.pixels == reference[index].canvas, "\(name) frame \(index)")
+                    #expect(end == reference[index].end, "\(name) frame \(index)")
+                }
+                index += 1
+            }
+            #expect(index == reference.count && index == header.frameCount)
+            #expect(meter.currentBytes == 0)
+        }
+    }
+
+    @Test("a damaged or cut frame is a corrupt error naming the file, and the canvas is uncounted")
+    func damagedFrame() throws {
+        let bytes = try Fixtures.bytes(WebPFixtures.path("disposals-lossy.webp"))
+        // The second ANMF's bitstream: overwrite its VP8 payload (after the frame header and its key-frame header).
+        let anmf = (12..<bytes.count - 4).filter { bytes[$0..<$0 + 4].elementsEqual("ANMF".utf8) }
+        #expect(anmf.count == 6)
+        var damaged = bytes
+        let vp8 = try #require((anmf[1]..<anmf[2]).first { bytes[$0..<$0 + 4].elementsEqual("VP8 ".utf8) })
+        for i in vp8 + 8 + 3..<vp8 + 8 + 6 { damaged[i] = 0xFF }   // the start code: not a VP8 key frame
+        // A RIFF that ends inside the fourth frame, its sizes rewritten so the header walk still accepts it
+        // up to there: the frame walk finds frames missing.
+        var cut = Array(bytes.prefix(anmf[3]))
+        cut.replaceSubrange(4..<8, with: WebPBytes.le32(cut.count - 8))
+        for (label, data) in [("damaged", damaged), ("cut", cut)] {
+            let meter = PixelMemoryMeter()
+            let source = ImageSource.bytes(data)
+            var header = try WebPScan.read(source, limits: ImageLimits())
+            if label == "cut" { header.frameCount = 6 }   // as if the file was cut after the probe
+            let animation = try WebPAnimationSource(source, header: header, limits: ImageLimits(), meter: meter)
+            #expect {
+                while try animation.nextFrame() != nil {}
+            } throws: { error in
+                guard case SharePipeError.corrupt(let file, _)? = error as? SharePipeError else { return false }
+                return file == "<memory>"
+            }
+            #expect(meter.currentBytes == 0, "\(label)")
+        }
     }
 
     @Test("an animation rendered as a still is its first composited frame")

@@ -13,7 +13,8 @@ typedef struct sp_webp_decoder sp_webp_decoder;
 
 /// Creates a decoder that will output rows of `channels` (3: RGB, 4: straight-alpha RGBA) samples at
 /// `output_width` × `output_height`. When that differs from the stored size libwebp scales while decoding
-/// (its rescaler works on rows, so only the scaled image is ever allocated as output).
+/// (its rescaler works on rows, so only the scaled image is ever allocated as output). 0 × 0 decodes at the
+/// stored size without the rescaler (libwebp's fancy upsampling, as WebPDecode and WebPAnimDecoder do).
 sp_status sp_webp_decoder_new(int output_width, int output_height, int channels, sp_webp_decoder **out,
                               char *message);
 /// Feeds the next bytes of the file (copied by libwebp) and decodes as far as they allow. *complete is 1
@@ -38,6 +39,8 @@ typedef struct {
     int frame_count;
 } sp_webp_animation_info;
 
+/// SharePipe composites animations itself, frame by frame from the file (`WebPAnimationSource`); this
+/// whole-file decoder is kept as the reference its tests compare every canvas against.
 /// Opens an animation on caller-owned bytes (the whole file) that must outlive the decoder. libwebp
 /// allocates two canvases here (the current frame and the previous one, disposed).
 sp_status sp_webp_animation_open(const uint8_t *data, size_t length, sp_webp_animation **out,

@@ -52,14 +52,14 @@ struct APNGFrameSource: AnimationFrameSource {
         meter.allocate(countedBytes)
     }
 
-    /// The PNG descriptor's animation entry: the frames of a PNG whose probe found a valid animation.
-    /// The animation route's opener passes no meter, so the source counts in a meter of its own;
-    /// `meteredBytes` is what it holds at most, which `MemoryEstimate` prices.
-    static func open(_ source: ImageSource, info: ImageInfo, limits: ImageLimits) throws -> any AnimationFrameSource {
+    /// The PNG descriptor's animation entry: the frames of a PNG whose probe found a valid animation,
+    /// counted in the job's meter; `meteredBytes` is what it holds at most, which `MemoryEstimate` prices.
+    static func open(_ source: ImageSource, info: ImageInfo, limits: ImageLimits, meter: PixelMemoryMeter) throws
+        -> any AnimationFrameSource {
         guard let animation = info.pngAnimation else {
             throw SharePipeError.corrupt(file: source.displayName, reason: "not an animated PNG")
         }
-        return try APNGFrameSource(source, animation: animation, limits: limits, meter: PixelMemoryMeter())
+        return try APNGFrameSource(source, animation: animation, limits: limits, meter: meter)
     }
 
     /// The most pixel memory a source on `info` counts: the canvas, the rectangle a "previous" dispose
@@ -70,9 +70,8 @@ struct APNGFrameSource: AnimationFrameSource {
         return 2 * canvas + (info.progressive ? info.size.height * rowBytes : rowBytes) + info.size.width * 4
     }
 
-    /// Uncounts the canvas; call when done with the source (it also happens if the value is dropped
-    /// after the last frame).
-    mutating func release() {
+    /// Uncounts the canvas; call when done with the source (it also happens after the last frame).
+    mutating func close() {
         meter.release(countedBytes)
         countedBytes = 0
         canvas = []
@@ -80,8 +79,8 @@ struct APNGFrameSource: AnimationFrameSource {
     }
 
     mutating func nextFrame() throws -> AnimationFrame? {
-        guard nextIndex < animation.frames.count else {
-            release()
+        guard nextIndex < animation.frames.count, countedBytes > 0 else {
+            close()
             return nil
         }
         let index = nextIndex

@@ -6,7 +6,7 @@ enum APNGStill {
     static func render(_ source: ImageSource, animation: APNGAnimation, target: PixelSize, limits: ImageLimits,
                        meter: PixelMemoryMeter) throws -> RenderedImage {
         var frames = try APNGFrameSource(source, animation: animation, limits: limits, meter: meter)
-        defer { frames.release() }
+        defer { frames.close() }
         let canvas = try frames.firstFrame(file: source.displayName).canvas
         let outputTarget = PixelSize(width: min(target.width, canvas.width), height: min(target.height, canvas.height))
         // "First frame only" is the plan's adjustment (`PreparePlan`), reported with the result.

@@ -46,6 +46,9 @@ struct FormatDescriptor: Sendable {
     /// For a format SharePipe reads but never writes (HEIF, AVIF): the format an input is written as, before
     /// the service's accepted formats apply. nil: the input's own format.
     var writtenAs: (@Sendable (_ input: ImageInfo) -> ImageFormat)? = nil
+    /// The fitting steps for an output made from an input in this same format, where they differ from
+    /// `fitting` (a lossless WebP is written lossless first); nil: `fitting`.
+    var sameFormatFitting: (@Sendable (_ input: ImageInfo) -> FittingSteps?)? = nil
 }
 
 /// The fitting steps a format offers as an output, cheapest loss first. `PreparePlan` turns them into a
@@ -57,6 +60,9 @@ enum FittingSteps: Sendable, Equatable {
     /// Lossless encodes at rising effort, then (where the options allow a format change and the image is
     /// opaque) a JPEG quality search, then smaller dimensions.
     case lossless(efforts: [Int], strongest: Int)
+    /// One lossless encode (`EncodeSettings.lossless`), then, where it is over the limit, the quality search
+    /// in the same format (reported), then smaller dimensions.
+    case losslessFirst
 }
 
 /// What a lossless turn made.
@@ -73,7 +79,12 @@ enum AnimationSupport: Sendable {
     case nativeGIF
     /// Any other animated format: its decoder composites each frame onto the canvas and hands the
     /// canvases over (`AnimationFrameSource`); the route resamples them and writes an animated GIF.
-    case frames(@Sendable (_ source: ImageSource, _ info: ImageInfo, _ limits: ImageLimits) throws -> any AnimationFrameSource)
+    /// `open` counts every pixel buffer the source holds in the job's meter (so `peakPixelBytes` includes
+    /// the canvases); `meteredBytes` is the most it counts for an input with `info`, which `MemoryEstimate`
+    /// prices for the animation route.
+    case frames(open: @Sendable (_ source: ImageSource, _ info: ImageInfo, _ limits: ImageLimits, _ meter: PixelMemoryMeter) throws
+                    -> any AnimationFrameSource,
+                meteredBytes: @Sendable (_ info: ImageInfo) -> Int)
 }
 
 /// A format's memory model: the parts of `MemoryEstimate` for the still and metadata-rewrite routes,

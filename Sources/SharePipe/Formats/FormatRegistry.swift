@@ -39,7 +39,8 @@ enum FormatRegistry {
         fitting: .lossless(efforts: [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort],
                            strongest: PNGEncoder.strongestEffort),
         // APNG: frames composited by `APNGFrameSource` (a PNG's frame count is its animation's).
-        animation: .frames { try APNGFrameSource.open($0, info: $1, limits: $2) },
+        animation: .frames(open: { try APNGFrameSource.open($0, info: $1, limits: $2, meter: $3) },
+                           meteredBytes: { APNGFrameSource.meteredBytes($0) }),
         memory: MemoryEstimate.png)
 
     static let heif = HEIFFormat.descriptor(.heif)
@@ -59,10 +60,11 @@ enum FormatRegistry {
         memory: MemoryEstimate.stillGIF)
 
     /// WebP, still and animated. A WebP output is lossy (VP8, alpha kept exactly in a lossless ALPH plane) and
-    /// searched over the quality range like a JPEG: a still that needs no change is copied byte for byte by
-    /// the rewriter instead, lossless or not, and one that is resampled has new pixels anyway (lossless
-    /// encoding of a resampled 1440×1080 photo measured 1.9 MB in 4.3 s, where the quality search fits any
-    /// service's limit). An animation goes to the animation route through `WebPAnimationSource`.
+    /// searched over the quality range like a JPEG, capped at a lossy source's own quality (`WebPQuality`); a
+    /// still that needs no change is copied byte for byte by the rewriter instead, lossless or not. A lossless
+    /// source (screenshots, stickers, line art) written as WebP is encoded lossless first and goes lossy only
+    /// over the byte limit (`LosslessFirstLadder`; lossless encoding of a resampled 1440×1080 photo measured
+    /// 1.9 MB in 4.3 s, a graphic far less). An animation goes to the animation route through `WebPAnimationSource`.
     static let webp = FormatDescriptor(
         format: .webp,
         decoder: WebPDecoder(),
@@ -71,11 +73,13 @@ enum FormatRegistry {
         writableMetadata: { kept, present in kept.writtenAsWebP(present: present) },
         metadataRewriter: WebPRewriter.rewrite,
         losslessTurn: nil,
-        sourceQuality: nil,
+        sourceQuality: { try? WebPQuality.estimate($0) },
         fitting: .qualitySearch,
-        animation: .frames { source, info, limits in
+        animation: .frames(open: { source, info, limits, meter in
             guard let header = info.webp else { throw SharePipeError.corrupt(file: source.displayName, reason: "no WebP header") }
-            return try WebPAnimationSource(source, header: header, limits: limits)
-        },
-        memory: MemoryEstimate.webp)
+            return try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
+        }, meteredBytes: { WebPAnimationSource.meteredBytes(canvas: $0.size) }),
+        memory: MemoryEstimate.webp,
+        // A lossless still (screenshot, sticker, line art) stays lossless where that fits the byte limit.
+        sameFormatFitting: { $0.webp?.lossless == true && !($0.webp?.isAnimated ?? false) ? .losslessFirst : nil })
 }

@@ -8,7 +8,8 @@
 ///
 /// Memory: a source holds at most the canvas it composits into plus what its codec needs for the
 /// next frame (and the previous canvas where a "restore previous" dispose asks for it). Frames are
-/// never collected.
+/// never collected. Every pixel buffer it holds is counted in the job's `PixelMemoryMeter` (the one the
+/// descriptor's opener is given) from the moment it is allocated until `close`, once.
 protocol AnimationFrameSource {
     /// The canvas every frame is composited onto (stored orientation).
     var canvasSize: PixelSize { get }
@@ -22,6 +23,9 @@ protocol AnimationFrameSource {
     /// The next composited frame (straight-alpha RGBA8, canvas size, rows top to bottom), or nil after
     /// the last one. Throws `SharePipeError` naming the file on damage the format cannot recover from.
     mutating func nextFrame() throws -> AnimationFrame?
+    /// Frees the canvases and uncounts them from the meter; later `nextFrame` calls return nil. Happens by
+    /// itself after the last frame; callers that stop early (a still, an error, a cancelled job) call it.
+    mutating func close()
 }
 
 extension AnimationFrameSource {

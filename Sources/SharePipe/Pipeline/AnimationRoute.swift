@@ -27,9 +27,9 @@ enum AnimationRoute {
             warnings = summary.warnings
             let pass = AnimatedGIFPass(source: source, summary: summary, metadata: plan.writtenMetadata.kept, meter: meter)
             run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
-        case .frames(let open):
+        case .frames(let open, _):
             warnings = info.probeWarnings
-            let pass = AnimationFramesPass(open: { try open(source, info, options.limits) }, orientation: plan.orientation,
+            let pass = AnimationFramesPass(open: { try open(source, info, options.limits, meter) }, orientation: plan.orientation,
                                            metadata: plan.writtenMetadata.kept, meter: meter)
             run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
         }
@@ -170,7 +170,8 @@ struct AnimationLadder: LadderRunner {
 /// the loop count as the source gives it (nil: no NETSCAPE2.0 extension).
 ///
 /// Memory: the source's own canvas (and what its codec keeps), the resampled picture and the one after
-/// it, and the encoder's viewer model at the output size; each pass opens the source afresh.
+/// it, and the encoder's viewer model at the output size, all in the job's meter; each pass opens the
+/// source afresh and closes it before the next.
 struct AnimationFramesPass {
     let open: () throws -> any AnimationFrameSource
     /// Applied to each canvas before it is resampled (the source's Exif orientation).
@@ -180,6 +181,7 @@ struct AnimationFramesPass {
 
     func run(_ plan: AnimatedGIFPlan, globalUsage: [Int]?, checkpoint: Pipeline.Checkpoint) throws -> AnimatedGIFPass.Output {
         var frames = try open()
+        defer { frames.close() }   // an early exit (error, cancelled job) uncounts the source's canvases too
         let writer = try GIFWriter()
         try writer.begin(GIFContainer(screenSize: plan.size, globalPalette: nil, backgroundIndex: 0, colorResolution: 8,
                                       aspectByte: 0, loopCount: frames.loopCount, metadata: metadata))

@@ -171,6 +171,10 @@ enum Pipeline {
                                         progressive: options.progressive, metadata: plan.writtenMetadata, formatChange: change,
                                         changedEncoder: change.map { FormatRegistry.descriptor(for: $0.format).encoder(info) })
             return try driver.run(&ladder, checkpoint: checkpoint)
+        case .losslessFirst(let range, let minShortEdge):
+            var ladder = LosslessFirstLadder(sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                                             encoder: encoder, range: range, metadata: plan.writtenMetadata)
+            return try driver.run(&ladder, checkpoint: checkpoint)
         case .animation:
             preconditionFailure("a still route never plans an animation ladder")
         }

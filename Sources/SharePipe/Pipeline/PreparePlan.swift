@@ -98,7 +98,9 @@ struct PreparePlan: Sendable, Equatable {
         if outputFormat != info.format {
             adjustments.append("\(info.format.displayName) → \(outputFormat.displayName) (accepted formats)")
         }
-        switch output.fitting {
+        switch (outputFormat == info.format ? output.sameFormatFitting?(info) : nil) ?? output.fitting {
+        case .losslessFirst:
+            ladder = .losslessFirst(range: options.minQuality...options.quality, minShortEdge: options.minShortEdge)
         case .qualitySearch:
             // Never spend more quality than the source had: a q73 photo saved at q85 grows for nothing.
             let cap = outputFormat == info.format ? sourceQuality.flatMap { $0 < options.quality ? $0 : nil } : nil
@@ -135,6 +137,9 @@ enum FittingLadder: Sendable, Equatable {
     /// an opaque image cannot fit losslessly and `formatChange` allows it, a quality search in that
     /// format (kept for every smaller size); then a smaller size, down to `minShortEdge`.
     case lossless(efforts: [Int], strongest: Int, formatChange: FormatChange?, minShortEdge: Int)
+    /// At each size: one lossless encode; over the limit, the quality range searched in the same format
+    /// (kept for every smaller size); then a smaller size, down to `minShortEdge`.
+    case losslessFirst(range: ClosedRange<Int>, minShortEdge: Int)
     /// From the initial plan: smaller dimensions down to `dimensionFloor`, fewer colours, frame
     /// decimation, then smaller dimensions down to `minShortEdge`.
     case animation(initial: AnimatedGIFPlan, frameCount: Int, dimensionFloor: Int, minShortEdge: Int)

@@ -24,6 +24,8 @@ struct EncodeSettings: Sendable, Equatable {
     var progressive: Bool
     /// Lossless effort 0...9 (PNG zlib level); higher is smaller and slower.
     var effort: Int = 6
+    /// Encode without loss where the format has both kinds (WebP: VP8L instead of VP8); ignored elsewhere.
+    var lossless = false
 }
 
 /// The encoder role: a whole (small) bitmap plus the metadata to keep, to bytes in memory.

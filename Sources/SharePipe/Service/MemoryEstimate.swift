@@ -287,15 +287,22 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
                      decoder: gifCodecBytes, encoder: gifCodecBytes, output: max(6 * oneGIF, rewriteOutput))
     }
 
-    /// The animation route (`AnimationRoute`; priced on GIF's native pass, whose source canvas a frame
-    /// source's canvas matches): the source canvas (RGBA) and the rectangle a "previous"
-    /// disposal restores (up to a second canvas); at the output size, the viewer model, the picture being
-    /// written, the next one, its indices and its changed pixels; the resampler between them.
+    /// The animation route (`AnimationRoute`): the source's canvases — GIF's native pass holds the canvas
+    /// (RGBA) and the rectangle a "previous" disposal restores (up to a second canvas); a frame source (APNG,
+    /// WebP) what its descriptor's `meteredBytes` says — then, at the output size, the viewer model, the
+    /// picture being written, the next one, its indices and its changed pixels; the resampler between them.
     static func animatedGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let target = plan.target
         let screen = info.size
         let out = target
-        let metered = 2 * screen.area * 4 + gifFrameRowBytes
+        var source = 2 * screen.area * 4 + gifFrameRowBytes
+        var decoder = gifCodecBytes
+        if case .frames(_, let sourceBytes)? = FormatRegistry.descriptor(for: info.format).animation {
+            // A frame's compressed data, which the source (or libwebp's input buffer) holds, is at most the file.
+            source = sourceBytes(info)
+            decoder += info.byteCount
+        }
+        let metered = source
             + LanczosResampler.memoryEstimate(from: screen, to: out, channels: 4)
             + 3 * out.area * 4 + out.area + out.area * 4
         // The changed-pixel mask (one Bool per output pixel) and the frame summary (a record and a possible
@@ -310,7 +317,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         var output = 2 * (min(lzw, practical) + keptMetadata + 2048)
         if plan.metadataCopyFirst { output = max(output, rewriteOutputBytes(info, keptMetadata: keptMetadata)) }
         return Parts(decodedSize: screen, renderedSize: out, channels: 4, metered: metered, unmetered: unmetered,
-                     decoder: gifCodecBytes, encoder: gifCodecBytes, output: output)
+                     decoder: decoder, encoder: gifCodecBytes, output: output)
     }
 
     // MARK: - Shared pieces

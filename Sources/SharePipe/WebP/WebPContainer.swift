@@ -56,6 +56,34 @@ final class WebPChunkWalker {
         return bytes
     }
 
+    /// Bytes of the current chunk not read yet (its pad byte included).
+    var remainingInChunk: Int { pendingSkip }
+
+    /// The next `count` bytes of the current chunk; a chunk with fewer left is corrupt.
+    func read(_ count: Int) throws -> [UInt8] {
+        guard count <= pendingSkip else { throw SharePipeError.corrupt(file: name, reason: "a chunk ends inside its own data") }
+        let bytes = try reader.bytes(count)
+        pendingSkip -= count
+        return bytes
+    }
+
+    /// Hands the next `count` bytes of the current chunk to `consume`, at most `piece` bytes at a time (a
+    /// large payload is never held whole).
+    func stream(_ count: Int, piece: Int = 64 << 10, _ consume: ([UInt8]) throws -> Void) throws {
+        guard count <= pendingSkip else { throw SharePipeError.corrupt(file: name, reason: "a chunk ends inside its own data") }
+        var left = count
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(min(count, piece))
+        while left > 0 {
+            let take = min(left, piece)
+            buffer.removeAll(keepingCapacity: true)
+            try reader.copy(take, into: &buffer)
+            pendingSkip -= take
+            left -= take
+            try consume(buffer)
+        }
+    }
+
     /// Appends the whole current chunk (header, payload and pad byte), byte for byte, to `out`.
     func copyChunk(_ chunk: Chunk, into out: inout [UInt8]) throws {
         out += WebPBytes.chunkHeader(chunk.fourCC, size: chunk.size)

@@ -32,6 +32,8 @@ struct WebPDecoder: ImageDecoder {
                              storedOrientationValue: storedOrientation, frameCount: header.frameCount,
                              hasAlpha: header.hasAlpha, metadata: header.metadata, byteCount: byteCount)
         info.webp = header
+        // The still render reports it itself; the animation route reports the probe's warnings.
+        info.probeWarnings = Self.warnings(header)
         return info
     }
 
@@ -53,7 +55,10 @@ struct WebPDecoder: ImageDecoder {
                                                                                              limit: limits.maxDecoderMemory, size: stored, detail: "libwebp"))
         }
         return try meter.holding(libraryBytes) {
-            let decoder = try WebPStillDecoder(output: decoded, channels: channels, file: source.displayName)
+            // At the stored size, no rescaler: it would round partly transparent pixels (alpha premultiplied
+            // and back) and turn off libwebp's fancy chroma upsampling.
+            let decoder = try WebPStillDecoder(output: decoded == stored ? PixelSize(width: 0, height: 0) : decoded,
+                                               channels: channels, file: source.displayName)
             var resampler = LanczosResampler(from: decoded, to: outputTarget, layout: channels == 4 ? .rgba : .rgb, meter: meter)
             var rowsPushed = 0
             let complete = try WebPInput.stream(source) { chunk in
@@ -113,6 +118,7 @@ final class WebPStillDecoder {
     private let handle: OpaquePointer
     let file: String
 
+    /// Decodes to `output` (0 × 0: the stored size, without libwebp's rescaler).
     init(output: PixelSize, channels: Int, file: String) throws {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
@@ -131,6 +137,13 @@ final class WebPStillDecoder {
         try checkShim(sp_webp_decoder_append(handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
                                              &complete, &rows, &message), message, file: file)
         return (complete != 0, Int(rows))
+    }
+
+    /// The size of the output rows, once libwebp has read the header.
+    var outputSize: PixelSize? {
+        var width: Int32 = 0, height: Int32 = 0, stride: Int32 = 0
+        guard sp_webp_decoder_rows(handle, &width, &height, &stride) != nil else { return nil }
+        return PixelSize(width: Int(width), height: Int(height))
     }
 
     /// Calls `body` with the output rows decoded so far and their stride (nothing before the header is read).
@@ -168,18 +181,6 @@ enum WebPInput {
                 if got == 0 { return false }
                 if try buffer.withUnsafeBytes({ try consume(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }) { return true }
             }
-        }
-    }
-
-    /// The whole source in memory (the animation decoder needs every frame's bytes at once).
-    static func wholeBytes(_ source: ImageSource) throws -> [UInt8] {
-        switch source {
-        case .bytes(let bytes): return bytes
-        case .file:
-            var out: [UInt8] = []
-            out.reserveCapacity(try source.byteCount())
-            _ = try stream(source) { piece in out += piece; return false }
-            return out
         }
     }
 }

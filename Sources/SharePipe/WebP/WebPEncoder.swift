@@ -6,9 +6,10 @@ import CSharePipe
 /// metadata the file is a simple one (no VP8X).
 ///
 /// Lossy or lossless: a lossy source stays lossy and is searched over the quality range like a JPEG. A
-/// lossless source (screenshots, stickers, line art) is encoded lossless first — a lossy encode would
-/// blur its edges and often come out larger — and falls back to lossy only where lossless does not fit
-/// the byte limit; VP8 keeps alpha exactly (a lossless ALPH chunk), so transparency survives either way.
+/// lossless source (screenshots, stickers, line art) is encoded lossless first (`settings.lossless`, on the
+/// `LosslessFirstLadder`) — a lossy encode would blur its edges and often come out larger — and falls back
+/// to lossy only where lossless does not fit the byte limit; VP8 keeps alpha exactly (a lossless ALPH
+/// chunk), so transparency survives either way.
 struct WebPEncoder: ImageEncoder {
     var format: ImageFormat { .webp }
     /// VP8L instead of VP8.
@@ -23,6 +24,7 @@ struct WebPEncoder: ImageEncoder {
         // Lossless "quality" is libwebp's compression effort. cwebp's default (75, method 4) is used for every
         // effort below the strongest; the strongest (9) spends 100. Measured on a 1440×1080 photo: 75 took
         // 4.3 s, 100 took 8.8 s for 0.1 % fewer bytes (and 100 with method 6, cwebp -z 9, took 138 s).
+        let lossless = self.lossless || settings.lossless
         let quality = lossless ? (settings.effort >= 9 ? 100 : 75) : settings.quality
         let webpSettings = sp_webp_encode_settings(lossless: lossless ? 1 : 0, quality: Int32(quality), method: Int32(method))
         var message = shimMessageBuffer()
