@@ -46,7 +46,7 @@ import Testing
          "unsupported format: libheif not available (libsharepipe-missing.so.1: cannot open"),
         ("SHAREPIPE_LIBHEIF=libwebp.so.7", "heif/corners-444.heic", "unsupported format: libheif not available (libwebp.so.7 has no heif_"),
         ("SHAREPIPE_LIBWEBP=libsharepipe-missing.so.7", "webp/gps-orient6.webp", "unsupported format: libwebp not available"),
-        ("SHAREPIPE_LIBWEBPDEMUX=libsharepipe-missing.so.2", "webp/animated.webp", "unsupported format: libwebpdemux not available"),
+        ("SHAREPIPE_LIBDE265=libsharepipe-missing.so.0", "heif-grid/grid.heic", "unsupported format: libde265 not available"),
         ("SHAREPIPE_LIBLCMS2=libsharepipe-missing.so.2", "heif/p3-nclx.heic", "unsupported format: liblcms2 not available"),
     ])
     func aLibraryThatCannotBeLoadedFailsTheJobNamingTheFile(setting: String, fixture: String, expected: String) throws {
@@ -59,6 +59,17 @@ import Testing
         // The other job of the batch, a JPEG, needs none of them.
         #expect(run.stdout.contains("processed 1, failed 1"), "\(run.stdout)")
         #expect(try Decode.bitmap(Fixtures.bytes(directory + "/orient-1.jpg")).size == PixelSize(width: 600, height: 400))
+    }
+
+    /// Animated WebP is composited by SharePipe from the file: libwebpdemux (WebPAnimDecoder) is not needed to
+    /// prepare it, only the tests' reference decode uses it.
+    @Test func animatedWebPNeedsNoLibwebpdemux() throws {
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        let run = try Self.sharepipe(["SHAREPIPE_LIBWEBPDEMUX=libsharepipe-missing.so.2"],
+                                     ["prepare", Fixtures.path("webp/animated.webp"), "--out", directory, "--service", "x"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(try GIFWitness.gifsicleInfo(directory + "/x/animated.gif").frames > 1)
     }
 
     /// A CMYK JPEG with an embedded profile without lcms2: converted naively, with a warning, never failed.
