@@ -116,6 +116,25 @@ import Testing
         #expect(meter.peakBytes == 0)
     }
 
+    /// The tile size is checked against the limits where the grid is planned, so the probe refuses it before
+    /// any size arithmetic (the render used to be the only place that checked it), and a tile side past
+    /// `maxTileSide` leaves the file to libheif.
+    @Test func tileSizeIsCheckedWhereTheGridIsPlanned() throws {
+        let file = try HEIFFileBytes(.file(path: Self.path("grid.heic")))
+        for limits in [ImageLimits(maxDimension: 255), ImageLimits(maxPixels: 256 * 256 - 1)] {
+            #expect { try HEIFGrid.plan(file, limits: limits) } throws: { error in
+                guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+                return exceeded.size == PixelSize(width: 256, height: 256)
+            }
+        }
+        #expect(try HEIFGrid.plan(file, limits: ImageLimits(maxDimension: 256, maxPixels: 256 * 256)) != nil)
+        // Tile and grid ispe past the largest tile side: not planned (the SPS check never runs on them).
+        var bytes = try Fixtures.bytes(Self.path("grid.heic"))
+        let tileISPE = try #require(Self.find(Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0], in: bytes))
+        bytes.replaceSubrange((tileISPE + 8)..<(tileISPE + 16), with: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits(maxDimension: .max, maxPixels: .max)) == nil)
+    }
+
     @Test func bytesInMemoryDecodeLikeTheFile() throws {
         let bytes = try Fixtures.bytes(Self.path("grid-irot2.heic"))
         #expect(try Self.render(.bytes(bytes)) == (try Self.render(.file(path: Self.path("grid-irot2.heic")))))

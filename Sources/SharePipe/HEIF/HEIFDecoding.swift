@@ -123,7 +123,6 @@ enum HEIFDecoding {
             try limits.check(width: size.width, height: size.height, file: reader.file)
             // A grid of 8-bit HEVC tiles without alpha: decoded one row of tiles at a time (HEIFTileDecoding).
             if tileRoute, let grid = try Self.tileRoute(source, info: info, limits: limits) {
-                try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: reader.file)
                 do {
                     return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
                                                        limits: limits, meter: meter)

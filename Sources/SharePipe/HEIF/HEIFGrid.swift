@@ -57,11 +57,19 @@ struct HEIFGrid: Equatable, Sendable {
 
     /// The grid of `source`'s primary image, or nil when the primary image is not a grid this route decodes.
     /// Reads the top-level box headers, the `meta` box (at most `limits.maxMetadataBytes`) and the grid
-    /// descriptor; no tile data. Throws only when the file cannot be read.
+    /// descriptor; no tile data. Throws when the file cannot be read, and `tooLarge` when a tile's size is
+    /// over `limits` (the probe and the render both get their grid here, so no size arithmetic on the route
+    /// ever sees an unchecked tile).
     static func plan(_ file: HEIFFileBytes, limits: ImageLimits) throws -> HEIFGrid? {
-        guard let meta = try file.metaBody(maxBytes: limits.maxMetadataBytes) else { return nil }
-        return try? parse(meta: meta, fileSize: file.size, read: { try file.read(at: $0, count: $1) })
+        guard let meta = try file.metaBody(maxBytes: limits.maxMetadataBytes),
+              let grid = try? parse(meta: meta, fileSize: file.size, read: { try file.read(at: $0, count: $1) }) else { return nil }
+        try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: file.name)
+        return grid
     }
+
+    /// The largest tile side the route takes (HEVC's levels stop far below it): tile sizes and areas, and the
+    /// memory priced from them, stay far from overflowing whatever the limits are. Larger tiles go to libheif.
+    static let maxTileSide = 65_535
 
     // MARK: - Parsing
 
@@ -345,7 +353,7 @@ struct HEIFGrid: Equatable, Sendable {
                                     fullRange: try value.u8() & 0x80 != 0)
                 }
             }
-            guard let config, let size, size.width > 0, size.height > 0 else { return nil }
+            guard let config, let size, (1...maxTileSide).contains(size.width), (1...maxTileSide).contains(size.height) else { return nil }
             if tileSize == nil { tileSize = size }
             guard size == tileSize else { return nil }
             if configIndex[config] == nil {
