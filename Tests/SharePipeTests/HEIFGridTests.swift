@@ -28,8 +28,8 @@ import Testing
     static func render(_ source: ImageSource, target: PixelSize? = nil, tileRoute: Bool = true,
                        limits: ImageLimits = ImageLimits(), meter: PixelMemoryMeter = PixelMemoryMeter()) throws -> Bitmap {
         let probe = try HEIFDecoding.probe(source, limits: limits)
-        return try HEIFDecoding.render(source, target: target ?? probe.size, limits: limits, meter: meter,
-                                       tileRoute: tileRoute).bitmap
+        return try HEIFDecoding.render(source, grid: tileRoute ? probe.grid : nil, target: target ?? probe.size,
+                                       limits: limits, meter: meter).bitmap
     }
 
     @Test(arguments: files)
@@ -133,6 +133,20 @@ import Testing
         let tileISPE = try #require(Self.find(Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0], in: bytes))
         bytes.replaceSubrange((tileISPE + 8)..<(tileISPE + 16), with: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
         #expect(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits(maxDimension: .max, maxPixels: .max)) == nil)
+    }
+
+    /// The render decodes the grid it is given (the one the probe found and the estimate priced) without
+    /// reading the boxes again: the same file with the plan's orientation changed comes out turned.
+    @Test func renderDecodesTheGridItIsGiven() throws {
+        let source = ImageSource.file(path: Self.path("grid.heic"))
+        var grid = try #require(try HEIFDecoding.probe(source, limits: ImageLimits()).grid)
+        let plain = try HEIFDecoding.render(source, grid: grid, target: grid.size, limits: ImageLimits(),
+                                            meter: PixelMemoryMeter()).bitmap
+        grid.orientation = .down
+        let turned = try HEIFDecoding.render(source, grid: grid, target: grid.size, limits: ImageLimits(),
+                                             meter: PixelMemoryMeter()).bitmap
+        #expect(turned == plain.applying(.down))
+        #expect(turned != plain)
     }
 
     @Test func bytesInMemoryDecodeLikeTheFile() throws {
