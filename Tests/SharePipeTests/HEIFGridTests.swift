@@ -225,10 +225,37 @@ import Testing
         let tile = grid.tileExtents[4][0]
         // Keep the NAL length, wipe the slice: a NAL header with the forbidden bit set.
         for at in (tile.offset + 4)..<(tile.offset + tile.length) { bytes[at] = 0xFF }
-        func outcome(_ tileRoute: Bool) -> String {
-            do { return "\(try Self.render(.bytes(bytes), tileRoute: tileRoute).pixels.hashValue)" } catch { return "\(error)" }
+        func outcome(_ tileRoute: Bool, _ meter: PixelMemoryMeter) -> String {
+            do { return "\(try Self.render(.bytes(bytes), tileRoute: tileRoute, meter: meter).pixels.hashValue)" } catch { return "\(error)" }
         }
-        #expect(outcome(true) == outcome(false))
+        let tiles = PixelMemoryMeter(), libheif = PixelMemoryMeter()
+        #expect(outcome(true, tiles) == outcome(false, libheif))
+        // The fallback gives the tile route's bytes (the resampler's too) back before libheif's route counts
+        // its own: the meter ends balanced and its peak is the larger route's, never both added.
+        #expect(tiles.currentBytes == 0)
+        let tileRoute = HEIFTileDecoding.decodeMemory(grid) + LanczosResampler.memoryEstimate(from: grid.size, to: grid.size, channels: 3)
+            + grid.size.width * 3 * MemoryLayout<Float>.stride
+        #expect(tiles.peakBytes == max(tileRoute, libheif.peakBytes))
+        // The estimate bounds it (a grid is priced as the larger route).
+        let info = try HEIFDecoder(format: .heif).probe(.bytes(bytes), limits: ImageLimits())
+        #expect(info.heifGrid != nil)
+        let options = try PrepareOptions(maxShortEdge: 400).checked()
+        let parts = MemoryEstimate.heif(info, plan: PreparePlan(info: info, options: options), options: options, keptMetadata: 0)
+        #expect(parts.metered >= tiles.peakBytes)
+    }
+
+    /// A tile carrying its own parameter sets (its data's first NAL unit made a PPS) is found by the plan
+    /// before any row is decoded and goes to libheif from the start.
+    @Test func inBandParameterSetsAreFoundByThePlan() throws {
+        var bytes = try Fixtures.bytes(Self.path("grid.heic"))
+        let grid = try #require(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits()))
+        let tile = grid.tileExtents[4][0]
+        bytes[tile.offset + 4] = 34 << 1
+        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits()) == nil)
+        // A NAL length that runs past the tile's data: not planned either.
+        var cut = try Fixtures.bytes(Self.path("grid.heic"))
+        cut[tile.offset] = 0x7F
+        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: cut), limits: ImageLimits()) == nil)
     }
 
     /// The parser on every cut of the meta box and on single-byte changes: nil, a grid, or a thrown error;

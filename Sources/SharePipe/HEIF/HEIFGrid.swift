@@ -64,7 +64,37 @@ struct HEIFGrid: Equatable, Sendable {
         guard let meta = try file.metaBody(maxBytes: limits.maxMetadataBytes),
               let grid = try? parse(meta: meta, fileSize: file.size, read: { try file.read(at: $0, count: $1) }) else { return nil }
         try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: file.name)
+        for extents in grid.tileExtents where try !unitsAreSlices(extents, file: file) { return nil }
         return grid
+    }
+
+    /// Whether a tile's coded data is whole 4-byte length-prefixed NAL units, none of them a parameter set
+    /// (VPS, SPS, PPS in the data would replace the hvcC's checked ones): what would otherwise send the file to
+    /// libheif only after rows were decoded. One read of 5 bytes per NAL unit.
+    static func unitsAreSlices(_ extents: [Extent], file: HEIFFileBytes) throws -> Bool {
+        let total = extents.reduce(0) { $0 + $1.length }
+        /// `count` bytes at `position` of the tile's data (its extents one after another).
+        func bytes(at position: Int, count: Int) throws -> [UInt8] {
+            var out: [UInt8] = [], skip = position, left = count
+            for extent in extents where left > 0 {
+                if skip >= extent.length { skip -= extent.length; continue }
+                let here = min(left, extent.length - skip)
+                out += try file.read(at: extent.offset + skip, count: here)
+                left -= here
+                skip = 0
+            }
+            return out
+        }
+        var position = 0
+        while position < total {
+            guard total - position >= 4 else { return false }
+            let head = try bytes(at: position, count: min(5, total - position))
+            let length = head[0..<4].reduce(0) { $0 << 8 | Int($1) }
+            guard length <= total - position - 4 else { return false }
+            if length > 0, (32...34).contains(Int(head[4] >> 1) & 0x3F) { return false }
+            position += 4 + length
+        }
+        return true
     }
 
     /// The largest tile side the route takes (HEVC's levels stop far below it): tile sizes and areas, and the

@@ -30,7 +30,11 @@ enum HEIFTileDecoding {
             + min(threads, grid.columns) * decoderBytes(tile: grid.tileSize)
     }
 
-    /// What the route found only while decoding and leaves to libheif (thrown before anything is returned).
+    /// What the route found only while decoding and leaves to libheif (thrown before anything is returned,
+    /// with every byte the route counted given back to the meter): a tile libde265 fails to decode, tiles
+    /// whose bitstreams describe their colour differently, matrix 12 or one SharePipe cannot convert. The
+    /// colour cases could be settled before decoding by reading the hvcC SPS's VUI; they are not yet, so
+    /// `MemoryEstimate.heif` prices a grid as the larger of both routes.
     struct Fallback: Error {
         var reason: String
     }
@@ -85,6 +89,8 @@ enum HEIFTileDecoding {
         var firstVUI: [Int32]?
         meter.allocate(row.count * MemoryLayout<Float>.stride)
         defer { meter.release(row.count * MemoryLayout<Float>.stride) }
+        // On Fallback (or any error) the resampler's bytes leave the meter before libheif's route counts its own.
+        defer { resampler.discard() }
 
         for tileRow in 0..<grid.rows {
             let top = tileRow * tileHeight
@@ -96,12 +102,14 @@ enum HEIFTileDecoding {
                 var data = grid.parameterSets[grid.tileParameterSets[index]]
                 let start = data.count
                 for extent in grid.tileExtents[index] { try file.append(at: extent.offset, count: extent.length, to: &data) }
-                // Parameter sets inside a tile's data would replace the checked ones (hvcC): libheif's business.
+                // The plan found no parameter sets in the tile's data (they would replace the checked hvcC ones);
+                // read again here, one would mean the file changed since.
                 var at = start
                 while at + 5 <= data.count {
                     let length = data[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) }
                     if (32...34).contains(Int(data[at + 4] >> 1) & 0x3F) {
-                        throw Fallback(reason: "tile \(index) carries its own parameter sets")
+                        throw SharePipeError.corrupt(file: name, reason: "HEIF tile \(index) carries its own parameter sets "
+                                                     + "(the file changed while it was read)")
                     }
                     at += 4 + length
                 }
