@@ -9,14 +9,15 @@ import CSharePipe
 /// into one image without changing them) and go through the same `HEIFRowConverter`, so an unrotated output
 /// is identical to the libheif route's; a rotated one differs only by resampling in the other order.
 enum HEIFTileDecoding {
-    /// Tiles decoded at once, each in its own thread with its own decoder (the machine has two cores).
-    static let threads = 2
+    /// The chroma plane size for `luma` samples at chroma_format_idc `chroma` (the shim's rule).
+    static func chromaSize(_ luma: PixelSize, chroma: Int32) -> PixelSize {
+        PixelSize(width: Int(sp_hevc_chroma_width(chroma, Int32(luma.width))),
+                  height: Int(sp_hevc_chroma_height(chroma, Int32(luma.height))))
+    }
 
     /// The row-of-tiles planes the route holds: 8-bit luma and two chroma planes, the output width wide.
     static func rowPlaneBytes(width: Int, tileHeight: Int, chroma: Int32) -> Int {
-        let chromaWidth = chroma == 3 ? width : (width + 1) / 2
-        let chromaHeight = chroma == 1 ? (tileHeight + 1) / 2 : tileHeight
-        return width * tileHeight + 2 * chromaWidth * chromaHeight
+        width * tileHeight + 2 * chromaSize(PixelSize(width: width, height: tileHeight), chroma: chroma).area
     }
 
     /// libde265's memory for one tile decode (libde265 1.0.11, 512×512 4:2:0 tiles from x265, massif): the
@@ -27,7 +28,7 @@ enum HEIFTileDecoding {
     /// What the route holds in all while a row of tiles is decoded (metered).
     static func decodeMemory(_ grid: HEIFGrid) -> Int {
         rowPlaneBytes(width: grid.size.width, tileHeight: grid.tileSize.height, chroma: grid.chroma)
-            + min(threads, grid.columns) * decoderBytes(tile: grid.tileSize)
+            + min(HEIFDecoding.decodingThreads, grid.columns) * decoderBytes(tile: grid.tileSize)
     }
 
     /// What the route found only while decoding and leaves to libheif (thrown before anything is returned,
@@ -70,8 +71,8 @@ enum HEIFTileDecoding {
                                                                              detail: "decoding this HEIF grid"))
         }
         let width = grid.size.width, tileWidth = grid.tileSize.width, tileHeight = grid.tileSize.height
-        let chromaWidth = grid.chroma == 3 ? width : (width + 1) / 2
-        let chromaHeight = grid.chroma == 1 ? tileHeight / 2 : tileHeight
+        let chromaPlane = chromaSize(PixelSize(width: width, height: tileHeight), chroma: grid.chroma)
+        let chromaWidth = chromaPlane.width, chromaHeight = chromaPlane.height
         let xShift = grid.chroma == 3 ? 0 : 1
 
         // Resampled as coded; the transforms turn the small result.
@@ -120,11 +121,11 @@ enum HEIFTileDecoding {
             let status: sp_status = luma.withUnsafeMutableBufferPointer { y in
                 cb.withUnsafeMutableBufferPointer { cbPlane in
                     cr.withUnsafeMutableBufferPointer { crPlane in
-                        withArrayOfPointers(coded) { pointers in
+                        withUnsafeBufferPointers(ofEach: coded) { buffers in
                             var tiles = (0..<grid.columns).map { column -> sp_hevc_tile in
                                 let left = column * tileWidth
                                 var tile = sp_hevc_tile()
-                                tile.data = pointers[column]
+                                tile.data = buffers[column].baseAddress
                                 tile.length = coded[column].count
                                 tile.width = Int32(tileWidth)
                                 tile.height = Int32(tileHeight)
@@ -138,7 +139,7 @@ enum HEIFTileDecoding {
                                 tile.copy_height = Int32(rowsHere)
                                 return tile
                             }
-                            let status = sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(threads), &message)
+                            let status = sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(HEIFDecoding.decodingThreads), &message)
                             decoded = tiles
                             return status
                         }
@@ -157,30 +158,26 @@ enum HEIFTileDecoding {
             }
             if matrix == nil { matrix = try Self.matrix(grid, vui: decoded[0]) }
             let rowMatrix = matrix!
-            luma.withUnsafeBufferPointer { y in
-                cb.withUnsafeBufferPointer { cbPlane in
-                    cr.withUnsafeBufferPointer { crPlane in
-                        var planes = sp_heif_planes()
-                        planes.width = Int32(width)
-                        planes.height = Int32(tileHeight)   // the whole buffer: the converter infers subsampling from it
-                        planes.chroma = grid.chroma
-                        planes.bits = 8
-                        planes.chroma_bits = 8
-                        planes.y = y.baseAddress
-                        planes.cb = cbPlane.baseAddress
-                        planes.cr = crPlane.baseAddress
-                        planes.y_stride = Int32(width)
-                        planes.cb_stride = Int32(chromaWidth)
-                        planes.cr_stride = Int32(chromaWidth)
-                        planes.chroma_width = Int32(chromaWidth)
-                        planes.chroma_height = Int32(chromaHeight)
-                        let converter = HEIFRowConverter(planes: planes, matrix: rowMatrix, premultiplied: false)
-                        row.withUnsafeMutableBufferPointer { buffer in
-                            for y in 0..<rowsHere {
-                                converter.convertRow(y, into: buffer.baseAddress!)
-                                resampler.push(row: UnsafeBufferPointer(buffer))
-                            }
-                        }
+            withUnsafeBufferPointers(luma, cb, cr) { y, cbPlane, crPlane in
+                var planes = sp_heif_planes()
+                planes.width = Int32(width)
+                planes.height = Int32(tileHeight)   // the whole buffer: the converter infers subsampling from it
+                planes.chroma = grid.chroma
+                planes.bits = 8
+                planes.chroma_bits = 8
+                planes.y = y.baseAddress
+                planes.cb = cbPlane.baseAddress
+                planes.cr = crPlane.baseAddress
+                planes.y_stride = Int32(width)
+                planes.cb_stride = Int32(chromaWidth)
+                planes.cr_stride = Int32(chromaWidth)
+                planes.chroma_width = Int32(chromaWidth)
+                planes.chroma_height = Int32(chromaHeight)
+                let converter = HEIFRowConverter(planes: planes, matrix: rowMatrix, premultiplied: false)
+                row.withUnsafeMutableBufferPointer { buffer in
+                    for y in 0..<rowsHere {
+                        converter.convertRow(y, into: buffer.baseAddress!)
+                        resampler.push(row: UnsafeBufferPointer(buffer))
                     }
                 }
             }
@@ -188,14 +185,5 @@ enum HEIFTileDecoding {
         let bitmap = try resampler.finish()
         guard grid.orientation != .up else { return RenderedImage(bitmap: bitmap, warnings: []) }
         return RenderedImage(bitmap: meter.holding(bitmap.byteCount) { bitmap.applying(grid.orientation) }, warnings: [])
-    }
-
-    /// Calls `body` with a pointer to each array's bytes (valid only inside `body`).
-    private static func withArrayOfPointers<R>(_ arrays: [[UInt8]], _ body: ([UnsafePointer<UInt8>]) -> R) -> R {
-        func nest(_ index: Int, _ pointers: [UnsafePointer<UInt8>]) -> R {
-            if index == arrays.count { return body(pointers) }
-            return arrays[index].withUnsafeBufferPointer { nest(index + 1, pointers + [$0.baseAddress!]) }
-        }
-        return nest(0, [])
     }
 }
