@@ -293,18 +293,27 @@ struct HEIFGrid: Equatable, Sendable {
         let tileLists = references.filter { $0.type == "dimg" && $0.from == primary }
         guard tileLists.count == 1, let tileIDs = tileLists.first?.to, !tileIDs.isEmpty else { return nil }
 
-        // The grid item's properties: only the known ones, transforms in order.
-        func property(_ association: Association) -> (type: String, body: Cursor)? {
-            association.index == 0 ? nil : association.index <= properties.count ? properties[association.index - 1] : nil
+        /// An item's properties in ipma order with their ipco index; nil when one is not in `allowed`, or an
+        /// association names no property (index 0 is allowed when not essential).
+        func knownProperties(of item: Int, allowed: Set<String>) -> [(type: String, body: Cursor, index: Int)]? {
+            var known: [(type: String, body: Cursor, index: Int)] = []
+            for association in associations[item] ?? [] {
+                guard association.index != 0, association.index <= properties.count else {
+                    if association.essential || association.index != 0 { return nil }
+                    continue
+                }
+                let (type, body) = properties[association.index - 1]
+                guard allowed.contains(type) else { return nil }
+                known.append((type, body, association.index))
+            }
+            return known
         }
+
+        // The grid item's properties: only the known ones, transforms in order.
         var orientation = Orientation.up
         var gridSize: PixelSize?
-        for association in associations[primary] ?? [] {
-            guard let (type, body) = property(association) else {
-                if association.essential || association.index != 0 { return nil }
-                continue
-            }
-            guard gridProperties.contains(type) else { return nil }
+        guard let gridItemProperties = knownProperties(of: primary, allowed: gridProperties) else { return nil }
+        for (type, body, _) in gridItemProperties {
             var value = body
             switch type {
             case "ispe":
@@ -366,18 +375,14 @@ struct HEIFGrid: Equatable, Sendable {
             var config: Int?
             var size: PixelSize?
             var colour: Colour?
-            for association in associations[id] ?? [] {
-                guard let (type, body) = property(association) else {
-                    if association.essential || association.index != 0 { return nil }
-                    continue
-                }
-                guard tileProperties.contains(type) else { return nil }
+            guard let tileItemProperties = knownProperties(of: id, allowed: tileProperties) else { return nil }
+            for (type, body, index) in tileItemProperties {
                 var value = body
                 if type == "ispe" {
                     _ = try value.fullBoxHeader()
                     size = PixelSize(width: try value.u32(), height: try value.u32())
                 } else if type == "hvcC" {
-                    config = association.index
+                    config = index
                 } else if type == "colr", try value.fourCC() == "nclx" {
                     colour = Colour(primaries: try value.u16(), transfer: try value.u16(), matrix: try value.u16(),
                                     fullRange: try value.u8() & 0x80 != 0)
