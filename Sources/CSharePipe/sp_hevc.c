@@ -5,6 +5,7 @@
 #include "sp_hevc.h"
 
 #include "sp_lazy.h"
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,11 @@
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static de265_error init_error = DE265_OK;
 // Reference counted inside libde265 (libheif's plugin calls it too): one call for the process, no de265_free.
-static void init_library(void) { init_error = sp_libde265.de265_init(); }
+// Verbosity is process-wide in libde265: set once here, never from concurrent decodes.
+static void init_library(void) {
+    init_error = sp_libde265.de265_init();
+    if (init_error == DE265_OK) sp_libde265.de265_set_verbosity(0);
+}
 
 /// Decodes one tile and copies its visible part. Returns SP_OK or fills `message`.
 static sp_status decode_tile(sp_hevc_tile *tile, int index, char *message) {
@@ -31,6 +36,11 @@ static sp_status decode_tile(sp_hevc_tile *tile, int index, char *message) {
         uint32_t size = (uint32_t)data[position] << 24 | (uint32_t)data[position + 1] << 16
                       | (uint32_t)data[position + 2] << 8 | (uint32_t)data[position + 3];
         position += 4;
+        if (size > (uint32_t)INT_MAX) {   // de265_push_NAL takes an int
+            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: NAL unit of %u bytes is too large", index, size);
+            result = SP_ERR_LIBRARY;
+            break;
+        }
         if (size > tile->length - position) {
             snprintf(message, SP_MESSAGE_LENGTH, "tile %d: NAL unit of %u bytes runs past the tile's data", index, size);
             result = SP_ERR_LIBRARY;
@@ -82,8 +92,8 @@ static sp_status decode_tile(sp_hevc_tile *tile, int index, char *message) {
                 for (int y = 0; y < tile->copy_height; y++) {
                     memcpy(tile->y + (size_t)y * (size_t)tile->y_stride, plane + (size_t)y * (size_t)stride, (size_t)tile->copy_width);
                 }
-                int chroma_width = chroma == 3 ? tile->copy_width : (tile->copy_width + 1) / 2;
-                int chroma_height = chroma == 1 ? (tile->copy_height + 1) / 2 : tile->copy_height;
+                int chroma_width = sp_hevc_chroma_width(chroma, tile->copy_width);
+                int chroma_height = sp_hevc_chroma_height(chroma, tile->copy_height);
                 uint8_t *targets[2] = { tile->cb, tile->cr };
                 for (int c = 1; c <= 2; c++) {
                     plane = sp_libde265.de265_get_image_plane(image, c, &stride);
@@ -143,7 +153,8 @@ sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char
         sp_hevc_tile *tile = &tiles[i];
         if (tile->data == NULL || tile->y == NULL || tile->cb == NULL || tile->cr == NULL || tile->chroma < 1 || tile->chroma > 3
             || tile->copy_width <= 0 || tile->copy_height <= 0 || tile->copy_width > tile->width
-            || tile->copy_height > tile->height || tile->y_stride < tile->copy_width) {
+            || tile->copy_height > tile->height || tile->y_stride < tile->copy_width
+            || tile->c_stride < sp_hevc_chroma_width(tile->chroma, tile->copy_width)) {
             snprintf(message, SP_MESSAGE_LENGTH, "tile %d: bad arguments", i);
             return SP_ERR_ARGUMENT;
         }
@@ -153,7 +164,6 @@ sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char
     if (loaded != SP_OK) return loaded;
     pthread_once(&init_once, init_library);
     if (init_error != DE265_OK) { sp_copy_message(message, sp_libde265.de265_get_error_text(init_error)); return SP_ERR_LIBRARY; }
-    sp_libde265.de265_set_verbosity(0);
     work_queue queue = { .tiles = tiles, .count = count, .next = 0, .result = SP_OK };
     pthread_mutex_init(&queue.lock, NULL);
     int helpers = threads - 1 < count - 1 ? threads - 1 : count - 1;

@@ -11,7 +11,7 @@ import Testing
                        meter: PixelMemoryMeter = PixelMemoryMeter()) throws -> Bitmap {
         let source = ImageSource.file(path: Fixtures.path("heif/" + file))
         let probe = try HEIFDecoding.probe(source, limits: limits)
-        return try HEIFDecoding.render(source, target: target ?? probe.size, limits: limits, meter: meter).bitmap
+        return try HEIFDecoding.render(source, grid: probe.grid, target: target ?? probe.size, limits: limits, meter: meter).bitmap
     }
 
     /// Red top-left, green top-right, blue bottom-right, grey bottom-left and centre (100-px squares).
@@ -208,13 +208,13 @@ import Testing
     static func renderPath(_ path: String) throws -> Bitmap {
         let source = ImageSource.file(path: path)
         let probe = try HEIFDecoding.probe(source, limits: ImageLimits())
-        return try HEIFDecoding.render(source, target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter()).bitmap
+        return try HEIFDecoding.render(source, grid: probe.grid, target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter()).bitmap
     }
 
     @Test func bytesInMemoryDecodeLikeTheFile() throws {
         let bytes = try Fixtures.bytes(Fixtures.path("heif/corners.avif"))
         let probe = try HEIFDecoding.probe(.bytes(bytes), limits: ImageLimits())
-        let fromBytes = try HEIFDecoding.render(.bytes(bytes), target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter())
+        let fromBytes = try HEIFDecoding.render(.bytes(bytes), grid: probe.grid, target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter())
         #expect(fromBytes.bitmap == (try Self.render("corners.avif")))
     }
 
@@ -239,7 +239,7 @@ import Testing
             do {
                 let source = ImageSource.bytes(bytes)
                 let probe = try HEIFDecoding.probe(source, limits: limits)
-                _ = try HEIFDecoding.render(source, target: PixelSize(width: 64, height: 64), limits: limits,
+                _ = try HEIFDecoding.render(source, grid: probe.grid, target: PixelSize(width: 64, height: 64), limits: limits,
                                             meter: PixelMemoryMeter())
                 _ = probe
             } catch let error as SharePipeError {

@@ -28,8 +28,8 @@ import Testing
     static func render(_ source: ImageSource, target: PixelSize? = nil, tileRoute: Bool = true,
                        limits: ImageLimits = ImageLimits(), meter: PixelMemoryMeter = PixelMemoryMeter()) throws -> Bitmap {
         let probe = try HEIFDecoding.probe(source, limits: limits)
-        return try HEIFDecoding.render(source, target: target ?? probe.size, limits: limits, meter: meter,
-                                       tileRoute: tileRoute).bitmap
+        return try HEIFDecoding.render(source, grid: tileRoute ? probe.grid : nil, target: target ?? probe.size,
+                                       limits: limits, meter: meter).bitmap
     }
 
     @Test(arguments: files)
@@ -116,6 +116,39 @@ import Testing
         #expect(meter.peakBytes == 0)
     }
 
+    /// The tile size is checked against the limits where the grid is planned, so the probe refuses it before
+    /// any size arithmetic (the render used to be the only place that checked it), and a tile side past
+    /// `maxTileSide` leaves the file to libheif.
+    @Test func tileSizeIsCheckedWhereTheGridIsPlanned() throws {
+        let file = try HEIFFileBytes(.file(path: Self.path("grid.heic")))
+        for limits in [ImageLimits(maxDimension: 255), ImageLimits(maxPixels: 256 * 256 - 1)] {
+            #expect { try HEIFGrid.plan(file, limits: limits) } throws: { error in
+                guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
+                return exceeded.size == PixelSize(width: 256, height: 256)
+            }
+        }
+        #expect(try HEIFGrid.plan(file, limits: ImageLimits(maxDimension: 256, maxPixels: 256 * 256)) != nil)
+        // Tile and grid ispe past the largest tile side: not planned (the SPS check never runs on them).
+        var bytes = try Fixtures.bytes(Self.path("grid.heic"))
+        let tileISPE = try #require(Self.find(Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0], in: bytes))
+        bytes.replaceSubrange((tileISPE + 8)..<(tileISPE + 16), with: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits(maxDimension: .max, maxPixels: .max)) == nil)
+    }
+
+    /// The render decodes the grid it is given (the one the probe found and the estimate priced) without
+    /// reading the boxes again: the same file with the plan's orientation changed comes out turned.
+    @Test func renderDecodesTheGridItIsGiven() throws {
+        let source = ImageSource.file(path: Self.path("grid.heic"))
+        var grid = try #require(try HEIFDecoding.probe(source, limits: ImageLimits()).grid)
+        let plain = try HEIFDecoding.render(source, grid: grid, target: grid.size, limits: ImageLimits(),
+                                            meter: PixelMemoryMeter()).bitmap
+        grid.orientation = .down
+        let turned = try HEIFDecoding.render(source, grid: grid, target: grid.size, limits: ImageLimits(),
+                                             meter: PixelMemoryMeter()).bitmap
+        #expect(turned == plain.applying(.down))
+        #expect(turned != plain)
+    }
+
     @Test func bytesInMemoryDecodeLikeTheFile() throws {
         let bytes = try Fixtures.bytes(Self.path("grid-irot2.heic"))
         #expect(try Self.render(.bytes(bytes)) == (try Self.render(.file(path: Self.path("grid-irot2.heic")))))
@@ -192,10 +225,37 @@ import Testing
         let tile = grid.tileExtents[4][0]
         // Keep the NAL length, wipe the slice: a NAL header with the forbidden bit set.
         for at in (tile.offset + 4)..<(tile.offset + tile.length) { bytes[at] = 0xFF }
-        func outcome(_ tileRoute: Bool) -> String {
-            do { return "\(try Self.render(.bytes(bytes), tileRoute: tileRoute).pixels.hashValue)" } catch { return "\(error)" }
+        func outcome(_ tileRoute: Bool, _ meter: PixelMemoryMeter) -> String {
+            do { return "\(try Self.render(.bytes(bytes), tileRoute: tileRoute, meter: meter).pixels.hashValue)" } catch { return "\(error)" }
         }
-        #expect(outcome(true) == outcome(false))
+        let tiles = PixelMemoryMeter(), libheif = PixelMemoryMeter()
+        #expect(outcome(true, tiles) == outcome(false, libheif))
+        // The fallback gives the tile route's bytes (the resampler's too) back before libheif's route counts
+        // its own: the meter ends balanced and its peak is the larger route's, never both added.
+        #expect(tiles.currentBytes == 0)
+        let tileRoute = HEIFTileDecoding.decodeMemory(grid) + LanczosResampler.memoryEstimate(from: grid.size, to: grid.size, channels: 3)
+            + grid.size.width * 3 * MemoryLayout<Float>.stride
+        #expect(tiles.peakBytes == max(tileRoute, libheif.peakBytes))
+        // The estimate bounds it (a grid is priced as the larger route).
+        let info = try HEIFDecoder(format: .heif).probe(.bytes(bytes), limits: ImageLimits())
+        #expect(info.heifGrid != nil)
+        let options = try PrepareOptions(maxShortEdge: 400).checked()
+        let parts = MemoryEstimate.heif(info, plan: PreparePlan(info: info, options: options), options: options, keptMetadata: 0)
+        #expect(parts.metered >= tiles.peakBytes)
+    }
+
+    /// A tile carrying its own parameter sets (its data's first NAL unit made a PPS) is found by the plan
+    /// before any row is decoded and goes to libheif from the start.
+    @Test func inBandParameterSetsAreFoundByThePlan() throws {
+        var bytes = try Fixtures.bytes(Self.path("grid.heic"))
+        let grid = try #require(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits()))
+        let tile = grid.tileExtents[4][0]
+        bytes[tile.offset + 4] = 34 << 1
+        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits()) == nil)
+        // A NAL length that runs past the tile's data: not planned either.
+        var cut = try Fixtures.bytes(Self.path("grid.heic"))
+        cut[tile.offset] = 0x7F
+        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: cut), limits: ImageLimits()) == nil)
     }
 
     /// The parser on every cut of the meta box and on single-byte changes: nil, a grid, or a thrown error;

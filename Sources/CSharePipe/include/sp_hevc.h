@@ -21,6 +21,11 @@ typedef struct {
     int full_range, color_primaries, transfer_characteristics, matrix_coefficients;
 } sp_hevc_tile;
 
+/// The chroma samples across `width` and down `height` luma samples for chroma_format_idc `chroma`
+/// (1 4:2:0, 2 4:2:2, 3 4:4:4): the one rule the shim and HEIFTileDecoding size chroma planes with.
+static inline int sp_hevc_chroma_width(int chroma, int width) { return chroma == 3 ? width : (width + 1) / 2; }
+static inline int sp_hevc_chroma_height(int chroma, int height) { return chroma == 1 ? (height + 1) / 2 : height; }
+
 /// Decodes `count` tiles with libde265 (a new decoder for each tile, as libheif does) and copies each one's
 /// visible part into its destination. `threads` > 1 decodes that many tiles at once, each in its own
 /// thread with its own decoder. Any failure stops the work and names the tile (its index in `tiles`).

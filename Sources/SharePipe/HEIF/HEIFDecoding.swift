@@ -40,7 +40,9 @@ struct HEIFProbe {
 /// tiles without alpha (phone photos) skips libheif's decode: `HEIFGrid` reads its boxes and
 /// `HEIFTileDecoding` decodes one row of tiles at a time with libde265 (about a sixth of the planes' memory).
 enum HEIFDecoding {
-    /// libheif's tile-decoding threads for grid images the tile route does not take. Measured on
+    /// Tiles decoded at once on both grid routes: libheif's tile-decoding threads for grid images the tile
+    /// route does not take, and the tile route's (`HEIFTileDecoding`: each tile in its own thread with its own
+    /// libde265 decoder). Measured on
     /// a 4032×3024 grid HEIC (libheif 1.15, 2 cores): peak RSS 60.7 MB with 0 (tiles in the calling thread),
     /// 60.3 MB with 2; wall 2.97 s → 2.45 s. Two threads cost no memory there, so two.
     static let decodingThreads = 2
@@ -112,25 +114,26 @@ enum HEIFDecoding {
 
     /// Decodes the primary image and streams its rows, converted to RGB(A) or gray(+alpha), through a
     /// resampler to `target` (at most the image size).
-    /// `tileRoute: false` sends grid images through libheif too (tests compare the two routes).
-    static func render(_ source: ImageSource, target: PixelSize, limits: ImageLimits,
-                       meter: PixelMemoryMeter, tileRoute: Bool = true) throws -> RenderedImage {
+    /// `grid`: the probe's grid (`HEIFProbe.grid`, `ImageInfo.heifGrid`), the one `MemoryEstimate.heif`
+    /// priced; the tile route decodes it as planned, without reading the boxes again. nil: libheif decodes
+    /// the image (tests pass nil to compare a grid's two routes).
+    static func render(_ source: ImageSource, grid: HEIFGrid?, target: PixelSize, limits: ImageLimits,
+                       meter: PixelMemoryMeter) throws -> RenderedImage {
+        // A grid of 8-bit HEVC tiles without alpha: decoded one row of tiles at a time (HEIFTileDecoding).
+        if let grid {
+            do {
+                return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
+                                                   limits: limits, meter: meter)
+            } catch is HEIFTileDecoding.Fallback {
+                // Found while decoding (tiles whose colour libheif handles): libheif's route below.
+            }
+        }
         // The coded chroma format, from the configuration boxes (4:4:4 when they cannot say).
         let chroma = (try? HEIFChroma.coded(source, maxMetaBytes: limits.maxMetadataBytes)) ?? HEIFChroma.yuv444
         return try HEIFReader.with(source, limits: limits) { reader in
             let info = try reader.info()
             let size = PixelSize(width: Int(info.width), height: Int(info.height))
             try limits.check(width: size.width, height: size.height, file: reader.file)
-            // A grid of 8-bit HEVC tiles without alpha: decoded one row of tiles at a time (HEIFTileDecoding).
-            if tileRoute, let grid = try Self.tileRoute(source, info: info, limits: limits) {
-                try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: reader.file)
-                do {
-                    return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
-                                                       limits: limits, meter: meter)
-                } catch is HEIFTileDecoding.Fallback {
-                    // Found while decoding (tiles whose colour libheif handles): libheif's route below.
-                }
-            }
             let estimate = decodeMemory(size: size, bitDepth: max(Int(info.luma_bits), 8), hasAlpha: info.has_alpha != 0,
                                         monochrome: chroma == HEIFChroma.monochrome, chroma444: chroma != HEIFChroma.yuv420)
             if estimate > limits.maxDecoderMemory {
@@ -217,6 +220,6 @@ struct HEIFDecoder: ImageDecoder {
 
     func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
                 meter: PixelMemoryMeter) throws -> RenderedImage {
-        try HEIFDecoding.render(source, target: target, limits: limits, meter: meter)
+        try HEIFDecoding.render(source, grid: info.heifGrid, target: target, limits: limits, meter: meter)
     }
 }

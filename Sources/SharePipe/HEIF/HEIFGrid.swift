@@ -57,11 +57,49 @@ struct HEIFGrid: Equatable, Sendable {
 
     /// The grid of `source`'s primary image, or nil when the primary image is not a grid this route decodes.
     /// Reads the top-level box headers, the `meta` box (at most `limits.maxMetadataBytes`) and the grid
-    /// descriptor; no tile data. Throws only when the file cannot be read.
+    /// descriptor; no tile data. Throws when the file cannot be read, and `tooLarge` when a tile's size is
+    /// over `limits` (the probe and the render both get their grid here, so no size arithmetic on the route
+    /// ever sees an unchecked tile).
     static func plan(_ file: HEIFFileBytes, limits: ImageLimits) throws -> HEIFGrid? {
-        guard let meta = try file.metaBody(maxBytes: limits.maxMetadataBytes) else { return nil }
-        return try? parse(meta: meta, fileSize: file.size, read: { try file.read(at: $0, count: $1) })
+        guard let meta = try file.metaBody(maxBytes: limits.maxMetadataBytes),
+              let grid = try? parse(meta: meta, fileSize: file.size, read: { try file.read(at: $0, count: $1) }) else { return nil }
+        try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: file.name)
+        for extents in grid.tileExtents where try !unitsAreSlices(extents, file: file) { return nil }
+        return grid
     }
+
+    /// Whether a tile's coded data is whole 4-byte length-prefixed NAL units, none of them a parameter set
+    /// (VPS, SPS, PPS in the data would replace the hvcC's checked ones): what would otherwise send the file to
+    /// libheif only after rows were decoded. One read of 5 bytes per NAL unit.
+    static func unitsAreSlices(_ extents: [Extent], file: HEIFFileBytes) throws -> Bool {
+        let total = extents.reduce(0) { $0 + $1.length }
+        /// `count` bytes at `position` of the tile's data (its extents one after another).
+        func bytes(at position: Int, count: Int) throws -> [UInt8] {
+            var out: [UInt8] = [], skip = position, left = count
+            for extent in extents where left > 0 {
+                if skip >= extent.length { skip -= extent.length; continue }
+                let here = min(left, extent.length - skip)
+                out += try file.read(at: extent.offset + skip, count: here)
+                left -= here
+                skip = 0
+            }
+            return out
+        }
+        var position = 0
+        while position < total {
+            guard total - position >= 4 else { return false }
+            let head = try bytes(at: position, count: min(5, total - position))
+            let length = head[0..<4].reduce(0) { $0 << 8 | Int($1) }
+            guard length <= total - position - 4 else { return false }
+            if length > 0, (32...34).contains(Int(head[4] >> 1) & 0x3F) { return false }
+            position += 4 + length
+        }
+        return true
+    }
+
+    /// The largest tile side the route takes (HEVC's levels stop far below it): tile sizes and areas, and the
+    /// memory priced from them, stay far from overflowing whatever the limits are. Larger tiles go to libheif.
+    static let maxTileSide = 65_535
 
     // MARK: - Parsing
 
@@ -255,18 +293,27 @@ struct HEIFGrid: Equatable, Sendable {
         let tileLists = references.filter { $0.type == "dimg" && $0.from == primary }
         guard tileLists.count == 1, let tileIDs = tileLists.first?.to, !tileIDs.isEmpty else { return nil }
 
-        // The grid item's properties: only the known ones, transforms in order.
-        func property(_ association: Association) -> (type: String, body: Cursor)? {
-            association.index == 0 ? nil : association.index <= properties.count ? properties[association.index - 1] : nil
+        /// An item's properties in ipma order with their ipco index; nil when one is not in `allowed`, or an
+        /// association names no property (index 0 is allowed when not essential).
+        func knownProperties(of item: Int, allowed: Set<String>) -> [(type: String, body: Cursor, index: Int)]? {
+            var known: [(type: String, body: Cursor, index: Int)] = []
+            for association in associations[item] ?? [] {
+                guard association.index != 0, association.index <= properties.count else {
+                    if association.essential || association.index != 0 { return nil }
+                    continue
+                }
+                let (type, body) = properties[association.index - 1]
+                guard allowed.contains(type) else { return nil }
+                known.append((type, body, association.index))
+            }
+            return known
         }
+
+        // The grid item's properties: only the known ones, transforms in order.
         var orientation = Orientation.up
         var gridSize: PixelSize?
-        for association in associations[primary] ?? [] {
-            guard let (type, body) = property(association) else {
-                if association.essential || association.index != 0 { return nil }
-                continue
-            }
-            guard gridProperties.contains(type) else { return nil }
+        guard let gridItemProperties = knownProperties(of: primary, allowed: gridProperties) else { return nil }
+        for (type, body, _) in gridItemProperties {
             var value = body
             switch type {
             case "ispe":
@@ -328,24 +375,20 @@ struct HEIFGrid: Equatable, Sendable {
             var config: Int?
             var size: PixelSize?
             var colour: Colour?
-            for association in associations[id] ?? [] {
-                guard let (type, body) = property(association) else {
-                    if association.essential || association.index != 0 { return nil }
-                    continue
-                }
-                guard tileProperties.contains(type) else { return nil }
+            guard let tileItemProperties = knownProperties(of: id, allowed: tileProperties) else { return nil }
+            for (type, body, index) in tileItemProperties {
                 var value = body
                 if type == "ispe" {
                     _ = try value.fullBoxHeader()
                     size = PixelSize(width: try value.u32(), height: try value.u32())
                 } else if type == "hvcC" {
-                    config = association.index
+                    config = index
                 } else if type == "colr", try value.fourCC() == "nclx" {
                     colour = Colour(primaries: try value.u16(), transfer: try value.u16(), matrix: try value.u16(),
                                     fullRange: try value.u8() & 0x80 != 0)
                 }
             }
-            guard let config, let size, size.width > 0, size.height > 0 else { return nil }
+            guard let config, let size, (1...maxTileSide).contains(size.width), (1...maxTileSide).contains(size.height) else { return nil }
             if tileSize == nil { tileSize = size }
             guard size == tileSize else { return nil }
             if configIndex[config] == nil {

@@ -9,14 +9,15 @@ import CSharePipe
 /// into one image without changing them) and go through the same `HEIFRowConverter`, so an unrotated output
 /// is identical to the libheif route's; a rotated one differs only by resampling in the other order.
 enum HEIFTileDecoding {
-    /// Tiles decoded at once, each in its own thread with its own decoder (the machine has two cores).
-    static let threads = 2
+    /// The chroma plane size for `luma` samples at chroma_format_idc `chroma` (the shim's rule).
+    static func chromaSize(_ luma: PixelSize, chroma: Int32) -> PixelSize {
+        PixelSize(width: Int(sp_hevc_chroma_width(chroma, Int32(luma.width))),
+                  height: Int(sp_hevc_chroma_height(chroma, Int32(luma.height))))
+    }
 
     /// The row-of-tiles planes the route holds: 8-bit luma and two chroma planes, the output width wide.
     static func rowPlaneBytes(width: Int, tileHeight: Int, chroma: Int32) -> Int {
-        let chromaWidth = chroma == 3 ? width : (width + 1) / 2
-        let chromaHeight = chroma == 1 ? (tileHeight + 1) / 2 : tileHeight
-        return width * tileHeight + 2 * chromaWidth * chromaHeight
+        width * tileHeight + 2 * chromaSize(PixelSize(width: width, height: tileHeight), chroma: chroma).area
     }
 
     /// libde265's memory for one tile decode (libde265 1.0.11, 512×512 4:2:0 tiles from x265, massif): the
@@ -27,10 +28,14 @@ enum HEIFTileDecoding {
     /// What the route holds in all while a row of tiles is decoded (metered).
     static func decodeMemory(_ grid: HEIFGrid) -> Int {
         rowPlaneBytes(width: grid.size.width, tileHeight: grid.tileSize.height, chroma: grid.chroma)
-            + min(threads, grid.columns) * decoderBytes(tile: grid.tileSize)
+            + min(HEIFDecoding.decodingThreads, grid.columns) * decoderBytes(tile: grid.tileSize)
     }
 
-    /// What the route found only while decoding and leaves to libheif (thrown before anything is returned).
+    /// What the route found only while decoding and leaves to libheif (thrown before anything is returned,
+    /// with every byte the route counted given back to the meter): a tile libde265 fails to decode, tiles
+    /// whose bitstreams describe their colour differently, matrix 12 or one SharePipe cannot convert. The
+    /// colour cases could be settled before decoding by reading the hvcC SPS's VUI; they are not yet, so
+    /// `MemoryEstimate.heif` prices a grid as the larger of both routes.
     struct Fallback: Error {
         var reason: String
     }
@@ -66,8 +71,8 @@ enum HEIFTileDecoding {
                                                                              detail: "decoding this HEIF grid"))
         }
         let width = grid.size.width, tileWidth = grid.tileSize.width, tileHeight = grid.tileSize.height
-        let chromaWidth = grid.chroma == 3 ? width : (width + 1) / 2
-        let chromaHeight = grid.chroma == 1 ? tileHeight / 2 : tileHeight
+        let chromaPlane = chromaSize(PixelSize(width: width, height: tileHeight), chroma: grid.chroma)
+        let chromaWidth = chromaPlane.width, chromaHeight = chromaPlane.height
         let xShift = grid.chroma == 3 ? 0 : 1
 
         // Resampled as coded; the transforms turn the small result.
@@ -85,6 +90,8 @@ enum HEIFTileDecoding {
         var firstVUI: [Int32]?
         meter.allocate(row.count * MemoryLayout<Float>.stride)
         defer { meter.release(row.count * MemoryLayout<Float>.stride) }
+        // On Fallback (or any error) the resampler's bytes leave the meter before libheif's route counts its own.
+        defer { resampler.discard() }
 
         for tileRow in 0..<grid.rows {
             let top = tileRow * tileHeight
@@ -96,12 +103,14 @@ enum HEIFTileDecoding {
                 var data = grid.parameterSets[grid.tileParameterSets[index]]
                 let start = data.count
                 for extent in grid.tileExtents[index] { try file.append(at: extent.offset, count: extent.length, to: &data) }
-                // Parameter sets inside a tile's data would replace the checked ones (hvcC): libheif's business.
+                // The plan found no parameter sets in the tile's data (they would replace the checked hvcC ones);
+                // read again here, one would mean the file changed since.
                 var at = start
                 while at + 5 <= data.count {
                     let length = data[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) }
                     if (32...34).contains(Int(data[at + 4] >> 1) & 0x3F) {
-                        throw Fallback(reason: "tile \(index) carries its own parameter sets")
+                        throw SharePipeError.corrupt(file: name, reason: "HEIF tile \(index) carries its own parameter sets "
+                                                     + "(the file changed while it was read)")
                     }
                     at += 4 + length
                 }
@@ -112,11 +121,11 @@ enum HEIFTileDecoding {
             let status: sp_status = luma.withUnsafeMutableBufferPointer { y in
                 cb.withUnsafeMutableBufferPointer { cbPlane in
                     cr.withUnsafeMutableBufferPointer { crPlane in
-                        withArrayOfPointers(coded) { pointers in
+                        withUnsafeBufferPointers(ofEach: coded) { buffers in
                             var tiles = (0..<grid.columns).map { column -> sp_hevc_tile in
                                 let left = column * tileWidth
                                 var tile = sp_hevc_tile()
-                                tile.data = pointers[column]
+                                tile.data = buffers[column].baseAddress
                                 tile.length = coded[column].count
                                 tile.width = Int32(tileWidth)
                                 tile.height = Int32(tileHeight)
@@ -130,7 +139,7 @@ enum HEIFTileDecoding {
                                 tile.copy_height = Int32(rowsHere)
                                 return tile
                             }
-                            let status = sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(threads), &message)
+                            let status = sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(HEIFDecoding.decodingThreads), &message)
                             decoded = tiles
                             return status
                         }
@@ -149,30 +158,26 @@ enum HEIFTileDecoding {
             }
             if matrix == nil { matrix = try Self.matrix(grid, vui: decoded[0]) }
             let rowMatrix = matrix!
-            luma.withUnsafeBufferPointer { y in
-                cb.withUnsafeBufferPointer { cbPlane in
-                    cr.withUnsafeBufferPointer { crPlane in
-                        var planes = sp_heif_planes()
-                        planes.width = Int32(width)
-                        planes.height = Int32(tileHeight)   // the whole buffer: the converter infers subsampling from it
-                        planes.chroma = grid.chroma
-                        planes.bits = 8
-                        planes.chroma_bits = 8
-                        planes.y = y.baseAddress
-                        planes.cb = cbPlane.baseAddress
-                        planes.cr = crPlane.baseAddress
-                        planes.y_stride = Int32(width)
-                        planes.cb_stride = Int32(chromaWidth)
-                        planes.cr_stride = Int32(chromaWidth)
-                        planes.chroma_width = Int32(chromaWidth)
-                        planes.chroma_height = Int32(chromaHeight)
-                        let converter = HEIFRowConverter(planes: planes, matrix: rowMatrix, premultiplied: false)
-                        row.withUnsafeMutableBufferPointer { buffer in
-                            for y in 0..<rowsHere {
-                                converter.convertRow(y, into: buffer.baseAddress!)
-                                resampler.push(row: UnsafeBufferPointer(buffer))
-                            }
-                        }
+            withUnsafeBufferPointers(luma, cb, cr) { y, cbPlane, crPlane in
+                var planes = sp_heif_planes()
+                planes.width = Int32(width)
+                planes.height = Int32(tileHeight)   // the whole buffer: the converter infers subsampling from it
+                planes.chroma = grid.chroma
+                planes.bits = 8
+                planes.chroma_bits = 8
+                planes.y = y.baseAddress
+                planes.cb = cbPlane.baseAddress
+                planes.cr = crPlane.baseAddress
+                planes.y_stride = Int32(width)
+                planes.cb_stride = Int32(chromaWidth)
+                planes.cr_stride = Int32(chromaWidth)
+                planes.chroma_width = Int32(chromaWidth)
+                planes.chroma_height = Int32(chromaHeight)
+                let converter = HEIFRowConverter(planes: planes, matrix: rowMatrix, premultiplied: false)
+                row.withUnsafeMutableBufferPointer { buffer in
+                    for y in 0..<rowsHere {
+                        converter.convertRow(y, into: buffer.baseAddress!)
+                        resampler.push(row: UnsafeBufferPointer(buffer))
                     }
                 }
             }
@@ -180,14 +185,5 @@ enum HEIFTileDecoding {
         let bitmap = try resampler.finish()
         guard grid.orientation != .up else { return RenderedImage(bitmap: bitmap, warnings: []) }
         return RenderedImage(bitmap: meter.holding(bitmap.byteCount) { bitmap.applying(grid.orientation) }, warnings: [])
-    }
-
-    /// Calls `body` with a pointer to each array's bytes (valid only inside `body`).
-    private static func withArrayOfPointers<R>(_ arrays: [[UInt8]], _ body: ([UnsafePointer<UInt8>]) -> R) -> R {
-        func nest(_ index: Int, _ pointers: [UnsafePointer<UInt8>]) -> R {
-            if index == arrays.count { return body(pointers) }
-            return arrays[index].withUnsafeBufferPointer { nest(index + 1, pointers + [$0.baseAddress!]) }
-        }
-        return nest(0, [])
     }
 }

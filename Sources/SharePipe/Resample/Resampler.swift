@@ -31,6 +31,8 @@ struct LanczosResampler {
     private var rowsOut = 0
     private let meter: PixelMemoryMeter
     private let countedBytes: Int
+    /// Whether `countedBytes` are still in the meter (until `finish` or `discard`).
+    private var counted = true
 
     init(from source: PixelSize, to target: PixelSize, layout: PixelLayout, meter: PixelMemoryMeter) {
         precondition(target.width >= 1 && target.height >= 1 && source.width >= 1 && source.height >= 1)
@@ -127,8 +129,16 @@ struct LanczosResampler {
         rowsOut += 1
     }
 
+    /// Gives the resampler's bytes back to the meter when it will not be finished (its caller gave up on
+    /// the rows, e.g. the grid route falling back to libheif). `finish` afterwards throws `incomplete` or
+    /// returns as usual without releasing twice.
+    mutating func discard() {
+        if counted { meter.release(countedBytes) }
+        counted = false
+    }
+
     mutating func finish() throws -> Bitmap {
-        defer { meter.release(countedBytes) }
+        defer { discard() }
         guard rowsIn == source.height, rowsOut == target.height else {
             throw ResamplerError.incomplete(rowsIn: rowsIn, expected: source.height)
         }
