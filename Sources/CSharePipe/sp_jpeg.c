@@ -13,6 +13,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/// What a banded decode's later re-reads of the file must find again: the image the first decode sized its
+/// buffers and bands for. Zero-filled before it is noted, so two compare with memcmp.
+typedef struct {
+    JDIMENSION image_width, image_height, output_width, output_height, total_iMCU_rows;
+    int num_components, output_components, progressive, color_space;
+    int component_id[MAX_COMPONENTS], h_samp_factor[MAX_COMPONENTS], v_samp_factor[MAX_COMPONENTS];
+} sp_jpeg_geometry;
+
 typedef struct {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
@@ -49,6 +57,7 @@ struct sp_jpeg_reader {
     uint64_t *refines;         // the store's refinement history (sp_coef_store), kept across bands
     uint64_t *later;
     int scan_capacity;
+    sp_jpeg_geometry first;    // the first decode's image; every band's re-read must find it again
 };
 
 // Bytes counted against the metadata limit for each saved segment besides its payload (libjpeg's node).
@@ -74,6 +83,13 @@ static void fail_at_limit(j_common_ptr cinfo, sp_jpeg_limit limit, const char *t
     sp_error_mgr *error = (sp_error_mgr *)cinfo->err;
     error->limit_hit = limit;
     // error->message is libjpeg's JMSG_LENGTH_MAX, shorter than SP_MESSAGE_LENGTH: not copy_message.
+    snprintf(error->message, sizeof error->message, "%s", text);
+    longjmp(error->jump, 1);
+}
+
+// Stops with a message of its own (not a limit): the call returns SP_ERR_LIBRARY.
+static void fail_with(j_common_ptr cinfo, const char *text) {
+    sp_error_mgr *error = (sp_error_mgr *)cinfo->err;
     snprintf(error->message, sizeof error->message, "%s", text);
     longjmp(error->jump, 1);
 }
@@ -290,12 +306,48 @@ sp_jpeg_limit sp_jpeg_reader_limit_hit(const sp_jpeg_reader *reader) {
 // (sp_jpeg_coefficients.c), bounded by the memory limit; it is installed here because libjpeg requests the
 // arrays in jpeg_start_decompress, which reads every scan. With a band budget the store keeps values for the
 // band only and may shrink it; the rows it kept, less the margin, are this band's output.
+static void note_geometry(j_decompress_ptr cinfo, sp_jpeg_geometry *geometry) {
+    memset(geometry, 0, sizeof *geometry);
+    geometry->image_width = cinfo->image_width;
+    geometry->image_height = cinfo->image_height;
+    geometry->output_width = cinfo->output_width;
+    geometry->output_height = cinfo->output_height;
+    geometry->total_iMCU_rows = cinfo->total_iMCU_rows;
+    geometry->num_components = cinfo->num_components;
+    geometry->output_components = cinfo->output_components;
+    geometry->progressive = cinfo->progressive_mode ? 1 : 0;
+    geometry->color_space = (int)cinfo->jpeg_color_space;
+    for (int c = 0; c < cinfo->num_components && c < MAX_COMPONENTS; c++) {
+        geometry->component_id[c] = cinfo->comp_info[c].component_id;
+        geometry->h_samp_factor[c] = cinfo->comp_info[c].h_samp_factor;
+        geometry->v_samp_factor[c] = cinfo->comp_info[c].v_samp_factor;
+    }
+}
+
+// A band's decode reads the file again from its start. Before it decodes anything, the header it read must
+// describe the image of the first decode: the caller sized its row buffers for that output width, and the
+// bands are counted in its iMCU rows. A file rewritten in between fails the read instead.
+static void check_same_image(sp_jpeg_reader *reader) {
+    sp_jpeg_geometry now;
+    note_geometry(&reader->cinfo, &now);
+    if (memcmp(&now, &reader->first, sizeof now) != 0) {
+        fail_with((j_common_ptr)&reader->cinfo,
+                  "the file changed while it was read (another image when it was read again for the next band)");
+    }
+}
+
 static void start_band(sp_jpeg_reader *reader, JDIMENSION first_iMCU) {
     struct jpeg_decompress_struct *cinfo = &reader->cinfo;
     cinfo->scale_num = (unsigned int)reader->scale_num;
     cinfo->scale_denom = 8;
     cinfo->out_color_space = reader->out_color_space;
     cinfo->dct_method = JDCT_ISLOW;
+    jpeg_calc_output_dimensions(cinfo);   // jpeg_start_decompress computes them again, the same
+    if (reader->bands == 0) {
+        note_geometry(cinfo, &reader->first);
+    } else {
+        check_same_image(reader);
+    }
     JDIMENSION total = cinfo->total_iMCU_rows;
     if (!reader->full_coefficients) {
         sp_coef_store_install(cinfo, &reader->store, reader->limits.max_memory);
@@ -410,6 +462,11 @@ sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size
     if (setjmp(reader->error.jump)) return failure(&reader->error, message);
     struct jpeg_decompress_struct *cinfo = &reader->cinfo;
     if (cinfo->output_scanline >= cinfo->output_height) return SP_ERR_END;
+    // Every band's output has the first decode's width (check_same_image), so this holds for all of them.
+    if (buffer == NULL || row_bytes < (size_t)cinfo->output_width * (size_t)cinfo->output_components) {
+        copy_message(message, "row buffer narrower than a decoded row");
+        return SP_ERR_ARGUMENT;
+    }
     int done = 0;
     while (done < max_rows && cinfo->output_scanline < cinfo->output_height) {
         if (cinfo->output_scanline >= reader->band_end_row) next_band(reader);
