@@ -410,8 +410,11 @@ static void next_band(sp_jpeg_reader *reader) {
     } else {
         jpeg_mem_src(cinfo, reader->memory, (unsigned long)reader->memory_length);
     }
-    reader->metadata_bytes = 0;
-    reader->metadata_segments = 0;
+    // The first read saved the markers (the caller has copied them; they went with the image pool just now):
+    // a re-read saves none. With length 0 libjpeg still parses APP0 and APP14 (JFIF, the Adobe transform) and
+    // skips the rest, as it does for a header read without save_markers.
+    jpeg_save_markers(cinfo, JPEG_COM, 0);
+    for (int m = 0; m < 16; m++) jpeg_save_markers(cinfo, JPEG_APP0 + m, 0);
     reader->error.quiet = 1;
     if (jpeg_read_header(cinfo, TRUE) != JPEG_HEADER_OK) ERREXIT(cinfo, JERR_NO_IMAGE);
     start_band(reader, first);

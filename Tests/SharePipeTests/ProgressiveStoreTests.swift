@@ -295,4 +295,38 @@ struct ProgressiveStoreTests {
         #expect(file == path)
         #expect(reason.contains("changed while it was read"), "\(reason)")
     }
+
+    @Test("a banded decode saves the markers of the first read only")
+    func bandsDoNotSaveMarkersAgain() throws {
+        let path = Fixtures.path("jpeg/progressive.jpg")   // a JFIF APP0
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        let limits = sp_jpeg_limits(max_memory: 256 << 20, max_metadata: 1 << 20, max_segments: 100, max_scans: 500)
+        #expect(sp_jpeg_reader_open_file(path, limits, &handle, &message) == SP_OK)
+        let reader = try #require(handle)
+        defer { sp_jpeg_reader_free(reader) }
+        var header = sp_jpeg_header()
+        #expect(sp_jpeg_reader_read_header(reader, 1, &header, &message) == SP_OK)
+        #expect(sp_jpeg_reader_marker_count(reader) == 1)
+        sp_jpeg_reader_set_band_budget(reader, 1, 4)
+        var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
+        #expect(sp_jpeg_reader_start(reader, 2, SP_JPEG_OUT_RGB, &width, &height, &components, &message) == SP_OK)
+        let rowBytes = Int(width * components)
+        var pixels = [UInt8](repeating: 0, count: rowBytes * Int(height))
+        var done = 0, rows: Int32 = 0
+        while done < Int(height) {
+            let status = pixels.withUnsafeMutableBufferPointer {
+                sp_jpeg_reader_read_rows(reader, $0.baseAddress! + done * rowBytes, rowBytes, Int32(Int(height) - done),
+                                         &rows, &message)
+            }
+            guard status == SP_OK, rows > 0 else { break }
+            done += Int(rows)
+        }
+        #expect(done == Int(height))
+        #expect(sp_jpeg_reader_band_count(reader) > 1)
+        // The first read's markers went with the first band's image pool; a later band's re-read saves none.
+        #expect(sp_jpeg_reader_marker_count(reader) == 0)
+        let whole = Self.decode(path, scale: 2, full: false)
+        #expect(pixels == whole.pixels)
+    }
 }

@@ -20,7 +20,7 @@ typedef struct {
 /// One saved marker segment (APPn or COM), its payload without the 2-byte length.
 typedef struct {
     int marker;             // 0xE0...0xEF for APPn, 0xFE for COM
-    const uint8_t *data;    // owned by the reader; valid until sp_jpeg_reader_free
+    const uint8_t *data;    // owned by the reader; valid until sp_jpeg_reader_free or a banded decode's second band
     unsigned int length;
 } sp_jpeg_marker;
 
