@@ -580,14 +580,14 @@ static void write_markers(j_compress_ptr cinfo, const sp_jpeg_marker *markers, i
     }
 }
 
-sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int components,
-                         sp_jpeg_encode_settings settings,
-                         const sp_jpeg_marker *markers, int marker_count,
-                         uint8_t **out, size_t *out_length, char *message) {
-    if (pixels == NULL || width <= 0 || height <= 0 || (components != 1 && components != 3)) {
-        copy_message(message, "encoder needs a gray or RGB bitmap");
-        return SP_ERR_ARGUMENT;
-    }
+// Writes the image's rows: jpeg_write_scanlines or jpeg_write_raw_data until next_scanline reaches the end.
+typedef void (*sp_encode_writer)(j_compress_ptr cinfo, const void *source);
+
+// Every encode: the memory destination, the error manager and its setjmp, the compressor with the compact
+// coefficient store, the settings and markers; `write_rows` feeds them (raw_data: YCbCr planes, raw_data_in).
+static sp_status encode_with(int width, int height, int components, sp_jpeg_encode_settings settings, int raw_data,
+                             const sp_jpeg_marker *markers, int marker_count, sp_encode_writer write_rows,
+                             const void *source, uint8_t **out, size_t *out_length, char *message) {
     struct jpeg_compress_struct cinfo;
     sp_error_mgr error;
     sp_memory_destination dest;
@@ -608,23 +608,42 @@ sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int compo
     sp_enc_store_install(&cinfo, &store);
     init_memory_destination(&cinfo, &dest);
     set_encode_parameters(&cinfo, width, height, components, settings);
+    if (raw_data) cinfo.raw_data_in = TRUE;   // after jpeg_set_defaults, which clears it
     jpeg_start_compress(&cinfo, TRUE);
     write_markers(&cinfo, markers, marker_count);
-    size_t stride = (size_t)width * (size_t)components;
-    while (cinfo.next_scanline < cinfo.image_height) {
-        JSAMPROW rows[16];
-        int batch = 0;
-        while (batch < 16 && cinfo.next_scanline + (JDIMENSION)batch < cinfo.image_height) {
-            rows[batch] = (JSAMPROW)(pixels + (size_t)(cinfo.next_scanline + (JDIMENSION)batch) * stride);
-            batch++;
-        }
-        jpeg_write_scanlines(&cinfo, rows, (JDIMENSION)batch);
-    }
+    write_rows(&cinfo, source);
     jpeg_finish_compress(&cinfo);
     jpeg_destroy_compress(&cinfo);
     *out = dest.buffer;
     *out_length = dest.length;
     return SP_OK;
+}
+
+// A bitmap's rows, 16 at a time (tightly packed, input_components bytes a pixel).
+static void write_bitmap_rows(j_compress_ptr cinfo, const void *source) {
+    const uint8_t *pixels = source;
+    size_t stride = (size_t)cinfo->image_width * (size_t)cinfo->input_components;
+    while (cinfo->next_scanline < cinfo->image_height) {
+        JSAMPROW rows[16];
+        int batch = 0;
+        while (batch < 16 && cinfo->next_scanline + (JDIMENSION)batch < cinfo->image_height) {
+            rows[batch] = (JSAMPROW)(pixels + (size_t)(cinfo->next_scanline + (JDIMENSION)batch) * stride);
+            batch++;
+        }
+        jpeg_write_scanlines(cinfo, rows, (JDIMENSION)batch);
+    }
+}
+
+sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int components,
+                         sp_jpeg_encode_settings settings,
+                         const sp_jpeg_marker *markers, int marker_count,
+                         uint8_t **out, size_t *out_length, char *message) {
+    if (pixels == NULL || width <= 0 || height <= 0 || (components != 1 && components != 3)) {
+        copy_message(message, "encoder needs a gray or RGB bitmap");
+        return SP_ERR_ARGUMENT;
+    }
+    return encode_with(width, height, components, settings, 0, markers, marker_count, write_bitmap_rows, pixels,
+                       out, out_length, message);
 }
 
 // MARK: - 4:2:0 planes
@@ -747,40 +766,14 @@ void sp_jpeg_planes_free(sp_jpeg_planes *planes) {
     free(planes);
 }
 
-sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
-                                const sp_jpeg_marker *markers, int marker_count,
-                                uint8_t **out, size_t *out_length, char *message) {
-    if (planes == NULL) { copy_message(message, "no planes"); return SP_ERR_ARGUMENT; }
-    struct jpeg_compress_struct cinfo;
-    sp_error_mgr error;
-    sp_memory_destination dest;
-    sp_enc_store store;   // the coefficient arrays of optimize_coding / progressive, compacted
-    memset(&dest, 0, sizeof(dest));
-    dest.capacity = 65536;
-    dest.buffer = malloc(dest.capacity);
-    if (dest.buffer == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
-
-    install_error_manager((j_common_ptr)&cinfo, &error);
-    if (setjmp(error.jump)) {
-        copy_message(message, error.message);
-        jpeg_destroy_compress(&cinfo);
-        free(dest.buffer);
-        return SP_ERR_LIBRARY;
-    }
-    jpeg_create_compress(&cinfo);
-    sp_enc_store_install(&cinfo, &store);
-    init_memory_destination(&cinfo, &dest);
-    settings.subsample_420 = 1;
-    set_encode_parameters(&cinfo, planes->width, planes->height, 3, settings);
-    cinfo.raw_data_in = TRUE;
-    jpeg_start_compress(&cinfo, TRUE);
-    write_markers(&cinfo, markers, marker_count);
-    // One iMCU row per call: 16 luma rows and 8 of each chroma; rows past a plane's end are never read
-    // (libjpeg makes dummy blocks there) but must point somewhere: the last row.
+// One iMCU row per call: 16 luma rows and 8 of each chroma; rows past a plane's end are never read
+// (libjpeg makes dummy blocks there) but must point somewhere: the last row.
+static void write_plane_rows(j_compress_ptr cinfo, const void *source) {
+    const sp_jpeg_planes *planes = source;
     JSAMPROW y_rows[16], cb_rows[8], cr_rows[8];
     JSAMPARRAY data[3] = { y_rows, cb_rows, cr_rows };
-    while (cinfo.next_scanline < cinfo.image_height) {
-        int first = (int)cinfo.next_scanline;
+    while (cinfo->next_scanline < cinfo->image_height) {
+        int first = (int)cinfo->next_scanline;
         for (int i = 0; i < 16; i++) {
             int row = first + i < planes->y_height ? first + i : planes->y_height - 1;
             y_rows[i] = planes->y + (size_t)row * (size_t)planes->y_width;
@@ -790,11 +783,15 @@ sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_set
             cb_rows[i] = planes->cb + (size_t)row * (size_t)planes->c_width;
             cr_rows[i] = planes->cr + (size_t)row * (size_t)planes->c_width;
         }
-        if (jpeg_write_raw_data(&cinfo, data, 16) == 0) ERREXIT(&cinfo, JERR_BAD_BUFFER_MODE);
+        if (jpeg_write_raw_data(cinfo, data, 16) == 0) ERREXIT(cinfo, JERR_BAD_BUFFER_MODE);
     }
-    jpeg_finish_compress(&cinfo);
-    jpeg_destroy_compress(&cinfo);
-    *out = dest.buffer;
-    *out_length = dest.length;
-    return SP_OK;
+}
+
+sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
+                                const sp_jpeg_marker *markers, int marker_count,
+                                uint8_t **out, size_t *out_length, char *message) {
+    if (planes == NULL) { copy_message(message, "no planes"); return SP_ERR_ARGUMENT; }
+    settings.subsample_420 = 1;
+    return encode_with(planes->width, planes->height, 3, settings, 1, markers, marker_count, write_plane_rows, planes,
+                       out, out_length, message);
 }
