@@ -599,10 +599,11 @@ static sp_status encode_with(int width, int height, int components, sp_jpeg_enco
 
     install_error_manager((j_common_ptr)&cinfo, &error);
     if (setjmp(error.jump)) {
-        copy_message(message, error.message);
+        // A failed allocation (the store's, the destination's, libjpeg's own) is SP_ERR_MEMORY, as in the reader.
+        sp_status status = failure(&error, message);
         jpeg_destroy_compress(&cinfo);
         free(dest.buffer);
-        return SP_ERR_LIBRARY;
+        return status;
     }
     jpeg_create_compress(&cinfo);
     sp_enc_store_install(&cinfo, &store);

@@ -124,4 +124,8 @@ sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_set
                                 const sp_jpeg_marker *markers, int marker_count,
                                 uint8_t **out, size_t *out_length, char *message);
 
+/// For tests: the `nth` allocation of the compressor's coefficient store on the calling thread (counted from
+/// this call) fails as a failed malloc would; 0 turns it off. The encode then returns SP_ERR_MEMORY.
+void sp_jpeg_encode_store_fail_allocation(int nth);
+
 #endif
