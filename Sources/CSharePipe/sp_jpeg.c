@@ -676,6 +676,21 @@ static inline int ycc_cr(int r, int g, int b) {
                  >> YCC_SCALEBITS);
 }
 
+/// The planes of a width × height image as libjpeg reads them: luma in whole 8×8 blocks, each chroma plane
+/// half the size each way, also in whole blocks (the one place these sizes are computed).
+static void plane_sizes(sp_jpeg_planes *planes, int width, int height) {
+    planes->width = width;
+    planes->height = height;
+    planes->y_width = (width + 7) / 8 * 8;
+    planes->y_height = (height + 7) / 8 * 8;
+    planes->c_width = (width + 15) / 16 * 8;
+    planes->c_height = (height + 15) / 16 * 8;
+}
+
+static size_t plane_bytes(const sp_jpeg_planes *planes) {
+    return (size_t)planes->y_width * (size_t)planes->y_height + 2 * (size_t)planes->c_width * (size_t)planes->c_height;
+}
+
 /// Gives the whole pages of [from, to) back to the system (their contents read as zero afterwards).
 static void release_pages(uint8_t *from, uint8_t *to) {
     long page = sysconf(_SC_PAGESIZE);
@@ -694,15 +709,10 @@ sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int re
     }
     sp_jpeg_planes *planes = calloc(1, sizeof(sp_jpeg_planes));
     if (planes == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
-    planes->width = width;
-    planes->height = height;
-    planes->y_width = (width + 7) / 8 * 8;
-    planes->y_height = (height + 7) / 8 * 8;
-    planes->c_width = (width + 15) / 16 * 8;
-    planes->c_height = (height + 15) / 16 * 8;
+    plane_sizes(planes, width, height);
     size_t luma = (size_t)planes->y_width * (size_t)planes->y_height;
     size_t chroma = (size_t)planes->c_width * (size_t)planes->c_height;
-    planes->y = malloc(luma + 2 * chroma);
+    planes->y = malloc(plane_bytes(planes));
     if (planes->y == NULL) { free(planes); copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     planes->cb = planes->y + luma;
     planes->cr = planes->cb + chroma;
@@ -757,8 +767,14 @@ sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int re
 }
 
 size_t sp_jpeg_planes_bytes(const sp_jpeg_planes *planes) {
-    if (planes == NULL) return 0;
-    return (size_t)planes->y_width * (size_t)planes->y_height + 2 * (size_t)planes->c_width * (size_t)planes->c_height;
+    return planes == NULL ? 0 : plane_bytes(planes);
+}
+
+size_t sp_jpeg_planes_bytes_for_size(int width, int height) {
+    if (width <= 0 || height <= 0 || width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION) return 0;
+    sp_jpeg_planes planes;
+    plane_sizes(&planes, width, height);
+    return plane_bytes(&planes);
 }
 
 void sp_jpeg_planes_free(sp_jpeg_planes *planes) {

@@ -38,6 +38,7 @@ struct JPEGPlanesTests {
             let chroma = (size.width + 15) / 16 * 8 * ((size.height + 15) / 16 * 8)
             #expect(staged.byteCount == luma + 2 * chroma)
             #expect(JPEGPlanes.byteCount(size) == staged.byteCount)
+            #expect(JPEGPlanes.byteCount(size) == luma + 2 * chroma)
             // Staging uses up the pixels it is given; a bitmap still held elsewhere was copied first.
             #expect(bitmap == Self.picture(size, layout: layout, seed: UInt64(size.area * layout.channels)))
             for (quality, progressive) in [(85, false), (40, false), (95, true)] {
@@ -48,6 +49,12 @@ struct JPEGPlanesTests {
                 #expect(same, "\(size) \(layout) q\(quality) progressive \(progressive): \(got.count) vs \(expected.count) bytes")
             }
         }
+    }
+
+    @Test func planesByteCountOutsideJPEGsSize() {
+        #expect(JPEGPlanes.byteCount(PixelSize(width: 65_500, height: 1)) == 65_504 * 8 + 2 * 32_752 * 8)
+        #expect(JPEGPlanes.byteCount(PixelSize(width: 65_501, height: 1)) == 0)
+        #expect(JPEGPlanes.byteCount(PixelSize(width: 0, height: 10)) == 0)
     }
 
     @Test func grayAnd444StayBitmaps() throws {

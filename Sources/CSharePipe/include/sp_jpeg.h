@@ -118,6 +118,8 @@ sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int re
                                   char *message);
 /// The bytes the planes hold.
 size_t sp_jpeg_planes_bytes(const sp_jpeg_planes *planes);
+/// The bytes the planes of a width × height bitmap would hold (0 outside JPEG's size).
+size_t sp_jpeg_planes_bytes_for_size(int width, int height);
 void sp_jpeg_planes_free(sp_jpeg_planes *planes);
 /// Encodes planes with jpeg_write_raw_data (settings.subsample_420 is implied); otherwise as sp_jpeg_encode.
 sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
