@@ -13,6 +13,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/// What a banded decode's later re-reads of the file must find again: the image the first decode sized its
+/// buffers and bands for. Zero-filled before it is noted, so two compare with memcmp.
+typedef struct {
+    JDIMENSION image_width, image_height, output_width, output_height, total_iMCU_rows;
+    int num_components, output_components, progressive, color_space;
+    int component_id[MAX_COMPONENTS], h_samp_factor[MAX_COMPONENTS], v_samp_factor[MAX_COMPONENTS];
+} sp_jpeg_geometry;
+
 typedef struct {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
@@ -49,6 +57,7 @@ struct sp_jpeg_reader {
     uint64_t *refines;         // the store's refinement history (sp_coef_store), kept across bands
     uint64_t *later;
     int scan_capacity;
+    sp_jpeg_geometry first;    // the first decode's image; every band's re-read must find it again
 };
 
 // Bytes counted against the metadata limit for each saved segment besides its payload (libjpeg's node).
@@ -74,6 +83,13 @@ static void fail_at_limit(j_common_ptr cinfo, sp_jpeg_limit limit, const char *t
     sp_error_mgr *error = (sp_error_mgr *)cinfo->err;
     error->limit_hit = limit;
     // error->message is libjpeg's JMSG_LENGTH_MAX, shorter than SP_MESSAGE_LENGTH: not copy_message.
+    snprintf(error->message, sizeof error->message, "%s", text);
+    longjmp(error->jump, 1);
+}
+
+// Stops with a message of its own (not a limit): the call returns SP_ERR_LIBRARY.
+static void fail_with(j_common_ptr cinfo, const char *text) {
+    sp_error_mgr *error = (sp_error_mgr *)cinfo->err;
     snprintf(error->message, sizeof error->message, "%s", text);
     longjmp(error->jump, 1);
 }
@@ -290,12 +306,48 @@ sp_jpeg_limit sp_jpeg_reader_limit_hit(const sp_jpeg_reader *reader) {
 // (sp_jpeg_coefficients.c), bounded by the memory limit; it is installed here because libjpeg requests the
 // arrays in jpeg_start_decompress, which reads every scan. With a band budget the store keeps values for the
 // band only and may shrink it; the rows it kept, less the margin, are this band's output.
+static void note_geometry(j_decompress_ptr cinfo, sp_jpeg_geometry *geometry) {
+    memset(geometry, 0, sizeof *geometry);
+    geometry->image_width = cinfo->image_width;
+    geometry->image_height = cinfo->image_height;
+    geometry->output_width = cinfo->output_width;
+    geometry->output_height = cinfo->output_height;
+    geometry->total_iMCU_rows = cinfo->total_iMCU_rows;
+    geometry->num_components = cinfo->num_components;
+    geometry->output_components = cinfo->output_components;
+    geometry->progressive = cinfo->progressive_mode ? 1 : 0;
+    geometry->color_space = (int)cinfo->jpeg_color_space;
+    for (int c = 0; c < cinfo->num_components && c < MAX_COMPONENTS; c++) {
+        geometry->component_id[c] = cinfo->comp_info[c].component_id;
+        geometry->h_samp_factor[c] = cinfo->comp_info[c].h_samp_factor;
+        geometry->v_samp_factor[c] = cinfo->comp_info[c].v_samp_factor;
+    }
+}
+
+// A band's decode reads the file again from its start. Before it decodes anything, the header it read must
+// describe the image of the first decode: the caller sized its row buffers for that output width, and the
+// bands are counted in its iMCU rows. A file rewritten in between fails the read instead.
+static void check_same_image(sp_jpeg_reader *reader) {
+    sp_jpeg_geometry now;
+    note_geometry(&reader->cinfo, &now);
+    if (memcmp(&now, &reader->first, sizeof now) != 0) {
+        fail_with((j_common_ptr)&reader->cinfo,
+                  "the file changed while it was read (another image when it was read again for the next band)");
+    }
+}
+
 static void start_band(sp_jpeg_reader *reader, JDIMENSION first_iMCU) {
     struct jpeg_decompress_struct *cinfo = &reader->cinfo;
     cinfo->scale_num = (unsigned int)reader->scale_num;
     cinfo->scale_denom = 8;
     cinfo->out_color_space = reader->out_color_space;
     cinfo->dct_method = JDCT_ISLOW;
+    jpeg_calc_output_dimensions(cinfo);   // jpeg_start_decompress computes them again, the same
+    if (reader->bands == 0) {
+        note_geometry(cinfo, &reader->first);
+    } else {
+        check_same_image(reader);
+    }
     JDIMENSION total = cinfo->total_iMCU_rows;
     if (!reader->full_coefficients) {
         sp_coef_store_install(cinfo, &reader->store, reader->limits.max_memory);
@@ -358,8 +410,11 @@ static void next_band(sp_jpeg_reader *reader) {
     } else {
         jpeg_mem_src(cinfo, reader->memory, (unsigned long)reader->memory_length);
     }
-    reader->metadata_bytes = 0;
-    reader->metadata_segments = 0;
+    // The first read saved the markers (the caller has copied them; they went with the image pool just now):
+    // a re-read saves none. With length 0 libjpeg still parses APP0 and APP14 (JFIF, the Adobe transform) and
+    // skips the rest, as it does for a header read without save_markers.
+    jpeg_save_markers(cinfo, JPEG_COM, 0);
+    for (int m = 0; m < 16; m++) jpeg_save_markers(cinfo, JPEG_APP0 + m, 0);
     reader->error.quiet = 1;
     if (jpeg_read_header(cinfo, TRUE) != JPEG_HEADER_OK) ERREXIT(cinfo, JERR_NO_IMAGE);
     start_band(reader, first);
@@ -410,6 +465,11 @@ sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size
     if (setjmp(reader->error.jump)) return failure(&reader->error, message);
     struct jpeg_decompress_struct *cinfo = &reader->cinfo;
     if (cinfo->output_scanline >= cinfo->output_height) return SP_ERR_END;
+    // Every band's output has the first decode's width (check_same_image), so this holds for all of them.
+    if (buffer == NULL || row_bytes < (size_t)cinfo->output_width * (size_t)cinfo->output_components) {
+        copy_message(message, "row buffer narrower than a decoded row");
+        return SP_ERR_ARGUMENT;
+    }
     int done = 0;
     while (done < max_rows && cinfo->output_scanline < cinfo->output_height) {
         if (cinfo->output_scanline >= reader->band_end_row) next_band(reader);
@@ -520,14 +580,14 @@ static void write_markers(j_compress_ptr cinfo, const sp_jpeg_marker *markers, i
     }
 }
 
-sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int components,
-                         sp_jpeg_encode_settings settings,
-                         const sp_jpeg_marker *markers, int marker_count,
-                         uint8_t **out, size_t *out_length, char *message) {
-    if (pixels == NULL || width <= 0 || height <= 0 || (components != 1 && components != 3)) {
-        copy_message(message, "encoder needs a gray or RGB bitmap");
-        return SP_ERR_ARGUMENT;
-    }
+// Writes the image's rows: jpeg_write_scanlines or jpeg_write_raw_data until next_scanline reaches the end.
+typedef void (*sp_encode_writer)(j_compress_ptr cinfo, const void *source);
+
+// Every encode: the memory destination, the error manager and its setjmp, the compressor with the compact
+// coefficient store, the settings and markers; `write_rows` feeds them (raw_data: YCbCr planes, raw_data_in).
+static sp_status encode_with(int width, int height, int components, sp_jpeg_encode_settings settings, int raw_data,
+                             const sp_jpeg_marker *markers, int marker_count, sp_encode_writer write_rows,
+                             const void *source, uint8_t **out, size_t *out_length, char *message) {
     struct jpeg_compress_struct cinfo;
     sp_error_mgr error;
     sp_memory_destination dest;
@@ -539,32 +599,52 @@ sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int compo
 
     install_error_manager((j_common_ptr)&cinfo, &error);
     if (setjmp(error.jump)) {
-        copy_message(message, error.message);
+        // A failed allocation (the store's, the destination's, libjpeg's own) is SP_ERR_MEMORY, as in the reader.
+        sp_status status = failure(&error, message);
         jpeg_destroy_compress(&cinfo);
         free(dest.buffer);
-        return SP_ERR_LIBRARY;
+        return status;
     }
     jpeg_create_compress(&cinfo);
     sp_enc_store_install(&cinfo, &store);
     init_memory_destination(&cinfo, &dest);
     set_encode_parameters(&cinfo, width, height, components, settings);
+    if (raw_data) cinfo.raw_data_in = TRUE;   // after jpeg_set_defaults, which clears it
     jpeg_start_compress(&cinfo, TRUE);
     write_markers(&cinfo, markers, marker_count);
-    size_t stride = (size_t)width * (size_t)components;
-    while (cinfo.next_scanline < cinfo.image_height) {
-        JSAMPROW rows[16];
-        int batch = 0;
-        while (batch < 16 && cinfo.next_scanline + (JDIMENSION)batch < cinfo.image_height) {
-            rows[batch] = (JSAMPROW)(pixels + (size_t)(cinfo.next_scanline + (JDIMENSION)batch) * stride);
-            batch++;
-        }
-        jpeg_write_scanlines(&cinfo, rows, (JDIMENSION)batch);
-    }
+    write_rows(&cinfo, source);
     jpeg_finish_compress(&cinfo);
     jpeg_destroy_compress(&cinfo);
     *out = dest.buffer;
     *out_length = dest.length;
     return SP_OK;
+}
+
+// A bitmap's rows, 16 at a time (tightly packed, input_components bytes a pixel).
+static void write_bitmap_rows(j_compress_ptr cinfo, const void *source) {
+    const uint8_t *pixels = source;
+    size_t stride = (size_t)cinfo->image_width * (size_t)cinfo->input_components;
+    while (cinfo->next_scanline < cinfo->image_height) {
+        JSAMPROW rows[16];
+        int batch = 0;
+        while (batch < 16 && cinfo->next_scanline + (JDIMENSION)batch < cinfo->image_height) {
+            rows[batch] = (JSAMPROW)(pixels + (size_t)(cinfo->next_scanline + (JDIMENSION)batch) * stride);
+            batch++;
+        }
+        jpeg_write_scanlines(cinfo, rows, (JDIMENSION)batch);
+    }
+}
+
+sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int components,
+                         sp_jpeg_encode_settings settings,
+                         const sp_jpeg_marker *markers, int marker_count,
+                         uint8_t **out, size_t *out_length, char *message) {
+    if (pixels == NULL || width <= 0 || height <= 0 || (components != 1 && components != 3)) {
+        copy_message(message, "encoder needs a gray or RGB bitmap");
+        return SP_ERR_ARGUMENT;
+    }
+    return encode_with(width, height, components, settings, 0, markers, marker_count, write_bitmap_rows, pixels,
+                       out, out_length, message);
 }
 
 // MARK: - 4:2:0 planes
@@ -596,6 +676,21 @@ static inline int ycc_cr(int r, int g, int b) {
                  >> YCC_SCALEBITS);
 }
 
+/// The planes of a width × height image as libjpeg reads them: luma in whole 8×8 blocks, each chroma plane
+/// half the size each way, also in whole blocks (the one place these sizes are computed).
+static void plane_sizes(sp_jpeg_planes *planes, int width, int height) {
+    planes->width = width;
+    planes->height = height;
+    planes->y_width = (width + 7) / 8 * 8;
+    planes->y_height = (height + 7) / 8 * 8;
+    planes->c_width = (width + 15) / 16 * 8;
+    planes->c_height = (height + 15) / 16 * 8;
+}
+
+static size_t plane_bytes(const sp_jpeg_planes *planes) {
+    return (size_t)planes->y_width * (size_t)planes->y_height + 2 * (size_t)planes->c_width * (size_t)planes->c_height;
+}
+
 /// Gives the whole pages of [from, to) back to the system (their contents read as zero afterwards).
 static void release_pages(uint8_t *from, uint8_t *to) {
     long page = sysconf(_SC_PAGESIZE);
@@ -614,15 +709,10 @@ sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int re
     }
     sp_jpeg_planes *planes = calloc(1, sizeof(sp_jpeg_planes));
     if (planes == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
-    planes->width = width;
-    planes->height = height;
-    planes->y_width = (width + 7) / 8 * 8;
-    planes->y_height = (height + 7) / 8 * 8;
-    planes->c_width = (width + 15) / 16 * 8;
-    planes->c_height = (height + 15) / 16 * 8;
+    plane_sizes(planes, width, height);
     size_t luma = (size_t)planes->y_width * (size_t)planes->y_height;
     size_t chroma = (size_t)planes->c_width * (size_t)planes->c_height;
-    planes->y = malloc(luma + 2 * chroma);
+    planes->y = malloc(plane_bytes(planes));
     if (planes->y == NULL) { free(planes); copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     planes->cb = planes->y + luma;
     planes->cr = planes->cb + chroma;
@@ -677,8 +767,14 @@ sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int re
 }
 
 size_t sp_jpeg_planes_bytes(const sp_jpeg_planes *planes) {
-    if (planes == NULL) return 0;
-    return (size_t)planes->y_width * (size_t)planes->y_height + 2 * (size_t)planes->c_width * (size_t)planes->c_height;
+    return planes == NULL ? 0 : plane_bytes(planes);
+}
+
+size_t sp_jpeg_planes_bytes_for_size(int width, int height) {
+    if (width <= 0 || height <= 0 || width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION) return 0;
+    sp_jpeg_planes planes;
+    plane_sizes(&planes, width, height);
+    return plane_bytes(&planes);
 }
 
 void sp_jpeg_planes_free(sp_jpeg_planes *planes) {
@@ -687,40 +783,14 @@ void sp_jpeg_planes_free(sp_jpeg_planes *planes) {
     free(planes);
 }
 
-sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
-                                const sp_jpeg_marker *markers, int marker_count,
-                                uint8_t **out, size_t *out_length, char *message) {
-    if (planes == NULL) { copy_message(message, "no planes"); return SP_ERR_ARGUMENT; }
-    struct jpeg_compress_struct cinfo;
-    sp_error_mgr error;
-    sp_memory_destination dest;
-    sp_enc_store store;   // the coefficient arrays of optimize_coding / progressive, compacted
-    memset(&dest, 0, sizeof(dest));
-    dest.capacity = 65536;
-    dest.buffer = malloc(dest.capacity);
-    if (dest.buffer == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
-
-    install_error_manager((j_common_ptr)&cinfo, &error);
-    if (setjmp(error.jump)) {
-        copy_message(message, error.message);
-        jpeg_destroy_compress(&cinfo);
-        free(dest.buffer);
-        return SP_ERR_LIBRARY;
-    }
-    jpeg_create_compress(&cinfo);
-    sp_enc_store_install(&cinfo, &store);
-    init_memory_destination(&cinfo, &dest);
-    settings.subsample_420 = 1;
-    set_encode_parameters(&cinfo, planes->width, planes->height, 3, settings);
-    cinfo.raw_data_in = TRUE;
-    jpeg_start_compress(&cinfo, TRUE);
-    write_markers(&cinfo, markers, marker_count);
-    // One iMCU row per call: 16 luma rows and 8 of each chroma; rows past a plane's end are never read
-    // (libjpeg makes dummy blocks there) but must point somewhere: the last row.
+// One iMCU row per call: 16 luma rows and 8 of each chroma; rows past a plane's end are never read
+// (libjpeg makes dummy blocks there) but must point somewhere: the last row.
+static void write_plane_rows(j_compress_ptr cinfo, const void *source) {
+    const sp_jpeg_planes *planes = source;
     JSAMPROW y_rows[16], cb_rows[8], cr_rows[8];
     JSAMPARRAY data[3] = { y_rows, cb_rows, cr_rows };
-    while (cinfo.next_scanline < cinfo.image_height) {
-        int first = (int)cinfo.next_scanline;
+    while (cinfo->next_scanline < cinfo->image_height) {
+        int first = (int)cinfo->next_scanline;
         for (int i = 0; i < 16; i++) {
             int row = first + i < planes->y_height ? first + i : planes->y_height - 1;
             y_rows[i] = planes->y + (size_t)row * (size_t)planes->y_width;
@@ -730,11 +800,15 @@ sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_set
             cb_rows[i] = planes->cb + (size_t)row * (size_t)planes->c_width;
             cr_rows[i] = planes->cr + (size_t)row * (size_t)planes->c_width;
         }
-        if (jpeg_write_raw_data(&cinfo, data, 16) == 0) ERREXIT(&cinfo, JERR_BAD_BUFFER_MODE);
+        if (jpeg_write_raw_data(cinfo, data, 16) == 0) ERREXIT(cinfo, JERR_BAD_BUFFER_MODE);
     }
-    jpeg_finish_compress(&cinfo);
-    jpeg_destroy_compress(&cinfo);
-    *out = dest.buffer;
-    *out_length = dest.length;
-    return SP_OK;
+}
+
+sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
+                                const sp_jpeg_marker *markers, int marker_count,
+                                uint8_t **out, size_t *out_length, char *message) {
+    if (planes == NULL) { copy_message(message, "no planes"); return SP_ERR_ARGUMENT; }
+    settings.subsample_420 = 1;
+    return encode_with(planes->width, planes->height, 3, settings, 1, markers, marker_count, write_plane_rows, planes,
+                       out, out_length, message);
 }

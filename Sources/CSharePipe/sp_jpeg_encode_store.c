@@ -1,5 +1,6 @@
 // The compressor's compact coefficient store (see sp_jpeg_encode_store.h).
 #include "sp_jpeg_encode_store.h"
+#include "sp_jpeg.h"
 
 #include <jerror.h>
 #include <stdint.h>
@@ -21,8 +22,14 @@ struct sp_enc_array {
 
 static sp_enc_store *store_of(j_common_ptr cinfo) { return (sp_enc_store *)cinfo->client_data; }
 
+// sp_jpeg_encode_store_fail_allocation: this thread's allocations until the failing one (0: none fails).
+static _Thread_local int allocations_until_failure = 0;
+
+void sp_jpeg_encode_store_fail_allocation(int nth) { allocations_until_failure = nth > 0 ? nth : 0; }
+
 static void *store_alloc(j_common_ptr cinfo, sp_enc_store *store, size_t bytes) {
-    void *memory = malloc(bytes);
+    int fail = allocations_until_failure > 0 && --allocations_until_failure == 0;
+    void *memory = fail ? NULL : malloc(bytes);
     if (memory == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
     store->bytes += bytes;
     if (store->bytes > store->peak_bytes) store->peak_bytes = store->bytes;

@@ -1,3 +1,4 @@
+import CSharePipe
 import Testing
 @testable import SharePipe
 
@@ -37,6 +38,7 @@ struct JPEGPlanesTests {
             let chroma = (size.width + 15) / 16 * 8 * ((size.height + 15) / 16 * 8)
             #expect(staged.byteCount == luma + 2 * chroma)
             #expect(JPEGPlanes.byteCount(size) == staged.byteCount)
+            #expect(JPEGPlanes.byteCount(size) == luma + 2 * chroma)
             // Staging uses up the pixels it is given; a bitmap still held elsewhere was copied first.
             #expect(bitmap == Self.picture(size, layout: layout, seed: UInt64(size.area * layout.channels)))
             for (quality, progressive) in [(85, false), (40, false), (95, true)] {
@@ -49,10 +51,44 @@ struct JPEGPlanesTests {
         }
     }
 
+    @Test func planesByteCountOutsideJPEGsSize() {
+        #expect(JPEGPlanes.byteCount(PixelSize(width: 65_500, height: 1)) == 65_504 * 8 + 2 * 32_752 * 8)
+        #expect(JPEGPlanes.byteCount(PixelSize(width: 65_501, height: 1)) == 0)
+        #expect(JPEGPlanes.byteCount(PixelSize(width: 0, height: 10)) == 0)
+    }
+
     @Test func grayAnd444StayBitmaps() throws {
         let gray = Self.picture(PixelSize(width: 20, height: 10), layout: .gray, seed: 1)
         #expect(try JPEGEncoder().staged(gray).isBitmap)
         let rgb = Self.picture(PixelSize(width: 20, height: 10), layout: .rgb, seed: 2)
         #expect(try JPEGEncoder(subsample420: false).staged(rgb).isBitmap)
+    }
+
+    @Test("a failed allocation in the compressor's coefficient store is out of memory, not an encoder error")
+    func encodeStoreOutOfMemory() throws {
+        let bitmap = Self.picture(PixelSize(width: 240, height: 161), layout: .rgb, seed: 3)
+        let staged = try JPEGEncoder().staged(Self.picture(bitmap.size, layout: .rgb, seed: 3))
+        let settings = EncodeSettings(quality: 85, progressive: true)
+        // The store's first and a later allocation (its row table, then a compacted row), from the bitmap's
+        // scanlines and from the planes. The hook counts this thread's allocations; the test body runs on one.
+        for nth in [1, 40] {
+            for planes in [false, true] {
+                sp_jpeg_encode_store_fail_allocation(Int32(nth))
+                defer { sp_jpeg_encode_store_fail_allocation(0) }
+                let failure = #expect(throws: EncoderFailure.self) {
+                    if planes {
+                        _ = try staged.encode(settings, [])
+                    } else {
+                        _ = try JPEGEncoder().encode(bitmap, settings: settings, metadata: [])
+                    }
+                }
+                #expect(failure?.outOfMemory == true, "allocation \(nth), planes \(planes): \(String(describing: failure))")
+                if case .tooLarge? = failure?.error(file: "x.jpg") {} else {
+                    Issue.record("allocation \(nth), planes \(planes): \(String(describing: failure?.error(file: "x.jpg")))")
+                }
+            }
+        }
+        // Without the hook the same encodes succeed, to the same bytes.
+        #expect(try staged.encode(settings, []) == JPEGEncoder().encode(bitmap, settings: settings, metadata: []))
     }
 }

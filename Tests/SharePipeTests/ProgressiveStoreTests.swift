@@ -180,4 +180,153 @@ struct ProgressiveStoreTests {
         }
         #expect("\(String(describing: error))".contains("decoder memory limit"))
     }
+
+    // MARK: - A file rewritten between bands
+
+    /// A JPEG of `width`×`height` (a gradient) encoded through the shim: baseline or progressive, 4:2:0 or 4:4:4.
+    static func encoded(width: Int, height: Int, progressive: Bool, subsample420: Bool) -> [UInt8] {
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                pixels[(y * width + x) * 3] = UInt8(x * 255 / max(width - 1, 1))
+                pixels[(y * width + x) * 3 + 1] = UInt8(y * 255 / max(height - 1, 1))
+                pixels[(y * width + x) * 3 + 2] = UInt8((x + y) % 256)
+            }
+        }
+        let settings = sp_jpeg_encode_settings(quality: 80, progressive: progressive ? 1 : 0,
+                                               subsample_420: subsample420 ? 1 : 0, optimize_coding: 1, write_jfif: 1)
+        var message = shimMessageBuffer()
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        let status = sp_jpeg_encode(pixels, Int32(width), Int32(height), 3, settings, nil, 0, &output, &length, &message)
+        precondition(status == SP_OK, shimText(message))
+        defer { sp_free(output) }
+        return Array(UnsafeBufferPointer(start: output, count: length))
+    }
+
+    /// Rewrites the file at `path` in place (the same inode, so an open reader sees the new bytes).
+    static func rewrite(_ path: String, with bytes: [UInt8]) throws {
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: Data(bytes))
+        try handle.close()
+    }
+
+    @Test("a banded decode fails, never writing wider rows, when the file is rewritten between bands",
+          arguments: ["wider", "baseline", "444"])
+    func fileRewrittenBetweenBands(_ change: String) throws {
+        // The progressive 4:2:0 original is 203×157; the replacement differs in size, in coding process, or
+        // only in its sampling factors (same size, same progressive mode).
+        let replacement: [UInt8]
+        switch change {
+        case "wider": replacement = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("jpeg/progressive.jpg"))))
+        case "baseline": replacement = Self.encoded(width: 203, height: 157, progressive: false, subsample420: true)
+        default: replacement = Self.encoded(width: 203, height: 157, progressive: true, subsample420: false)
+        }
+        let directory = Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/changing.jpg"
+        try FileManager.default.copyItem(atPath: Fixtures.path("progressive/spectral-420-203x157.jpg"), toPath: path)
+
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        let limits = sp_jpeg_limits(max_memory: 256 << 20, max_metadata: 0, max_segments: 0, max_scans: 500)
+        #expect(sp_jpeg_reader_open_file(path, limits, &handle, &message) == SP_OK)
+        let reader = try #require(handle)
+        defer { sp_jpeg_reader_free(reader) }
+        var header = sp_jpeg_header()
+        #expect(sp_jpeg_reader_read_header(reader, 0, &header, &message) == SP_OK)
+        sp_jpeg_reader_set_band_budget(reader, 1, 4)
+        var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
+        #expect(sp_jpeg_reader_start(reader, 8, SP_JPEG_OUT_RGB, &width, &height, &components, &message) == SP_OK)
+        #expect(width == 203 && height == 157 && components == 3)
+        let rowBytes = Int(width * components)
+        // One row at a time into a buffer with room to spare: without the check a wider replacement's rows
+        // land in the spare room and the read "succeeds".
+        var scratch = [UInt8](repeating: 0, count: 64 << 10)
+        var rows: Int32 = 0
+        var status = scratch.withUnsafeMutableBufferPointer {
+            sp_jpeg_reader_read_rows(reader, $0.baseAddress!, rowBytes, 1, &rows, &message)
+        }
+        #expect(status == SP_OK && rows == 1)
+        try Self.rewrite(path, with: replacement)
+        var read = 1
+        while status == SP_OK && read < Int(height) {
+            status = scratch.withUnsafeMutableBufferPointer {
+                sp_jpeg_reader_read_rows(reader, $0.baseAddress!, rowBytes, 1, &rows, &message)
+            }
+            read += Int(rows)
+            if rows == 0 { break }
+        }
+        #expect(status == SP_ERR_LIBRARY, "\(change): status \(status) after \(read) rows")
+        #expect(shimText(message).contains("changed while it was read"), "\(change): \(shimText(message))")
+        #expect(read < Int(height))
+        #expect(sp_jpeg_reader_band_count(reader) == 1)
+    }
+
+    @Test("the pipeline's reader names the file that changed between bands")
+    func readerNamesTheChangedFile() throws {
+        let directory = Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/changing.jpg"
+        try FileManager.default.copyItem(atPath: Fixtures.path("jpeg/progressive.jpg"), toPath: path)
+        let replacement = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("progressive/spectral-420-203x157.jpg"))))
+        var limits = PrepareOptions().limits
+        limits.maxDecoderMemory = 1 << 20   // a 512 KiB band budget: 1600×1200 at 4/8 takes several bands
+        let error = #expect(throws: SharePipeError.self) {
+            try JPEGReader.with(.file(path: path), limits: limits) { reader in
+                _ = try reader.readHeader(saveMarkers: false)
+                let (size, components) = try reader.start(scaleNumerator: 4, space: SP_JPEG_OUT_RGB)
+                let rowBytes = size.width * components
+                var rows = [UInt8](repeating: 0, count: rowBytes * 16)
+                var first = true
+                while try rows.withUnsafeMutableBufferPointer({
+                    try reader.readRows(into: $0.baseAddress!, rowBytes: rowBytes, maxRows: 16)
+                }) > 0 {
+                    if first { try Self.rewrite(path, with: replacement); first = false }
+                }
+                try reader.finish()
+            }
+        }
+        guard case .corrupt(let file, let reason)? = error else {
+            Issue.record("expected corrupt, got \(String(describing: error))")
+            return
+        }
+        #expect(file == path)
+        #expect(reason.contains("changed while it was read"), "\(reason)")
+    }
+
+    @Test("a banded decode saves the markers of the first read only")
+    func bandsDoNotSaveMarkersAgain() throws {
+        let path = Fixtures.path("jpeg/progressive.jpg")   // a JFIF APP0
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        let limits = sp_jpeg_limits(max_memory: 256 << 20, max_metadata: 1 << 20, max_segments: 100, max_scans: 500)
+        #expect(sp_jpeg_reader_open_file(path, limits, &handle, &message) == SP_OK)
+        let reader = try #require(handle)
+        defer { sp_jpeg_reader_free(reader) }
+        var header = sp_jpeg_header()
+        #expect(sp_jpeg_reader_read_header(reader, 1, &header, &message) == SP_OK)
+        #expect(sp_jpeg_reader_marker_count(reader) == 1)
+        sp_jpeg_reader_set_band_budget(reader, 1, 4)
+        var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
+        #expect(sp_jpeg_reader_start(reader, 2, SP_JPEG_OUT_RGB, &width, &height, &components, &message) == SP_OK)
+        let rowBytes = Int(width * components)
+        var pixels = [UInt8](repeating: 0, count: rowBytes * Int(height))
+        var done = 0, rows: Int32 = 0
+        while done < Int(height) {
+            let status = pixels.withUnsafeMutableBufferPointer {
+                sp_jpeg_reader_read_rows(reader, $0.baseAddress! + done * rowBytes, rowBytes, Int32(Int(height) - done),
+                                         &rows, &message)
+            }
+            guard status == SP_OK, rows > 0 else { break }
+            done += Int(rows)
+        }
+        #expect(done == Int(height))
+        #expect(sp_jpeg_reader_band_count(reader) > 1)
+        // The first read's markers went with the first band's image pool; a later band's re-read saves none.
+        #expect(sp_jpeg_reader_marker_count(reader) == 0)
+        let whole = Self.decode(path, scale: 2, full: false)
+        #expect(pixels == whole.pixels)
+    }
 }

@@ -20,7 +20,7 @@ typedef struct {
 /// One saved marker segment (APPn or COM), its payload without the 2-byte length.
 typedef struct {
     int marker;             // 0xE0...0xEF for APPn, 0xFE for COM
-    const uint8_t *data;    // owned by the reader; valid until sp_jpeg_reader_free
+    const uint8_t *data;    // owned by the reader; valid until sp_jpeg_reader_free or a banded decode's second band
     unsigned int length;
 } sp_jpeg_marker;
 
@@ -118,10 +118,16 @@ sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int re
                                   char *message);
 /// The bytes the planes hold.
 size_t sp_jpeg_planes_bytes(const sp_jpeg_planes *planes);
+/// The bytes the planes of a width × height bitmap would hold (0 outside JPEG's size).
+size_t sp_jpeg_planes_bytes_for_size(int width, int height);
 void sp_jpeg_planes_free(sp_jpeg_planes *planes);
 /// Encodes planes with jpeg_write_raw_data (settings.subsample_420 is implied); otherwise as sp_jpeg_encode.
 sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
                                 const sp_jpeg_marker *markers, int marker_count,
                                 uint8_t **out, size_t *out_length, char *message);
+
+/// For tests: the `nth` allocation of the compressor's coefficient store on the calling thread (counted from
+/// this call) fails as a failed malloc would; 0 turns it off. The encode then returns SP_ERR_MEMORY.
+void sp_jpeg_encode_store_fail_allocation(int nth);
 
 #endif

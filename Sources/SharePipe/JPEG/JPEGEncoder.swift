@@ -89,11 +89,11 @@ final class JPEGPlanes: @unchecked Sendable {
 
     deinit { sp_jpeg_planes_free(handle) }
 
-    /// What the planes of a bitmap of `size` hold: luma and both chroma planes padded to whole 8×8 blocks.
+    /// What the planes of a bitmap of `size` hold: luma and both chroma planes padded to whole 8×8 blocks
+    /// (the shim's formula, `sp_jpeg_planes_bytes_for_size`; 0 outside JPEG's size).
     static func byteCount(_ size: PixelSize) -> Int {
-        let luma = (size.width + 7) / 8 * 8 * ((size.height + 7) / 8 * 8)
-        let chroma = (size.width + 15) / 16 * 8 * ((size.height + 15) / 16 * 8)
-        return luma + 2 * chroma
+        guard size.width <= Int(Int32.max), size.height <= Int(Int32.max) else { return 0 }
+        return sp_jpeg_planes_bytes_for_size(Int32(size.width), Int32(size.height))
     }
 }
 
