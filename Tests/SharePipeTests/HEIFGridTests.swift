@@ -351,6 +351,17 @@ import Testing
         // One tile's hvcC says matrix 9, the others 1: colours that differ, libheif's business.
         #expect(try plan(writing(9, at: matrixBit, in: sps), boxes: [2]) == nil)
         #expect(try plan(sps) == grid)
+        // Primaries 12 (Display P3) just before the transfer and matrix: read as libde265 1.0.11 reports them (2),
+        // planned, and the decoded tiles agree (HEIFTileDecoding checks matrix and range against the plan).
+        let p3 = writing(12, at: matrixBit - 16, in: sps)
+        #expect(HEIFGrid.sequenceParameters(p3)?.colour == original)
+        var p3File = whole, position = 0
+        while let found = Self.find(sps, in: Array(p3File[position...])) {
+            p3File.replaceSubrange((position + found)..<(position + found + sps.count), with: p3)
+            position += found + sps.count
+        }
+        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: p3File), limits: ImageLimits())?.colour == original)
+        #expect(try Self.render(.bytes(p3File)) == (try Self.render(.file(path: Self.path("grid-709-limited.heic")))))
     }
 
     /// A tile carrying its own parameter sets (its data's first NAL unit made a PPS) is found by the plan

@@ -492,9 +492,10 @@ struct HEIFGrid: Equatable, Sendable {
     /// chroma_format_idc, and its colour description as libde265 1.0.11 reports it for the decoded picture
     /// (`de265_get_image_colour_primaries` …): the VUI's video_full_range_flag and colour description, its
     /// defaults (2, 2, 2, limited range) where the SPS has no VUI, no video signal type or no colour
-    /// description. `colour` is nil where the SPS cannot be read up to the colour description, or says values
-    /// libde265 replaces (primaries 0, 3, ≥ 11; transfer 0, 3, ≥ 18; matrix ≥ 11: libde265 versions differ
-    /// there): the caller then leaves the image to libheif rather than guess a colour.
+    /// description; primaries 0, 3, ≥ 11 and transfer 0, 3, ≥ 18 replaced by 2 as libde265 1.0.11 does (Display
+    /// P3's 12 among them; neither decides the conversion, matrix 12 aside). `colour` is nil where the SPS cannot
+    /// be read up to the colour description, or says matrix ≥ 11 (libde265 replaces it by 2, other versions may
+    /// not): the caller then leaves the image to libheif rather than guess a colour.
     static func sequenceParameters(_ unit: [UInt8]) -> (width: Int, height: Int, chroma: Int, colour: Colour?)? {
         // The RBSP: emulation prevention bytes (00 00 03) removed, after the 2-byte NAL header.
         var rbsp: [UInt8] = []
@@ -656,10 +657,9 @@ struct HEIFGrid: Equatable, Sendable {
                     described.fullRange = fullRange == 1
                     if description == 1 {
                         guard let primaries = read(8), let transfer = read(8), let matrix = read(8) else { return nil }
-                        guard ![0, 3].contains(primaries), primaries < 11, ![0, 3].contains(transfer), transfer < 18,
-                              matrix < 11 else { return nil }
-                        described.primaries = primaries
-                        described.transfer = transfer
+                        guard matrix < 11 else { return nil }
+                        described.primaries = [0, 3].contains(primaries) || primaries >= 11 ? 2 : primaries
+                        described.transfer = [0, 3].contains(transfer) || transfer >= 18 ? 2 : transfer
                         described.matrix = matrix
                     }
                 }

@@ -142,13 +142,15 @@ enum HEIFTileDecoding {
                 throw SharePipeError.corrupt(file: name, reason: "HEIF grid \(shimText(message))")
             }
             try checkShim(status, message, file: name)
-            // The decoded pictures' colour is the SPS's the plan read (the hvcC's, the only parameter sets the
-            // tiles have); anything else would be a parse of ours libde265 disagrees with: never a guessed colour.
+            // The decoded pictures' matrix and range (what the conversion uses) are the SPS's the plan read (the
+            // hvcC's, the only parameter sets the tiles have); anything else would be a parse of ours libde265
+            // disagrees with: never a guessed colour. (Primaries and transfer: libde265 versions replace
+            // different values, and neither changes the conversion.)
             if let planned = grid.bitstreamColour {
                 for tile in decoded {
                     let vui = HEIFGrid.Colour(primaries: Int(tile.color_primaries), transfer: Int(tile.transfer_characteristics),
                                               matrix: Int(tile.matrix_coefficients), fullRange: tile.full_range != 0)
-                    guard vui == planned else {
+                    guard vui.matrix == planned.matrix, vui.fullRange == planned.fullRange else {
                         throw SharePipeError.corrupt(file: name, reason: "HEIF grid tile \(tile.index) decodes with colour "
                                                      + "\(vui), its SPS says \(planned)")
                     }
