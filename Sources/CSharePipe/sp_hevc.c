@@ -135,7 +135,7 @@ static void *worker(void *argument) {
         pthread_mutex_unlock(&queue->lock);
         if (index < 0) return NULL;
         char message[SP_MESSAGE_LENGTH] = {0};
-        sp_status status = decode_tile(&queue->tiles[index], index, message);
+        sp_status status = decode_tile(&queue->tiles[index], queue->tiles[index].index, message);
         if (status != SP_OK) {
             pthread_mutex_lock(&queue->lock);
             if (queue->result == SP_OK) {

@@ -218,30 +218,150 @@ import Testing
         #expect(decoded < damaged.count)
     }
 
-    /// A tile libde265 cannot decode sends the file to libheif: the outcome (pixels or error) is libheif's.
-    @Test func undecodableTileIsLeftToLibheif() throws {
+    /// A tile libde265 cannot decode is an error naming the file and the tile (libheif decodes the same tiles
+    /// with the same libde265 and fails on it too), never a fallback after rows were decoded: the meter ends
+    /// balanced and its peak is the tile route's, which the estimate (the tile route alone) bounds.
+    @Test func undecodableTileIsCorrupt() throws {
         var bytes = try Fixtures.bytes(Self.path("grid.heic"))
         let grid = try #require(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits()))
         let tile = grid.tileExtents[4][0]
         // Keep the NAL length, wipe the slice: a NAL header with the forbidden bit set.
         for at in (tile.offset + 4)..<(tile.offset + tile.length) { bytes[at] = 0xFF }
-        func outcome(_ tileRoute: Bool, _ meter: PixelMemoryMeter) -> String {
-            do { return "\(try Self.render(.bytes(bytes), tileRoute: tileRoute, meter: meter).pixels.hashValue)" } catch { return "\(error)" }
+        let meter = PixelMemoryMeter()
+        #expect { try Self.render(.bytes(bytes), meter: meter) } throws: { error in
+            guard case SharePipeError.corrupt(let file, let reason) = error else { return false }
+            return file == ImageSource.bytes([]).displayName && reason.contains("tile 4")
         }
-        let tiles = PixelMemoryMeter(), libheif = PixelMemoryMeter()
-        #expect(outcome(true, tiles) == outcome(false, libheif))
-        // The fallback gives the tile route's bytes (the resampler's too) back before libheif's route counts
-        // its own: the meter ends balanced and its peak is the larger route's, never both added.
-        #expect(tiles.currentBytes == 0)
+        // libheif's route fails on it too.
+        #expect(throws: SharePipeError.self) { try Self.render(.bytes(bytes), tileRoute: false) }
+        #expect(meter.currentBytes == 0)
         let tileRoute = HEIFTileDecoding.decodeMemory(grid) + LanczosResampler.memoryEstimate(from: grid.size, to: grid.size, channels: 3)
             + grid.size.width * 3 * MemoryLayout<Float>.stride
-        #expect(tiles.peakBytes == max(tileRoute, libheif.peakBytes))
-        // The estimate bounds it (a grid is priced as the larger route).
+        #expect(meter.peakBytes > 0 && meter.peakBytes <= tileRoute)
         let info = try HEIFDecoder(format: .heif).probe(.bytes(bytes), limits: ImageLimits())
         #expect(info.heifGrid != nil)
         let options = try PrepareOptions(maxShortEdge: 400).checked()
         let parts = MemoryEstimate.heif(info, plan: PreparePlan(info: info, options: options), options: options, keptMetadata: 0)
-        #expect(parts.metered >= tiles.peakBytes)
+        #expect(parts.metered >= meter.peakBytes)
+        // Priced as the tile route alone (no libheif planes added for a fallback that no longer happens).
+        #expect(parts.metered == HEIFTileDecoding.decodeMemory(grid)
+                    + LanczosResampler.memoryEstimate(from: grid.size, to: grid.size, channels: 3) + grid.size.width * 3 * 4)
+    }
+
+    /// The SPS NAL unit of a grid's first hvcC.
+    static func sps(_ grid: HEIFGrid) throws -> [UInt8] {
+        var sets = grid.parameterSets[0][...]
+        while sets.count >= 4 {
+            let length = sets.prefix(4).reduce(0) { $0 << 8 | Int($1) }
+            let unit = Array(sets.dropFirst(4).prefix(length))
+            if (unit[0] >> 1) & 0x3F == 33 { return unit }
+            sets = sets.dropFirst(4 + length)
+        }
+        throw SharePipeError.corrupt(file: "", reason: "no SPS")
+    }
+
+    /// The tiles' colour is read from their hvcC's SPS VUI by the plan, exactly (independently: ffprobe on the
+    /// tiles' Annex B stream says "pc smpte170m" for all but grid-709-limited.heic, "tv bt709"; primaries and
+    /// transfer unspecified), and libde265 reports the same for every decoded tile (HEIFTileDecoding checks).
+    @Test(arguments: files)
+    func spsColourIsReadFromTheHvcC(file: String) throws {
+        let grid = try #require(try HEIFGrid.plan(HEIFFileBytes(.file(path: Self.path(file))), limits: ImageLimits()))
+        let limited = file == "grid-709-limited.heic"
+        let expected = HEIFGrid.Colour(primaries: 2, transfer: 2, matrix: limited ? 1 : 6, fullRange: !limited)
+        #expect(grid.tileColour == nil)
+        #expect(grid.bitstreamColour == expected)
+        #expect(grid.colour == expected)
+        #expect(HEIFGrid.sequenceParameters(try Self.sps(grid))?.colour == expected)
+        // Decoded: libde265's VUI values agree (a disagreement would throw).
+        _ = try Self.render(.file(path: Self.path(file)), target: PixelSize(width: 60, height: 40))
+    }
+
+    /// A corrupted SPS (every byte changed in turn, every cut) never crashes the parser: it reads a colour or
+    /// says nil, and the plan with such an SPS either takes the grid or leaves it to libheif.
+    @Test func corruptedSPSNeverCrashes() throws {
+        let whole = try Fixtures.bytes(Self.path("grid-709-limited.heic"))
+        let grid = try #require(try HEIFGrid.plan(HEIFFileBytes(memory: whole), limits: ImageLimits()))
+        let sps = try Self.sps(grid)
+        var read = 0, refused = 0
+        for cut in 0..<sps.count {
+            if HEIFGrid.sequenceParameters(Array(sps.prefix(cut)))?.colour != nil { read += 1 } else { refused += 1 }
+        }
+        for at in 2..<sps.count {
+            for value: UInt8 in [0, 0xFF, sps[at] ^ 0x01, sps[at] ^ 0x80, 3] {
+                var copy = sps
+                copy[at] = value
+                if HEIFGrid.sequenceParameters(copy)?.colour != nil { read += 1 } else { refused += 1 }
+            }
+        }
+        #expect(read > 0 && refused > 0)
+        // In the file: each byte of the first hvcC's SPS flipped; planned (with the colour read then) or not.
+        let at = try #require(Self.find(Array(sps.prefix(12)), in: whole))
+        var planned = 0
+        for offset in 2..<sps.count {
+            var copy = whole
+            copy[at + offset] ^= 0xFF
+            if let changed = try? HEIFGrid.plan(HEIFFileBytes(memory: copy), limits: ImageLimits()) {
+                #expect(changed.colour != nil && HEIFTileDecoding.matrix(changed.colour!) != nil)
+                planned += 1
+            }
+        }
+        #expect(planned < sps.count - 2)
+    }
+
+    /// What the plan settles before decoding: tiles whose SPS colours differ, or whose matrix is 12, go to
+    /// libheif from the start (the SPS's matrix_coefficients rewritten in the file's hvcC boxes).
+    @Test func colourThatNeedsLibheifIsFoundByThePlan() throws {
+        let whole = try Fixtures.bytes(Self.path("grid-709-limited.heic"))
+        let grid = try #require(try HEIFGrid.plan(HEIFFileBytes(memory: whole), limits: ImageLimits()))
+        let sps = try Self.sps(grid)
+        let original = try #require(HEIFGrid.sequenceParameters(sps)?.colour)
+        /// `unit` with the 8 bits at `bit` (after the NAL header's 16) set to `value`.
+        func writing(_ value: Int, at bit: Int, in unit: [UInt8]) -> [UInt8] {
+            var copy = unit
+            for k in 0..<8 {
+                let mask = UInt8(0x80) >> UInt8((bit + k) & 7)
+                copy[(bit + k) >> 3] = (value >> (7 - k)) & 1 == 1 ? copy[(bit + k) >> 3] | mask : copy[(bit + k) >> 3] & ~mask
+            }
+            return copy
+        }
+        // The matrix field: where writing 9 changes the parsed matrix to 9 and nothing else.
+        let matrixBit = try #require((16...(sps.count * 8 - 8)).first { bit in
+            let parsed = HEIFGrid.sequenceParameters(writing(9, at: bit, in: sps))
+            return parsed?.colour == HEIFGrid.Colour(primaries: original.primaries, transfer: original.transfer, matrix: 9,
+                                                      fullRange: original.fullRange)
+                && parsed?.width == 256 && parsed?.height == 256
+        })
+        // Matrix 12: the SPS still reads (its size), its colour does not (libde265 replaces values ≥ 11).
+        let twelve = writing(12, at: matrixBit, in: sps)
+        #expect(HEIFGrid.sequenceParameters(twelve)?.width == 256 && HEIFGrid.sequenceParameters(twelve)?.colour == nil)
+        /// The file with the SPS of the hvcC boxes numbered in `boxes` (all when nil) replaced by `unit`.
+        func plan(_ unit: [UInt8], boxes: Set<Int>? = nil) throws -> HEIFGrid? {
+            var copy = whole, seen = 0, position = 0
+            while let found = Self.find(sps, in: Array(copy[position...])) {
+                let at = position + found
+                if boxes?.contains(seen) ?? true { copy.replaceSubrange(at..<(at + sps.count), with: unit) }
+                seen += 1
+                position = at + sps.count
+            }
+            #expect(seen == grid.parameterSets.count)
+            return try HEIFGrid.plan(HEIFFileBytes(memory: copy), limits: ImageLimits())
+        }
+        #expect(try plan(writing(9, at: matrixBit, in: sps))?.colour?.matrix == 9)
+        #expect(try plan(twelve) == nil)
+        // One tile's hvcC says matrix 9, the others 1: colours that differ, libheif's business.
+        #expect(try plan(writing(9, at: matrixBit, in: sps), boxes: [2]) == nil)
+        #expect(try plan(sps) == grid)
+        // Primaries 12 (Display P3) just before the transfer and matrix: read as libde265 1.0.11 reports them (2),
+        // planned, and the decoded tiles agree (HEIFTileDecoding checks matrix and range against the plan).
+        let p3 = writing(12, at: matrixBit - 16, in: sps)
+        #expect(HEIFGrid.sequenceParameters(p3)?.colour == original)
+        var p3File = whole, position = 0
+        while let found = Self.find(sps, in: Array(p3File[position...])) {
+            p3File.replaceSubrange((position + found)..<(position + found + sps.count), with: p3)
+            position += found + sps.count
+        }
+        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: p3File), limits: ImageLimits())?.colour == original)
+        #expect(try Self.render(.bytes(p3File)) == (try Self.render(.file(path: Self.path("grid-709-limited.heic")))))
     }
 
     /// A tile carrying its own parameter sets (its data's first NAL unit made a PPS) is found by the plan

@@ -17,7 +17,8 @@ typedef struct {
     uint8_t *y, *cb, *cr;
     int y_stride, c_stride;
     int copy_width, copy_height;
-    // Out: the bitstream's colour description (VUI), -1 where it gives none (only read for tile 0).
+    int index;                  // the tile's number in the grid (row-major), for messages
+    // Out: the decoded picture's colour description (libde265's VUI values), -1 before a picture is decoded.
     int full_range, color_primaries, transfer_characteristics, matrix_coefficients;
 } sp_hevc_tile;
 
@@ -28,7 +29,7 @@ static inline int sp_hevc_chroma_height(int chroma, int height) { return chroma 
 
 /// Decodes `count` tiles with libde265 (a new decoder for each tile, as libheif does) and copies each one's
 /// visible part into its destination. `threads` > 1 decodes that many tiles at once, each in its own
-/// thread with its own decoder. Any failure stops the work and names the tile (its index in `tiles`).
+/// thread with its own decoder. Any failure stops the work and names the tile (its `index`).
 sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char *message);
 
 #endif

@@ -120,13 +120,10 @@ enum HEIFDecoding {
     static func render(_ source: ImageSource, grid: HEIFGrid?, target: PixelSize, limits: ImageLimits,
                        meter: PixelMemoryMeter) throws -> RenderedImage {
         // A grid of 8-bit HEVC tiles without alpha: decoded one row of tiles at a time (HEIFTileDecoding).
+        // Everything that would need libheif was settled by the plan: nothing falls back after rows were decoded.
         if let grid {
-            do {
-                return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
-                                                   limits: limits, meter: meter)
-            } catch is HEIFTileDecoding.Fallback {
-                // Found while decoding (tiles whose colour libheif handles): libheif's route below.
-            }
+            return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
+                                               limits: limits, meter: meter)
         }
         // The coded chroma format, from the configuration boxes (4:4:4 when they cannot say).
         let chroma = (try? HEIFChroma.coded(source, maxMetaBytes: limits.maxMetadataBytes)) ?? HEIFChroma.yuv444

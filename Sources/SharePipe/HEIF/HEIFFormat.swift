@@ -30,13 +30,11 @@ extension MemoryEstimate {
     /// resampled, then encoded as JPEG (or PNG with alpha). The planes are priced at 4:4:4 (the probe does
     /// not know the chroma format; 4:2:0 needs half the chroma). libheif and libde265/dav1d working memory
     /// beyond the planes, measured on a 12 MP HEIC (libheif 1.15): about 2 bytes per pixel. A grid of HEVC
-    /// tiles the tile route decodes (`info.heifGrid`) holds one row of tiles instead of the planes, but is
-    /// priced as the larger of both routes: the route can still hand the file to libheif after decoding rows
-    /// (`HEIFTileDecoding.Fallback`: a tile libde265 fails on, or tile colour read from the bitstream only
-    /// while decoding), and then libheif's planes are what the job holds (the tile route's bytes are given
-    /// back first, so the routes never add up). The plan already settles tile NAL types beforehand; pricing
-    /// the tile route alone needs the colour settled from the hvcC SPS's VUI and a libde265 failure reported
-    /// as an error rather than handed to libheif.
+    /// tiles the tile route decodes (`info.heifGrid`) holds one row of tiles instead of the planes, and is
+    /// priced as that route alone: an upper bound, because the route never hands the file to libheif once it
+    /// started. `HEIFGrid.plan` settles before anything is decoded what would need libheif (tile NAL types,
+    /// the tiles' colour from their hvcC SPS's VUI or nclx, matrix 12), and a tile libde265 fails on is an
+    /// error (libheif would decode it with the same libde265), not a fallback.
     static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let size = info.size
         let monochrome = info.colorModel == .gray || info.colorModel == .grayAlpha
@@ -51,13 +49,12 @@ extension MemoryEstimate {
             // The tile route: one row of tiles and the libde265 decoders, the resampler as coded and the Float row
             // while decoding; then, with irot/imir, the small result and its transformed copy (all metered).
             // libheif only reads the boxes.
-            // Priced as the larger of this and libheif's route above (a fallback after decoding rows).
             let coded = grid.orientation.swapsAxes ? out.transposed : out
-            metered = max(metered, HEIFTileDecoding.decodeMemory(grid)
+            metered = max(HEIFTileDecoding.decodeMemory(grid)
                               + LanczosResampler.memoryEstimate(from: grid.size, to: coded, channels: channels)
                               + grid.size.width * channels * MemoryLayout<Float>.stride,
                           grid.orientation == .up ? 0 : 2 * out.area * channels)
-            decoder = max(decoder, 1 << 20)
+            decoder = 1 << 20
         }
         var encoder = jpegEncoderBytes(out, channels: channels >= 3 ? 3 : 1)
         var output = jpegOutputBytes(out, channels: channels >= 3 ? 3 : 1, keptMetadata: keptMetadata)

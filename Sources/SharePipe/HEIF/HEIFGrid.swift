@@ -12,8 +12,10 @@ import Darwin
 /// and the libheif route decodes the file as before: tiles that are not `hvc1` (AVIF grids), more than 8
 /// bits, monochrome, odd tile sizes with subsampled chroma, NAL lengths other than 4 bytes, tiles or grid with
 /// properties other than those listed in `gridProperties` / `tileProperties` (`clap`, for one), tile data in
-/// `idat` or in other files, protected items, `iovl` overlays. Alpha is checked by the caller (libheif's
-/// has_alpha): a grid with an alpha image goes to libheif.
+/// `idat` or in other files, protected items, `iovl` overlays, in-band parameter sets, tiles whose colour
+/// (their nclx, else their SPS's VUI) differs, cannot be read or is matrix 12. Alpha is checked by the caller
+/// (libheif's has_alpha): a grid with an alpha image goes to libheif. So everything that needs libheif is
+/// known before any tile is decoded, and the route never hands a file over half-way.
 struct HEIFGrid: Equatable, Sendable {
     /// A run of bytes in the file (`iloc` extent).
     struct Extent: Equatable, Sendable {
@@ -40,6 +42,14 @@ struct HEIFGrid: Equatable, Sendable {
     /// The tiles' own nclx (`colr` on the tile items; all tiles alike), which libheif converts each tile with.
     /// Without one, libheif uses each tile's bitstream VUI (`HEIFTileDecoding` does the same).
     var tileColour: Colour?
+    /// The colour description of the tiles' SPS (`sequenceParameters`: the VUI as libde265 reports it; every
+    /// tile's alike), read from the hvcC before anything is decoded. nil only where `tileColour` decides and
+    /// the SPS's could not be read.
+    var bitstreamColour: Colour?
+
+    /// The colour each tile is converted with: the tiles' nclx, else their SPS's VUI. The plan only takes a
+    /// grid whose colour SharePipe converts (not matrix 12), so nothing found while decoding hands it to libheif.
+    var colour: Colour? { tileColour ?? bitstreamColour }
 
     /// The H.273 code points of an nclx description.
     struct Colour: Equatable, Sendable {
@@ -366,6 +376,8 @@ struct HEIFGrid: Equatable, Sendable {
         var tileSize: PixelSize?
         var chroma: Int32?
         var colours: [Colour?] = []
+        var configColours: [Int: Colour?] = [:]   // property index → its SPS's colour (nil: not read)
+        var bitstreamColours: [Colour?] = []
         for id in tileIDs {
             guard itemTypes[id] == "hvc1", let location = locations[id], location.method == 0,
                   !location.extents.isEmpty else { return nil }
@@ -392,12 +404,15 @@ struct HEIFGrid: Equatable, Sendable {
             if tileSize == nil { tileSize = size }
             guard size == tileSize else { return nil }
             if configIndex[config] == nil {
-                guard let (sets, tileChroma) = try hevcParameterSets(properties[config - 1].body, tileSize: size) else { return nil }
+                guard let (sets, tileChroma, spsColour) = try hevcParameterSets(properties[config - 1].body, tileSize: size)
+                else { return nil }
                 if chroma == nil { chroma = tileChroma }
                 guard chroma == tileChroma else { return nil }
                 configIndex[config] = parameterSets.count
+                configColours[config] = spsColour
                 parameterSets.append(sets)
             }
+            bitstreamColours.append(configColours[config] ?? nil)
             tileParameterSets.append(configIndex[config]!)
             tileExtents.append(location.extents)
             colours.append(colour)
@@ -406,6 +421,19 @@ struct HEIFGrid: Equatable, Sendable {
         guard Set(colours.map { $0.map { [$0.primaries, $0.transfer, $0.matrix, $0.fullRange ? 1 : 0] } ?? [] }).count == 1
         else { return nil }
         guard let tileSize, let chroma else { return nil }
+        // The bitstream colour: every tile's SPS read and alike where it decides (no tile nclx), else kept when
+        // alike. libheif converts each tile with its own, so differing ones are its business.
+        let tileColour = colours.first ?? nil
+        let bitstreamColour: Colour?
+        if let first = bitstreamColours.first ?? nil, bitstreamColours.allSatisfy({ $0 == first }) {
+            bitstreamColour = first
+        } else {
+            guard tileColour != nil else { return nil }
+            bitstreamColour = nil
+        }
+        // Matrix 12 (derived from primaries) and matrices SharePipe cannot convert: libheif's business.
+        guard let colour = tileColour ?? bitstreamColour, colour.matrix != 12, HEIFTileDecoding.matrix(colour) != nil
+        else { return nil }
         // The tiles cover the output; chroma subsampling never splits a tile's sample pairs.
         guard tileSize.width * columns >= size.width, tileSize.height * rows >= size.height,
               tileSize.width * (columns - 1) < size.width, tileSize.height * (rows - 1) < size.height else { return nil }
@@ -413,14 +441,15 @@ struct HEIFGrid: Equatable, Sendable {
         if chroma == 1, tileSize.height % 2 != 0 { return nil }
         return HEIFGrid(columns: columns, rows: rows, size: size, tileSize: tileSize, chroma: chroma,
                         parameterSets: parameterSets, tileParameterSets: tileParameterSets, tileExtents: tileExtents,
-                        orientation: orientation, tileColour: colours.first ?? nil)
+                        orientation: orientation, tileColour: tileColour, bitstreamColour: bitstreamColour)
     }
 
-    /// The NAL units of an hvcC box as 4-byte length-prefixed units, and its chroma_format_idc; nil for what
+    /// The NAL units of an hvcC box as 4-byte length-prefixed units, its chroma_format_idc and its SPS's colour
+    /// description (nil where it could not be read); nil for what
     /// this route does not decode (not 8-bit, monochrome, NAL lengths other than 4 bytes) and for a sequence
     /// parameter set whose picture is not the tile's size (up to the coding block padding, 64): libde265
     /// allocates what the SPS says, so it is checked here, before anything is decoded.
-    private static func hevcParameterSets(_ body: Cursor, tileSize: PixelSize) throws -> ([UInt8], Int32)? {
+    private static func hevcParameterSets(_ body: Cursor, tileSize: PixelSize) throws -> ([UInt8], Int32, Colour?)? {
         var config = body
         guard config.left >= 23 else { return nil }
         let header = config.bytes[config.position..<(config.position + 23)].map { Int($0) }
@@ -431,6 +460,7 @@ struct HEIFGrid: Equatable, Sendable {
         let arrays = try config.u8()
         var out: [UInt8] = []
         var sequences = 0
+        var colour: Colour?
         for _ in 0..<arrays {
             _ = try config.u8()
             let count = try config.u16()
@@ -439,20 +469,34 @@ struct HEIFGrid: Equatable, Sendable {
                 guard length <= config.left else { return nil }
                 let unit = Array(config.bytes[config.position..<(config.position + length)])
                 if unit.count >= 2, (unit[0] >> 1) & 0x3F == 33 {
-                    guard let sps = spsSize(unit), sps.chroma == chroma,
+                    guard let sps = sequenceParameters(unit), sps.chroma == chroma,
                           (tileSize.width...(tileSize.width + 64)).contains(sps.width),
                           (tileSize.height...(tileSize.height + 64)).contains(sps.height) else { return nil }
                     sequences += 1
+                    colour = sps.colour
                 }
                 out += [0, 0, UInt8(length >> 8), UInt8(length & 0xFF)] + unit
                 try config.skip(length)
             }
         }
-        return sequences == 1 ? (out, Int32(chroma)) : nil
+        return sequences == 1 ? (out, Int32(chroma), colour) : nil
     }
 
     /// The coded picture size and chroma_format_idc of an HEVC sequence parameter set NAL unit (H.265 7.3.2.2).
     static func spsSize(_ unit: [UInt8]) -> (width: Int, height: Int, chroma: Int)? {
+        guard let sps = sequenceParameters(unit) else { return nil }
+        return (sps.width, sps.height, sps.chroma)
+    }
+
+    /// What an HEVC sequence parameter set NAL unit says about the picture (H.265 7.3.2.2, E.2.1): its coded size,
+    /// chroma_format_idc, and its colour description as libde265 1.0.11 reports it for the decoded picture
+    /// (`de265_get_image_colour_primaries` …): the VUI's video_full_range_flag and colour description, its
+    /// defaults (2, 2, 2, limited range) where the SPS has no VUI, no video signal type or no colour
+    /// description; primaries 0, 3, ≥ 11 and transfer 0, 3, ≥ 18 replaced by 2 as libde265 1.0.11 does (Display
+    /// P3's 12 among them; neither decides the conversion, matrix 12 aside). `colour` is nil where the SPS cannot
+    /// be read up to the colour description, or says matrix ≥ 11 (libde265 replaces it by 2, other versions may
+    /// not): the caller then leaves the image to libheif rather than guess a colour.
+    static func sequenceParameters(_ unit: [UInt8]) -> (width: Int, height: Int, chroma: Int, colour: Colour?)? {
         // The RBSP: emulation prevention bytes (00 00 03) removed, after the 2-byte NAL header.
         var rbsp: [UInt8] = []
         var zeros = 0
@@ -482,6 +526,10 @@ struct HEIFGrid: Equatable, Sendable {
             guard let rest = read(leading) else { return nil }
             return (1 << leading) - 1 + rest
         }
+        func signedGolomb() -> Int? {
+            guard let code = golomb() else { return nil }
+            return code & 1 == 1 ? (code + 1) / 2 : -(code / 2)
+        }
         guard read(4) != nil, let subLayers = read(3), read(1) != nil else { return nil }
         // profile_tier_level(1, sps_max_sub_layers_minus1): 88 bits of general profile, 8 of level.
         guard read(88) != nil, read(8) != nil else { return nil }
@@ -499,7 +547,126 @@ struct HEIFGrid: Equatable, Sendable {
         guard golomb() != nil, let chroma = golomb() else { return nil }
         if chroma == 3 { guard read(1) != nil else { return nil } }
         guard let width = golomb(), let height = golomb() else { return nil }
-        return (width, height, chroma)
+
+        /// The rest of the SPS up to the VUI's colour description; nil on anything out of H.265's ranges.
+        func colour() -> Colour? {
+            guard let window = read(1) else { return nil }
+            if window == 1 { for _ in 0..<4 { guard golomb() != nil else { return nil } } }
+            guard golomb() != nil, golomb() != nil,                  // bit_depth_luma/chroma_minus8
+                  let pocBits = golomb(), pocBits <= 12,             // log2_max_pic_order_cnt_lsb_minus4
+                  let ordering = read(1) else { return nil }
+            for _ in (ordering == 1 ? 0 : subLayers)...subLayers {   // max_dec_pic_buffering, num_reorder, latency
+                for _ in 0..<3 { guard golomb() != nil else { return nil } }
+            }
+            for _ in 0..<6 { guard golomb() != nil else { return nil } }  // block sizes, transform hierarchy depths
+            guard let scaling = read(1) else { return nil }
+            if scaling == 1 {
+                guard let present = read(1) else { return nil }
+                if present == 1 {
+                    // scaling_list_data() (7.3.4)
+                    for sizeID in 0..<4 {
+                        for _ in stride(from: 0, to: 6, by: sizeID == 3 ? 3 : 1) {
+                            guard let predicted = read(1) else { return nil }
+                            if predicted == 0 {
+                                guard golomb() != nil else { return nil }   // scaling_list_pred_matrix_id_delta
+                            } else {
+                                if sizeID > 1 { guard signedGolomb() != nil else { return nil } }  // dc_coef_minus8
+                                for _ in 0..<min(64, 1 << (4 + (sizeID << 1))) { guard signedGolomb() != nil else { return nil } }
+                            }
+                        }
+                    }
+                }
+            }
+            guard read(1) != nil, read(1) != nil, let pcm = read(1) else { return nil }   // amp, sao, pcm
+            if pcm == 1 { guard read(8) != nil, golomb() != nil, golomb() != nil, read(1) != nil else { return nil } }
+            // st_ref_pic_set(i) (7.3.7), each set's delta POCs derived (7.4.8) for the next one's prediction.
+            guard let setCount = golomb(), setCount <= 64 else { return nil }
+            var sets: [(negative: [Int], positive: [Int])] = []
+            for index in 0..<setCount {
+                let predicted = index == 0 ? 0 : read(1)
+                guard let predicted else { return nil }
+                if predicted == 1 {
+                    let reference = sets[index - 1]   // delta_idx_minus1 is only in slice headers
+                    guard let sign = read(1), let magnitude = golomb(), magnitude < 1 << 15 else { return nil }
+                    let deltaRps = (1 - 2 * sign) * (magnitude + 1)
+                    let count = reference.negative.count + reference.positive.count
+                    var use: [Bool] = []
+                    for _ in 0...count {
+                        guard let used = read(1) else { return nil }
+                        if used == 1 { use.append(true) } else {
+                            guard let delta = read(1) else { return nil }
+                            use.append(delta == 1)
+                        }
+                    }
+                    let negativeCount = reference.negative.count
+                    var negative: [Int] = [], positive: [Int] = []
+                    for j in stride(from: reference.positive.count - 1, through: 0, by: -1) {
+                        let poc = reference.positive[j] + deltaRps
+                        if poc < 0 && use[negativeCount + j] { negative.append(poc) }
+                    }
+                    if deltaRps < 0 && use[count] { negative.append(deltaRps) }
+                    for j in 0..<negativeCount {
+                        let poc = reference.negative[j] + deltaRps
+                        if poc < 0 && use[j] { negative.append(poc) }
+                    }
+                    for j in stride(from: negativeCount - 1, through: 0, by: -1) {
+                        let poc = reference.negative[j] + deltaRps
+                        if poc > 0 && use[j] { positive.append(poc) }
+                    }
+                    if deltaRps > 0 && use[count] { positive.append(deltaRps) }
+                    for j in 0..<reference.positive.count {
+                        let poc = reference.positive[j] + deltaRps
+                        if poc > 0 && use[negativeCount + j] { positive.append(poc) }
+                    }
+                    guard negative.count <= 16, positive.count <= 16 else { return nil }
+                    sets.append((negative, positive))
+                } else {
+                    guard let negativeCount = golomb(), negativeCount <= 16,
+                          let positiveCount = golomb(), positiveCount <= 16 else { return nil }
+                    var negative: [Int] = [], positive: [Int] = []
+                    for _ in 0..<negativeCount {
+                        guard let delta = golomb(), delta < 1 << 15, read(1) != nil else { return nil }
+                        negative.append((negative.last ?? 0) - (delta + 1))
+                    }
+                    for _ in 0..<positiveCount {
+                        guard let delta = golomb(), delta < 1 << 15, read(1) != nil else { return nil }
+                        positive.append((positive.last ?? 0) + (delta + 1))
+                    }
+                    sets.append((negative, positive))
+                }
+            }
+            guard let longTerm = read(1) else { return nil }
+            if longTerm == 1 {
+                guard let count = golomb(), count <= 32 else { return nil }
+                for _ in 0..<count { guard read(pocBits + 4) != nil, read(1) != nil else { return nil } }
+            }
+            // sps_temporal_mvp_enabled_flag, strong_intra_smoothing_enabled_flag, vui_parameters_present_flag
+            guard read(1) != nil, read(1) != nil, let vui = read(1) else { return nil }
+            var described = Colour(primaries: 2, transfer: 2, matrix: 2, fullRange: false)
+            if vui == 1 {
+                guard let aspect = read(1) else { return nil }
+                if aspect == 1 {
+                    guard let idc = read(8) else { return nil }
+                    if idc == 255 { guard read(16) != nil, read(16) != nil else { return nil } }
+                }
+                guard let overscan = read(1) else { return nil }
+                if overscan == 1 { guard read(1) != nil else { return nil } }
+                guard let signalType = read(1) else { return nil }
+                if signalType == 1 {
+                    guard read(3) != nil, let fullRange = read(1), let description = read(1) else { return nil }
+                    described.fullRange = fullRange == 1
+                    if description == 1 {
+                        guard let primaries = read(8), let transfer = read(8), let matrix = read(8) else { return nil }
+                        guard matrix < 11 else { return nil }
+                        described.primaries = [0, 3].contains(primaries) || primaries >= 11 ? 2 : primaries
+                        described.transfer = [0, 3].contains(transfer) || transfer >= 18 ? 2 : transfer
+                        described.matrix = matrix
+                    }
+                }
+            }
+            return described
+        }
+        return (width, height, chroma, colour())
     }
 
     /// The orientation of applying `first` and then `second` to a picture.

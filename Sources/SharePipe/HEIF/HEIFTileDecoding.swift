@@ -31,36 +31,25 @@ enum HEIFTileDecoding {
             + min(HEIFDecoding.decodingThreads, grid.columns) * decoderBytes(tile: grid.tileSize)
     }
 
-    /// What the route found only while decoding and leaves to libheif (thrown before anything is returned,
-    /// with every byte the route counted given back to the meter): a tile libde265 fails to decode, tiles
-    /// whose bitstreams describe their colour differently, matrix 12 or one SharePipe cannot convert. The
-    /// colour cases could be settled before decoding by reading the hvcC SPS's VUI; they are not yet, so
-    /// `MemoryEstimate.heif` prices a grid as the larger of both routes.
-    struct Fallback: Error {
-        var reason: String
-    }
-
-    /// The matrix and range each tile is converted with, as libheif 1.15 converts grid tiles (each to RGB
-    /// before it is pasted): the tile items' nclx, else the tile's bitstream VUI (libde265's defaults without
-    /// one: matrix 2, limited range). Matrix 12 (derived from primaries) and matrices SharePipe cannot convert
-    /// go to libheif.
-    static func matrix(_ grid: HEIFGrid, vui: sp_hevc_tile) throws -> YCbCrMatrix {
-        let colour = grid.tileColour ?? HEIFGrid.Colour(primaries: Int(vui.color_primaries), transfer: Int(vui.transfer_characteristics),
-                                                        matrix: Int(vui.matrix_coefficients), fullRange: vui.full_range != 0)
+    /// The matrix and range a tile of `colour` (`HEIFGrid.colour`) is converted with, as libheif 1.15 converts
+    /// grid tiles (each to RGB before it is pasted): the tile items' nclx, else the tile's SPS VUI (libde265's
+    /// defaults without one: matrix 2, limited range). nil for matrix 12 (derived from primaries) and matrices
+    /// SharePipe cannot convert: `HEIFGrid.plan` leaves those to libheif.
+    static func matrix(_ colour: HEIFGrid.Colour) -> YCbCrMatrix? {
         var nclx = sp_heif_nclx()
         nclx.present = 1
         nclx.color_primaries = Int32(colour.primaries)
         nclx.transfer_characteristics = Int32(colour.transfer)
         nclx.matrix_coefficients = Int32(colour.matrix)
         nclx.full_range = colour.fullRange ? 1 : 0
-        guard colour.matrix != 12, let matrix = YCbCrMatrix(nclx: nclx) else {
-            throw Fallback(reason: "tile matrix coefficients \(colour.matrix)")
-        }
-        return matrix
+        guard colour.matrix != 12 else { return nil }
+        return YCbCrMatrix(nclx: nclx)
     }
 
     /// Decodes `grid` from `file` and resamples it to `target` (as displayed, at most the displayed size).
-    /// Throws `Fallback` (before returning anything) where the tiles turn out to need libheif.
+    /// Everything that would send the grid to libheif is settled by `HEIFGrid.plan`, so nothing here does: a
+    /// tile libde265 fails on is `corrupt` (libheif decodes the same tiles with the same libde265 and would fail
+    /// on it too), naming the file and the tile.
     static func render(_ grid: HEIFGrid, file: HEIFFileBytes, target: PixelSize,
                        limits: ImageLimits, meter: PixelMemoryMeter) throws -> RenderedImage {
         let name = file.name
@@ -86,11 +75,12 @@ enum HEIFTileDecoding {
         var cr = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
         var resampler = LanczosResampler(from: grid.size, to: codedTarget, layout: .rgb, meter: meter)
         var row = [Float](repeating: 0, count: width * 3)
-        var matrix: YCbCrMatrix?
-        var firstVUI: [Int32]?
+        guard let colour = grid.colour, let matrix = matrix(colour) else {
+            throw SharePipeError.unsupportedFormat(file: name, reason: "HEIF grid colour the plan did not settle")
+        }
         meter.allocate(row.count * MemoryLayout<Float>.stride)
         defer { meter.release(row.count * MemoryLayout<Float>.stride) }
-        // On Fallback (or any error) the resampler's bytes leave the meter before libheif's route counts its own.
+        // On an error the resampler's bytes leave the meter too.
         defer { resampler.discard() }
 
         for tileRow in 0..<grid.rows {
@@ -137,6 +127,7 @@ enum HEIFTileDecoding {
                                 tile.c_stride = Int32(chromaWidth)
                                 tile.copy_width = Int32(min(tileWidth, width - left))
                                 tile.copy_height = Int32(rowsHere)
+                                tile.index = Int32(tileRow * grid.columns + column)
                                 return tile
                             }
                             let status = sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(HEIFDecoding.decodingThreads), &message)
@@ -146,18 +137,26 @@ enum HEIFTileDecoding {
                     }
                 }
             }
-            // A tile libde265 cannot decode: libheif decides (it may show what it can, or fails naming the file),
-            // so the route never fails where libheif would not.
-            if status == SP_ERR_LIBRARY { throw Fallback(reason: "tile row \(tileRow): \(shimText(message))") }
-            try checkShim(status, message, file: name)
-            // Every tile's VUI as the first one's, unless the tile items say their colour.
-            for tile in decoded where grid.tileColour == nil {
-                let vui = [tile.full_range, tile.color_primaries, tile.transfer_characteristics, tile.matrix_coefficients]
-                if firstVUI == nil { firstVUI = vui }
-                guard vui == firstVUI else { throw Fallback(reason: "tiles with different colour descriptions") }
+            // A tile libde265 cannot decode: libheif's libde265 plugin would fail on it too.
+            if status == SP_ERR_LIBRARY {
+                throw SharePipeError.corrupt(file: name, reason: "HEIF grid \(shimText(message))")
             }
-            if matrix == nil { matrix = try Self.matrix(grid, vui: decoded[0]) }
-            let rowMatrix = matrix!
+            try checkShim(status, message, file: name)
+            // The decoded pictures' matrix and range (what the conversion uses) are the SPS's the plan read (the
+            // hvcC's, the only parameter sets the tiles have); anything else would be a parse of ours libde265
+            // disagrees with: never a guessed colour. (Primaries and transfer: libde265 versions replace
+            // different values, and neither changes the conversion.)
+            if let planned = grid.bitstreamColour {
+                for tile in decoded {
+                    let vui = HEIFGrid.Colour(primaries: Int(tile.color_primaries), transfer: Int(tile.transfer_characteristics),
+                                              matrix: Int(tile.matrix_coefficients), fullRange: tile.full_range != 0)
+                    guard vui.matrix == planned.matrix, vui.fullRange == planned.fullRange else {
+                        throw SharePipeError.corrupt(file: name, reason: "HEIF grid tile \(tile.index) decodes with colour "
+                                                     + "\(vui), its SPS says \(planned)")
+                    }
+                }
+            }
+            let rowMatrix = matrix
             withUnsafeBufferPointers(luma, cb, cr) { y, cbPlane, crPlane in
                 var planes = sp_heif_planes()
                 planes.width = Int32(width)
