@@ -19,6 +19,18 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
         }
     }
 
+    /// The media type (MIME type) of the format, e.g. for an HTTP `Content-Type`.
+    public var mediaType: String {
+        switch self {
+        case .jpeg: return "image/jpeg"
+        case .png: return "image/png"
+        case .gif: return "image/gif"
+        case .heif: return "image/heic"
+        case .avif: return "image/avif"
+        case .webp: return "image/webp"
+        }
+    }
+
     /// Detects the format from the first bytes (never from the file name).
     public static func sniff(_ prefix: [UInt8]) -> ImageFormat? {
         if prefix.count >= 3, prefix[0] == 0xFF, prefix[1] == 0xD8, prefix[2] == 0xFF { return .jpeg }

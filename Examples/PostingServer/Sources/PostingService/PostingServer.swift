@@ -191,7 +191,7 @@ public enum PostingServer {
             throw HTTPError(status(for: error), message: "\(error)")
         }
         var headers = HTTPFields()
-        headers[.contentType] = mediaType(prepared.format)
+        headers[.contentType] = prepared.format.mediaType
         headers[.contentLength] = String(prepared.byteCount)
         headers[HTTPField.Name("X-SharePipe-Width")!] = String(prepared.size.width)
         headers[HTTPField.Name("X-SharePipe-Height")!] = String(prepared.size.height)
@@ -230,14 +230,6 @@ public enum PostingServer {
         }
     }
 
-    /// The media type of an output format.
-    static func mediaType(_ format: ImageFormat) -> String {
-        switch format {
-        case .jpeg: return "image/jpeg"
-        case .png: return "image/png"
-        case .gif: return "image/gif"
-        }
-    }
 }
 
 /// A request body whose first chunk was already read: that chunk, then the rest, as byte views.
