@@ -45,4 +45,12 @@ import Testing
         #expect(meter.currentBytes == 0)
         #expect(meter.peakBytes >= 1 && meter.peakBytes <= 8)
     }
+
+    /// Every format has its own media type (the example server's Content-Type).
+    @Test func everyFormatHasItsMediaType() {
+        let types = ImageFormat.allCases.map(\.mediaType)
+        #expect(Set(types).count == ImageFormat.allCases.count)
+        #expect(ImageFormat.jpeg.mediaType == "image/jpeg" && ImageFormat.webp.mediaType == "image/webp")
+        #expect(types.allSatisfy { $0.hasPrefix("image/") })
+    }
 }
