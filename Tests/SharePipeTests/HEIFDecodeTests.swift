@@ -225,15 +225,7 @@ import Testing
         let whole = try Fixtures.bytes(Fixtures.path("heif/" + file))
         var limits = ImageLimits()
         limits.maxDecoderMemory = 64 << 20
-        var damaged: [[UInt8]] = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / 80)).map { Array(whole.prefix($0)) }
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        for _ in 0..<80 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            var copy = whole
-            let at = Int(state >> 33) % whole.count
-            copy[at] ^= UInt8(truncatingIfNeeded: state >> 13) | 1
-            damaged.append(copy)
-        }
+        let damaged = Fixtures.damagedCopies(of: whole, cuts: 80, flips: 80, seed: 0x9E37_79B9_7F4A_7C15)
         var failures = 0
         for bytes in damaged {
             do {

@@ -197,15 +197,7 @@ import Testing
     /// `SharePipeError` naming the source; neither the box parser nor libde265 ends the process.
     @Test func damagedGridsFailCleanly() throws {
         let whole = try Fixtures.bytes(Self.path("grid-mirror-rotate.heic"))
-        var damaged: [[UInt8]] = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / 60)).map { Array(whole.prefix($0)) }
-        var state: UInt64 = 0x2545_F491_4F6C_DD1D
-        for _ in 0..<120 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            var copy = whole
-            let at = Int(state >> 33) % whole.count
-            copy[at] ^= UInt8(truncatingIfNeeded: state >> 13) | 1
-            damaged.append(copy)
-        }
+        let damaged = Fixtures.damagedCopies(of: whole, cuts: 60, flips: 120, seed: 0x2545_F491_4F6C_DD1D)
         var decoded = 0
         for bytes in damaged {
             do {

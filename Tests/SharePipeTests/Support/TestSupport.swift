@@ -28,6 +28,20 @@ enum Fixtures {
 
     static func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
 
+    /// Damaged copies of `whole`, the same on every run: about `cuts` prefixes (cut anywhere) and `flips` copies
+    /// with one byte changed at a position a fixed-seed generator picks.
+    static func damagedCopies(of whole: [UInt8], cuts: Int, flips: Int, seed: UInt64) -> [[UInt8]] {
+        var damaged = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / cuts)).map { Array(whole.prefix($0)) }
+        var state = seed
+        for _ in 0..<flips {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            var copy = whole
+            copy[Int(state >> 33) % whole.count] ^= UInt8(truncatingIfNeeded: state >> 13) | 1
+            damaged.append(copy)
+        }
+        return damaged
+    }
+
     static func write(_ bytes: [UInt8], to path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
 }
 
