@@ -33,7 +33,7 @@ extension MemoryEstimate {
     /// tiles the tile route decodes (`info.heifGrid`) holds one row of tiles instead of the planes, and is
     /// priced as that route alone: an upper bound, because the route never hands the file to libheif once it
     /// started. `HEIFGrid.plan` settles before anything is decoded what would need libheif (tile NAL types,
-    /// the tiles' colour from their hvcC SPS's VUI or nclx, matrix 12), and a tile libde265 fails on is an
+    /// the tiles' colour from their hvcC SPS's VUI or nclx, matrix ≥ 11), and a tile libde265 fails on is an
     /// error (libheif would decode it with the same libde265), not a fallback.
     static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let size = info.size

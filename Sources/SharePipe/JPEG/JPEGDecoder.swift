@@ -5,8 +5,8 @@ import CSharePipe
 /// be kept for the whole image until its last scan; the shim's compact store keeps only those the DCT scale
 /// reads plus a non-zero map (`sp_jpeg_coefficients.c`, about a fifth of libjpeg's own arrays at 3/8), within
 /// `ImageLimits.maxDecoderMemory`. Past `storeBudget` the file is decoded in bands of rows (one decode of the
-/// whole file per band, the store keeping values for the band only), so the store stays near the budget
-/// whatever the image size.
+/// whole file per band, the store keeping values for the band only), so the store stays near the budget plus
+/// the non-zero maps of every block (which refinement scans read), up to `maxBands` decodes.
 struct JPEGDecoder: ImageDecoder {
     /// Rows asked of libjpeg at once (each call returns at most one iMCU row); `MemoryEstimate` prices them.
     static let rowBatch = 16
