@@ -68,7 +68,10 @@ enum Pipeline {
         try checkpoint()
 
         // 2. Plan: route, size, output format, metadata, fitting ladder (`PreparePlan`, pure).
-        var plan = PreparePlan(info: info, options: options, sourceQuality: input.sourceQuality?(source))
+        var plan = PreparePlan(info: info, options: options)
+        if plan.capsAtSourceQuality, let quality = input.sourceQuality?(source) {
+            plan = PreparePlan(info: info, options: options, sourceQuality: quality)
+        }
         var driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 
         switch plan.route {

@@ -46,6 +46,9 @@ struct PreparePlan: Sendable, Equatable {
     /// no frame change, so its metadata-only copy is tried first (the animation is written anew only when
     /// the rewriter declines it or the copy is over the byte limit).
     var metadataCopyFirst = false
+    /// The ladder searches quality in the input's own format, so the source's quality would cap it: only then
+    /// is it worth reading (`Pipeline` plans again with it).
+    private(set) var capsAtSourceQuality = false
 
     /// Plans preparing an input with `info` under `options`. `sourceQuality` is the input's own encoding
     /// quality (JPEG), which caps the quality search when the output keeps the input's format.
@@ -103,7 +106,8 @@ struct PreparePlan: Sendable, Equatable {
             ladder = .losslessFirst(range: options.minQuality...options.quality, minShortEdge: options.minShortEdge)
         case .qualitySearch:
             // Never spend more quality than the source had: a q73 photo saved at q85 grows for nothing.
-            let cap = outputFormat == info.format ? sourceQuality.flatMap { $0 < options.quality ? $0 : nil } : nil
+            capsAtSourceQuality = outputFormat == info.format
+            let cap = capsAtSourceQuality ? sourceQuality.flatMap { $0 < options.quality ? $0 : nil } : nil
             ladder = .quality(range: options.minQuality...max(options.minQuality, cap ?? options.quality),
                               sourceQualityCap: cap, minShortEdge: options.minShortEdge)
         case .lossless(let efforts, let strongest):
