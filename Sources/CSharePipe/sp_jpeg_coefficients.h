@@ -17,7 +17,7 @@
 // decoder reads of them), and when the store grows past the budget it drops rows from the end of the band
 // (their values freed, their map kept) until it fits again, down to a minimal band. After the last scan the
 // rows of the band, less the margin that block smoothing and context upsampling read around an output row
-// (SP_COEF_MARGIN_BEFORE/AFTER), decode exactly; the reader (sp_jpeg.c) outputs them, then decodes the file
+// (SP_COEF_MARGIN_BEFORE/AFTER), decode exactly; the reader (sp_jpeg_decode.c) outputs them, then decodes the file
 // again for the next band.
 #ifndef SP_JPEG_COEFFICIENTS_H
 #define SP_JPEG_COEFFICIENTS_H

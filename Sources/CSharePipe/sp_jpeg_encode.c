@@ -1,0 +1,312 @@
+// The JPEG encoder: a bitmap's rows or 4:2:0 YCbCr planes made here as libjpeg would make them, into a memory
+// destination, the whole-image coefficient arrays in the compact store (sp_jpeg_encode_store.c). Every call
+// is behind its own setjmp (the error manager: sp_jpeg_common.c).
+#include "sp_jpeg_private.h"
+#include "sp_jpeg_encode_store.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+// MARK: - Encoding
+
+// A growable memory destination whose buffer we own, so it can be freed when an error unwinds the encoder.
+typedef struct {
+    struct jpeg_destination_mgr pub;
+    uint8_t *buffer;
+    size_t capacity;
+    size_t length;
+    int failed;
+} sp_memory_destination;
+
+static void dest_init(j_compress_ptr cinfo) {
+    sp_memory_destination *dest = (sp_memory_destination *)cinfo->dest;
+    dest->pub.next_output_byte = dest->buffer;
+    dest->pub.free_in_buffer = dest->capacity;
+}
+
+static boolean dest_empty(j_compress_ptr cinfo) {
+    sp_memory_destination *dest = (sp_memory_destination *)cinfo->dest;
+    size_t new_capacity = dest->capacity * 2;
+    uint8_t *grown = realloc(dest->buffer, new_capacity);
+    if (grown == NULL) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 10);
+    dest->buffer = grown;
+    dest->pub.next_output_byte = grown + dest->capacity;
+    dest->pub.free_in_buffer = new_capacity - dest->capacity;
+    dest->capacity = new_capacity;
+    return TRUE;
+}
+
+static void dest_term(j_compress_ptr cinfo) {
+    sp_memory_destination *dest = (sp_memory_destination *)cinfo->dest;
+    dest->length = dest->capacity - dest->pub.free_in_buffer;
+}
+
+/// The parameters every encode shares, set on a created compressor before jpeg_start_compress.
+static void set_encode_parameters(j_compress_ptr cinfo, int width, int height, int components,
+                                  sp_jpeg_encode_settings settings) {
+    cinfo->image_width = (JDIMENSION)width;
+    cinfo->image_height = (JDIMENSION)height;
+    cinfo->input_components = components;
+    cinfo->in_color_space = components == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(cinfo);
+    jpeg_set_quality(cinfo, settings.quality, TRUE);
+    cinfo->optimize_coding = settings.optimize_coding ? TRUE : FALSE;
+    cinfo->write_JFIF_header = settings.write_jfif ? TRUE : FALSE;
+    cinfo->dct_method = JDCT_ISLOW;
+    if (components == 3) {
+        int factor = settings.subsample_420 ? 2 : 1;
+        cinfo->comp_info[0].h_samp_factor = factor;
+        cinfo->comp_info[0].v_samp_factor = factor;
+        cinfo->comp_info[1].h_samp_factor = 1; cinfo->comp_info[1].v_samp_factor = 1;
+        cinfo->comp_info[2].h_samp_factor = 1; cinfo->comp_info[2].v_samp_factor = 1;
+    }
+    if (settings.progressive) jpeg_simple_progression(cinfo);
+}
+
+static void init_memory_destination(j_compress_ptr cinfo, sp_memory_destination *dest) {
+    dest->pub.init_destination = dest_init;
+    dest->pub.empty_output_buffer = dest_empty;
+    dest->pub.term_destination = dest_term;
+    cinfo->dest = &dest->pub;
+}
+
+static void write_markers(j_compress_ptr cinfo, const sp_jpeg_marker *markers, int marker_count) {
+    for (int i = 0; i < marker_count; i++) {
+        jpeg_write_marker(cinfo, markers[i].marker, markers[i].data, markers[i].length);
+    }
+}
+
+// Writes the image's rows: jpeg_write_scanlines or jpeg_write_raw_data until next_scanline reaches the end.
+typedef void (*sp_encode_writer)(j_compress_ptr cinfo, const void *source);
+
+// Every encode: the memory destination, the error manager and its setjmp, the compressor with the compact
+// coefficient store, the settings and markers; `write_rows` feeds them (raw_data: YCbCr planes, raw_data_in).
+static sp_status encode_with(int width, int height, int components, sp_jpeg_encode_settings settings, int raw_data,
+                             const sp_jpeg_marker *markers, int marker_count, sp_encode_writer write_rows,
+                             const void *source, uint8_t **out, size_t *out_length, char *message) {
+    struct jpeg_compress_struct cinfo;
+    sp_error_mgr error;
+    sp_memory_destination dest;
+    sp_enc_store store;   // the coefficient arrays of optimize_coding / progressive, compacted
+    memset(&dest, 0, sizeof(dest));
+    dest.capacity = 65536;
+    dest.buffer = malloc(dest.capacity);
+    if (dest.buffer == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
+
+    sp_jpeg_install_error_manager((j_common_ptr)&cinfo, &error);
+    if (setjmp(error.jump)) {
+        // A failed allocation (the store's, the destination's, libjpeg's own) is SP_ERR_MEMORY, as in the reader.
+        sp_status status = sp_jpeg_failure(&error, message);
+        jpeg_destroy_compress(&cinfo);
+        free(dest.buffer);
+        return status;
+    }
+    jpeg_create_compress(&cinfo);
+    sp_enc_store_install(&cinfo, &store);
+    init_memory_destination(&cinfo, &dest);
+    set_encode_parameters(&cinfo, width, height, components, settings);
+    if (raw_data) cinfo.raw_data_in = TRUE;   // after jpeg_set_defaults, which clears it
+    jpeg_start_compress(&cinfo, TRUE);
+    write_markers(&cinfo, markers, marker_count);
+    write_rows(&cinfo, source);
+    jpeg_finish_compress(&cinfo);
+    jpeg_destroy_compress(&cinfo);
+    *out = dest.buffer;
+    *out_length = dest.length;
+    return SP_OK;
+}
+
+// A bitmap's rows, 16 at a time (tightly packed, input_components bytes a pixel).
+static void write_bitmap_rows(j_compress_ptr cinfo, const void *source) {
+    const uint8_t *pixels = source;
+    size_t stride = (size_t)cinfo->image_width * (size_t)cinfo->input_components;
+    while (cinfo->next_scanline < cinfo->image_height) {
+        JSAMPROW rows[16];
+        int batch = 0;
+        while (batch < 16 && cinfo->next_scanline + (JDIMENSION)batch < cinfo->image_height) {
+            rows[batch] = (JSAMPROW)(pixels + (size_t)(cinfo->next_scanline + (JDIMENSION)batch) * stride);
+            batch++;
+        }
+        jpeg_write_scanlines(cinfo, rows, (JDIMENSION)batch);
+    }
+}
+
+sp_status sp_jpeg_encode(const uint8_t *pixels, int width, int height, int components,
+                         sp_jpeg_encode_settings settings,
+                         const sp_jpeg_marker *markers, int marker_count,
+                         uint8_t **out, size_t *out_length, char *message) {
+    if (pixels == NULL || width <= 0 || height <= 0 || (components != 1 && components != 3)) {
+        copy_message(message, "encoder needs a gray or RGB bitmap");
+        return SP_ERR_ARGUMENT;
+    }
+    return encode_with(width, height, components, settings, 0, markers, marker_count, write_bitmap_rows, pixels,
+                       out, out_length, message);
+}
+
+// MARK: - 4:2:0 planes
+
+// libjpeg's RGB → YCbCr (jccolor.c, 16-bit fixed point; Cb and Cr rounded with 0.5 − ε so they never reach
+// 256) and 2×2 box downsampling with its alternating 1, 2 bias (jcsample.c h2v2_downsample). libjpeg-turbo's
+// SIMD versions give the same bits, so raw data made here encodes to the same file as the RGB scanlines.
+#define YCC_SCALEBITS 16
+#define YCC_FIX(x) ((long)((x) * (1L << YCC_SCALEBITS) + 0.5))
+#define YCC_ONE_HALF (1L << (YCC_SCALEBITS - 1))
+#define YCC_CBCR_OFFSET (128L << YCC_SCALEBITS)
+
+struct sp_jpeg_planes {
+    int width, height;               // the image
+    int y_width, y_height;           // luma as libjpeg reads it: whole 8×8 blocks, edges replicated
+    int c_width, c_height;           // each chroma plane, the same
+    uint8_t *y, *cb, *cr;            // one allocation, starting at y
+};
+
+static inline uint8_t ycc_y(int r, int g, int b) {
+    return (uint8_t)((YCC_FIX(0.29900) * r + YCC_FIX(0.58700) * g + YCC_FIX(0.11400) * b + YCC_ONE_HALF) >> YCC_SCALEBITS);
+}
+static inline int ycc_cb(int r, int g, int b) {
+    return (int)((-YCC_FIX(0.16874) * r - YCC_FIX(0.33126) * g + YCC_FIX(0.50000) * b + YCC_CBCR_OFFSET + YCC_ONE_HALF - 1)
+                 >> YCC_SCALEBITS);
+}
+static inline int ycc_cr(int r, int g, int b) {
+    return (int)((YCC_FIX(0.50000) * r - YCC_FIX(0.41869) * g - YCC_FIX(0.08131) * b + YCC_CBCR_OFFSET + YCC_ONE_HALF - 1)
+                 >> YCC_SCALEBITS);
+}
+
+/// The planes of a width × height image as libjpeg reads them: luma in whole 8×8 blocks, each chroma plane
+/// half the size each way, also in whole blocks (the one place these sizes are computed).
+static void plane_sizes(sp_jpeg_planes *planes, int width, int height) {
+    planes->width = width;
+    planes->height = height;
+    planes->y_width = (width + 7) / 8 * 8;
+    planes->y_height = (height + 7) / 8 * 8;
+    planes->c_width = (width + 15) / 16 * 8;
+    planes->c_height = (height + 15) / 16 * 8;
+}
+
+static size_t plane_bytes(const sp_jpeg_planes *planes) {
+    return (size_t)planes->y_width * (size_t)planes->y_height + 2 * (size_t)planes->c_width * (size_t)planes->c_height;
+}
+
+/// Gives the whole pages of [from, to) back to the system (their contents read as zero afterwards).
+static void release_pages(uint8_t *from, uint8_t *to) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t start = ((uintptr_t)from + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t end = (uintptr_t)to & ~(uintptr_t)(page - 1);
+    if (end > start) (void)madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int release_rows, sp_jpeg_planes **out,
+                                  char *message) {
+    *out = NULL;
+    if (pixels == NULL || width <= 0 || height <= 0 || width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION) {
+        copy_message(message, "planes need an RGB bitmap within JPEG's size");
+        return SP_ERR_ARGUMENT;
+    }
+    sp_jpeg_planes *planes = calloc(1, sizeof(sp_jpeg_planes));
+    if (planes == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
+    plane_sizes(planes, width, height);
+    size_t luma = (size_t)planes->y_width * (size_t)planes->y_height;
+    size_t chroma = (size_t)planes->c_width * (size_t)planes->c_height;
+    planes->y = malloc(plane_bytes(planes));
+    if (planes->y == NULL) { free(planes); copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
+    planes->cb = planes->y + luma;
+    planes->cr = planes->cb + chroma;
+
+    // Two source rows at a time (the last row doubled for an odd height), every column past the right edge
+    // a copy of the last pixel, as libjpeg's edge expansion does before it downsamples.
+    size_t stride = (size_t)width * 3;
+    for (int pair = 0; pair < (height + 1) / 2; pair++) {
+        const uint8_t *rows[2] = { pixels + (size_t)(2 * pair) * stride,
+                                   pixels + (size_t)(2 * pair + 1 < height ? 2 * pair + 1 : 2 * pair) * stride };
+        for (int k = 0; k < 2 && 2 * pair + k < height; k++) {
+            uint8_t *y = planes->y + (size_t)(2 * pair + k) * (size_t)planes->y_width;
+            const uint8_t *p = rows[k];
+            for (int x = 0; x < width; x++, p += 3) y[x] = ycc_y(p[0], p[1], p[2]);
+            for (int x = width; x < planes->y_width; x++) y[x] = y[width - 1];
+        }
+        uint8_t *cb = planes->cb + (size_t)pair * (size_t)planes->c_width;
+        uint8_t *cr = planes->cr + (size_t)pair * (size_t)planes->c_width;
+        int bias = 1;
+        for (int c = 0; c < planes->c_width; c++) {
+            int sum_cb = bias, sum_cr = bias;
+            for (int k = 0; k < 2; k++) {
+                for (int dx = 0; dx < 2; dx++) {
+                    int x = 2 * c + dx < width ? 2 * c + dx : width - 1;
+                    const uint8_t *p = rows[k] + (size_t)x * 3;
+                    sum_cb += ycc_cb(p[0], p[1], p[2]);
+                    sum_cr += ycc_cr(p[0], p[1], p[2]);
+                }
+            }
+            cb[c] = (uint8_t)(sum_cb >> 2);
+            cr[c] = (uint8_t)(sum_cr >> 2);
+            bias ^= 3;
+        }
+        // Every 64 rows converted, their pages go: the bitmap and the planes are never both whole.
+        if (release_rows && (pair % 32 == 31 || 2 * pair + 2 >= height)) {
+            int done = 2 * pair + 2 < height ? 2 * pair + 2 : height;
+            release_pages(pixels, pixels + (size_t)done * stride);
+        }
+    }
+    // Rows past the bottom: copies of the last row (libjpeg pads each component's last iMCU row so).
+    for (int row = height; row < planes->y_height; row++) {
+        memcpy(planes->y + (size_t)row * planes->y_width, planes->y + (size_t)(height - 1) * planes->y_width,
+               (size_t)planes->y_width);
+    }
+    for (int row = (height + 1) / 2; row < planes->c_height; row++) {
+        size_t last = (size_t)((height + 1) / 2 - 1) * planes->c_width;
+        memcpy(planes->cb + (size_t)row * planes->c_width, planes->cb + last, (size_t)planes->c_width);
+        memcpy(planes->cr + (size_t)row * planes->c_width, planes->cr + last, (size_t)planes->c_width);
+    }
+    *out = planes;
+    return SP_OK;
+}
+
+size_t sp_jpeg_planes_bytes(const sp_jpeg_planes *planes) {
+    return planes == NULL ? 0 : plane_bytes(planes);
+}
+
+size_t sp_jpeg_planes_bytes_for_size(int width, int height) {
+    if (width <= 0 || height <= 0 || width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION) return 0;
+    sp_jpeg_planes planes;
+    plane_sizes(&planes, width, height);
+    return plane_bytes(&planes);
+}
+
+void sp_jpeg_planes_free(sp_jpeg_planes *planes) {
+    if (planes == NULL) return;
+    free(planes->y);
+    free(planes);
+}
+
+// One iMCU row per call: 16 luma rows and 8 of each chroma; rows past a plane's end are never read
+// (libjpeg makes dummy blocks there) but must point somewhere: the last row.
+static void write_plane_rows(j_compress_ptr cinfo, const void *source) {
+    const sp_jpeg_planes *planes = source;
+    JSAMPROW y_rows[16], cb_rows[8], cr_rows[8];
+    JSAMPARRAY data[3] = { y_rows, cb_rows, cr_rows };
+    while (cinfo->next_scanline < cinfo->image_height) {
+        int first = (int)cinfo->next_scanline;
+        for (int i = 0; i < 16; i++) {
+            int row = first + i < planes->y_height ? first + i : planes->y_height - 1;
+            y_rows[i] = planes->y + (size_t)row * (size_t)planes->y_width;
+        }
+        for (int i = 0; i < 8; i++) {
+            int row = first / 2 + i < planes->c_height ? first / 2 + i : planes->c_height - 1;
+            cb_rows[i] = planes->cb + (size_t)row * (size_t)planes->c_width;
+            cr_rows[i] = planes->cr + (size_t)row * (size_t)planes->c_width;
+        }
+        if (jpeg_write_raw_data(cinfo, data, 16) == 0) ERREXIT(cinfo, JERR_BAD_BUFFER_MODE);
+    }
+}
+
+sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
+                                const sp_jpeg_marker *markers, int marker_count,
+                                uint8_t **out, size_t *out_length, char *message) {
+    if (planes == NULL) { copy_message(message, "no planes"); return SP_ERR_ARGUMENT; }
+    settings.subsample_420 = 1;
+    return encode_with(planes->width, planes->height, 3, settings, 1, markers, marker_count, write_plane_rows, planes,
+                       out, out_length, message);
+}

@@ -1,0 +1,38 @@
+// What the JPEG shim's files share (private to the shim): the error manager that turns libjpeg's error_exit
+// into a longjmp back to the shim function that made the call, and how a shim function reports it.
+// sp_jpeg_common.c: the error manager; sp_jpeg_decode.c: the reader (markers, banded decode);
+// sp_jpeg_encode.c: the encoder and the 4:2:0 planes.
+#ifndef SP_JPEG_PRIVATE_H
+#define SP_JPEG_PRIVATE_H
+
+#include "sp_jpeg.h"
+
+#include <jpeglib.h>
+#include <jerror.h>
+#include <setjmp.h>
+
+#define copy_message sp_copy_message
+
+typedef struct {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+    char message[JMSG_LENGTH_MAX];
+    char last_warning[JMSG_LENGTH_MAX];
+    int warnings;
+    int quiet;                 // 1: warnings not counted (a band's decode repeats the first decode's warnings)
+    sp_jpeg_limit limit_hit;   // which limit ended the last call, if any
+} sp_error_mgr;
+
+/// Points `cinfo` at `error`, whose error_exit longjmps to error->jump (set it before the next libjpeg call).
+void sp_jpeg_install_error_manager(j_common_ptr cinfo, sp_error_mgr *error);
+
+/// Stops at a limit: the message says which, Swift adds the numbers.
+void sp_jpeg_fail_at_limit(j_common_ptr cinfo, sp_jpeg_limit limit, const char *text);
+
+/// Stops with a message of its own (not a limit): the call returns SP_ERR_LIBRARY.
+void sp_jpeg_fail_with(j_common_ptr cinfo, const char *text);
+
+/// What a shim function returns when a libjpeg call longjmped back to it.
+sp_status sp_jpeg_failure(sp_error_mgr *error, char *message);
+
+#endif
