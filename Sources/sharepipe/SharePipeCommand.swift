@@ -50,6 +50,23 @@ enum ExitStatus {
 extension StripMode: ExpressibleByArgument {}
 extension FitStrategy: ExpressibleByArgument {}
 
+extension NameSpecification {
+    /// The long flag `OptionTable` gives the option (`--max-bytes`).
+    static func table(_ spec: OptionSpec) -> NameSpecification {
+        guard let name = spec.flagName else { preconditionFailure("OptionTable gives \(spec.name) no flag") }
+        return .customLong(name)
+    }
+}
+
+extension ArgumentHelp {
+    /// The option's help from `OptionTable`; `showingDefault` adds the library's default, for optional
+    /// flags whose default ArgumentParser cannot show (a service's profile may replace it).
+    static func table(_ spec: OptionSpec, showingDefault: Bool = false) -> ArgumentHelp {
+        guard showingDefault else { return ArgumentHelp(spec.help) }
+        return ArgumentHelp(spec.help.dropLast() + " (default \(spec.defaultValue)).")
+    }
+}
+
 /// Options that shape how each image is prepared.
 struct PipelineOptions: ParsableArguments {
     @Option(help: "Service profile whose limits to meet; repeat for several services (outputs go to --out/<service>/). `sharepipe services` lists them. Explicit options below override the profile.")
@@ -58,40 +75,42 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "JSON file adding or overriding service profiles (default: $SHAREPIPE_PROFILES, else ~/.config/sharepipe/profiles.json if it exists).")
     var profiles: String?
 
-    @Option(help: "Largest short edge of the output in pixels (never enlarged).")
+    // The flags below that set an option take their names and help from the library's `OptionTable`.
+
+    @Option(name: .table(OptionTable.maxShortEdge), help: .table(OptionTable.maxShortEdge, showingDefault: true))
     var maxShortEdge: Int?
 
-    @Option(help: "Largest output size in bytes.")
+    @Option(name: .table(OptionTable.maxBytes), help: .table(OptionTable.maxBytes))
     var maxBytes: Int?
 
-    @Option(help: "Metadata to remove: all (keep only the colour profile; the default), gps (keep Exif without location), none.")
+    @Option(name: .table(OptionTable.strip), help: .table(OptionTable.strip))
     var strip: StripMode?
 
-    @Option(help: "Highest JPEG quality; the byte-limit search starts here (default 85).")
+    @Option(name: .table(OptionTable.quality), help: .table(OptionTable.quality, showingDefault: true))
     var quality: Int?
 
-    @Option(help: "Lowest JPEG quality the byte-limit search may use before shrinking dimensions (default 40).")
+    @Option(name: .table(OptionTable.minQuality), help: .table(OptionTable.minQuality, showingDefault: true))
     var minQuality: Int?
 
-    @Flag(help: "Write progressive JPEGs.")
+    @Flag(name: .table(OptionTable.progressive), help: .table(OptionTable.progressive))
     var progressive = false
 
-    @Option(help: "memoryFirst (re-decode for each size) or cpuFirst (keep the first decode).")
+    @Option(name: .table(OptionTable.strategy), help: .table(OptionTable.strategy))
     var strategy: FitStrategy = .memoryFirst
 
-    @Option(help: "Refuse images with more pixels than this (decompression bombs).")
+    @Option(name: .table(OptionTable.limitsMaxPixels), help: .table(OptionTable.limitsMaxPixels))
     var maxPixels: Int = ImageLimits().maxPixels
 
-    @Option(help: "Refuse images wider or taller than this.")
+    @Option(name: .table(OptionTable.limitsMaxDimension), help: .table(OptionTable.limitsMaxDimension))
     var maxDimension: Int = ImageLimits().maxDimension
 
-    @Option(help: "Refuse input files larger than this many bytes, before reading them.")
+    @Option(name: .table(OptionTable.limitsMaxInputBytes), help: .table(OptionTable.limitsMaxInputBytes))
     var maxInputBytes: Int = ImageLimits().maxInputBytes
 
-    @Option(help: "Refuse GIFs with more frames than this (checked on the header walk, before decoding).")
+    @Option(name: .table(OptionTable.limitsMaxFrames), help: .table(OptionTable.limitsMaxFrames))
     var maxFrames: Int = ImageLimits().maxFrames
 
-    @Option(help: "Refuse animations whose frames add up to more pixels than this (frames × width × height).")
+    @Option(name: .table(OptionTable.limitsMaxTotalFramePixels), help: .table(OptionTable.limitsMaxTotalFramePixels))
     var maxFramePixels: Int = ImageLimits().maxTotalFramePixels
 
     func validate() throws {
@@ -110,16 +129,11 @@ struct PipelineOptions: ParsableArguments {
         }
     }
 
-    /// The flags a CLI user types (`--min-quality`) for the library's option names (`minQuality`).
-    static let flags = ["minQuality": "--min-quality", "quality": "--quality", "maxShortEdge": "--max-short-edge",
-                        "maxBytes": "--max-bytes", "limits.maxPixels": "--max-pixels", "limits.maxDimension": "--max-dimension",
-                        "limits.maxInputBytes": "--max-input-bytes", "limits.maxFrames": "--max-frames",
-                        "limits.maxTotalFramePixels": "--max-frame-pixels"]
-
-    /// The message of an invalid option with every option named by its flag, with a hint where a profile
-    /// or a default supplied the value. (Options no flag sets, from a profile, keep the library's name.)
+    /// The message of an invalid option with every option named by its flag (`OptionTable`), with a hint
+    /// where a profile or a default supplied the value. Options no flag sets come from a profile file on the
+    /// command line: they are named by their profile field (`animated.maxTotalPixels`).
     static func namingFlags(_ invalid: InvalidOption) -> String {
-        var text = invalid.message { flags[$0] ?? "`\($0)`" }
+        var text = invalid.message(on: .commandLine)
         if invalid.option == "minQuality" {
             text += " (--min-quality defaults to 40 or the service's floor: lower it together with --quality)"
         }

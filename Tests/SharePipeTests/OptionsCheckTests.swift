@@ -16,7 +16,7 @@ import Testing
         var options: @Sendable (inout PrepareOptions) -> Void
         /// The same value set by a service profile, where a profile can set it.
         var profile: (@Sendable (inout ServiceProfile) -> Void)?
-        /// The profile file's field and JSON value, where a profile file can set it.
+        /// The profile file's field (dotted where nested) and JSON value, where a profile file can set it.
         var json: (field: String, value: String)?
         /// The command-line arguments and the message the CLI prints, where a flag sets it.
         var flags: (arguments: [String], message: String)?
@@ -44,7 +44,11 @@ import Testing
              options: { $0.acceptedFormats = [] }, profile: { $0.formats = [] }, json: ("formats", "[]")),
         Case(expected: InvalidOption("animation.maxBytes", expected: "at least 1024 bytes", found: "10"),
              options: { $0.animation.maxBytes = 10 }, profile: { $0.animation.maxBytes = 10 },
-             json: ("animated", #"{"maxBytes": 10}"#)),
+             json: ("animated.maxBytes", "10")),
+        // Issue 21: unchecked, -1 took a square root of a negative number on every animation (SIGILL).
+        Case(expected: InvalidOption("animation.maxTotalPixels", expected: "a positive number", found: "-1"),
+             options: { $0.animation.maxTotalPixels = -1 }, profile: { $0.animation.maxTotalPixels = -1 },
+             json: ("animated.maxTotalPixels", "-1")),
         Case(expected: InvalidOption("limits.maxFrames", expected: "a positive limit", found: "0"),
              options: { $0.limits.maxFrames = 0 },
              flags: (["--max-frames", "0"], "expected a positive limit for --max-frames, got 0")),
@@ -115,14 +119,12 @@ import Testing
     @Test(arguments: cases.filter { $0.json != nil })
     func profileFilesNameTheField(_ row: Case) throws {
         let (field, value) = row.json!
-        let bytes = field == "maxStillBytes" ? "" : #""maxStillBytes": 5000000, "#   // a new profile must give it
-        let json = #"{"profiles": [{"name": "newsite", \#(bytes)"\#(field)": \#(value)}]}"#
+        let json = OptionPropertyTests.profileJSON(field, value)
         let error = try #require(throws: ProfileFileError.self) {
             try ProfileCatalog.builtIn.applying(json: Array(json.utf8), file: "p.json")
         }
-        #expect(error.option == row.expected)
-        let named = field == "animated" ? "animated.maxBytes" : field
-        #expect(error.message.hasPrefix("profiles[0] ('newsite'): expected ") && error.message.contains("for `\(named)`, got"),
+        #expect(error.option == row.expected && error.field == "profiles[0].\(field)")
+        #expect(error.message.hasPrefix("profiles[0] ('newsite'): expected ") && error.message.contains("for `\(field)`, got"),
                 "\(error.message)")
     }
 

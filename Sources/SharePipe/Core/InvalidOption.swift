@@ -1,5 +1,6 @@
 /// Which option cannot work and why: the payload of `SharePipeError.invalidOptions`, so a caller (the CLI
-/// naming its flags, say) can tell which option was wrong without reading text.
+/// naming its flags, say) can tell which option was wrong without reading text. `message(on:)` names the
+/// options as a surface of `OptionTable` does (a flag, a profile field, a query parameter).
 public struct InvalidOption: Sendable, Equatable, CustomStringConvertible {
     /// What a valid value is: a phrase, or a bound set by another option.
     public enum Expected: Sendable, Equatable, ExpressibleByStringLiteral {

@@ -42,13 +42,6 @@ public struct ImageLimits: Sendable, Equatable, Codable {
         self.maxMetadataBytes = maxMetadataBytes
     }
 
-    /// Every limit by name, for validation.
-    var named: [(name: String, value: Int)] {
-        [("maxDimension", maxDimension), ("maxPixels", maxPixels), ("maxFrames", maxFrames),
-         ("maxTotalFramePixels", maxTotalFramePixels), ("maxInputBytes", maxInputBytes),
-         ("maxDecoderMemory", maxDecoderMemory), ("maxMetadataBytes", maxMetadataBytes)]
-    }
-
     /// Throws `tooLarge` when a header's size is over a limit.
     func check(width: Int, height: Int, file: String) throws {
         if width <= 0 || height <= 0 {
@@ -91,7 +84,8 @@ public enum FitStrategy: String, Sendable, Codable, CaseIterable {
 }
 
 /// What to do with one image. Checked once, by the public entry point it is given to, before any
-/// decoding (`validate()` runs the same check).
+/// decoding (`validate()` runs the same check). Every option's names, type, valid values, default and
+/// help are rows of `OptionTable`.
 public struct PrepareOptions: Sendable, Equatable {
     /// The short edge is reduced to at most this many pixels; never enlarged.
     public var maxShortEdge: Int
@@ -190,26 +184,11 @@ public struct PrepareOptions: Sendable, Equatable {
         return Checked(self)
     }
 
-    /// The first option that cannot work, in the order the options are documented; nil when all can.
+    /// The first option that cannot work, in `OptionTable.all`'s order; nil when all can.
     private var firstInvalidOption: InvalidOption? {
-        func invalid(_ name: String, _ expected: InvalidOption.Expected, _ got: Any) -> InvalidOption {
-            InvalidOption(name, expected: expected, found: "\(got)")
+        for spec in OptionTable.all {
+            if let invalid = spec.invalidity(in: self) { return invalid }
         }
-        if maxShortEdge < 1 { return invalid("maxShortEdge", "a positive number of pixels", maxShortEdge) }
-        if let maxLongEdge, maxLongEdge < maxShortEdge { return invalid("maxLongEdge", .atLeast(option: "maxShortEdge"), maxLongEdge) }
-        if let maxPixels, maxPixels < 1 { return invalid("maxPixels", "a positive pixel count", maxPixels) }
-        if let maxBytes, maxBytes < 1024 { return invalid("maxBytes", "at least 1024 bytes", maxBytes) }
-        if !(1...100).contains(quality) { return invalid("quality", "1...100", quality) }
-        if !(1...quality).contains(minQuality) { return invalid("minQuality", .upTo(option: "quality", value: quality), minQuality) }
-        if minShortEdge < 1 { return invalid("minShortEdge", "a positive number of pixels", minShortEdge) }
-        for (name, value) in limits.named where value < 1 { return invalid("limits.\(name)", "a positive limit", value) }
-        for (name, value) in [("maxWidth", maxWidth), ("maxHeight", maxHeight), ("maxEdgeSum", maxEdgeSum),
-                              ("animation.maxWidth", animation.maxWidth), ("animation.maxHeight", animation.maxHeight),
-                              ("animation.maxPixels", animation.maxPixels), ("animation.maxFrames", animation.maxFrames)] {
-            if let value, value < 1 { return invalid(name, "a positive number", value) }
-        }
-        if let bytes = animation.maxBytes, bytes < 1024 { return invalid("animation.maxBytes", "at least 1024 bytes", bytes) }
-        if let accepted = acceptedFormats, accepted.isEmpty { return invalid("acceptedFormats", "at least one format", accepted) }
         return nil
     }
 
@@ -243,7 +222,8 @@ public struct AnimationLimits: Sendable, Equatable, Codable {
     public var maxPixels: Int?
     /// Largest number of frames (X: 350); more are decimated, keeping the total duration.
     public var maxFrames: Int?
-    /// Largest width × height × frames (X: 300 M).
+    /// Largest width × height × frames (X: 300 M): over it the size shrinks, or frames are decimated where
+    /// the size would go under `minShortEdge`.
     public var maxTotalPixels: Int?
     /// Whether the service shows animations at all; when false an animated GIF is prepared as a still
     /// of its first frame, under the still limits.

@@ -45,15 +45,25 @@ enum AnimationRoute {
         if let maxFrames = options.animation.maxFrames, frames > maxFrames {
             plan.keepEvery = min(max(1, frames - 1), (frames + maxFrames - 1) / maxFrames)
         }
+        // `checked()` makes maxTotalPixels ≥ 1, so the square root is of a positive number; the products
+        // saturate instead of overflowing.
         if let maxTotal = options.animation.maxTotalPixels {
             let kept = (frames + plan.keepEvery - 1) / plan.keepEvery
-            if plan.size.area * kept > maxTotal {
-                let factor = (Double(maxTotal) / Double(plan.size.area * kept)).squareRoot()
+            func total(_ size: PixelSize) -> Int {
+                let (product, overflow) = size.area.multipliedReportingOverflow(by: kept)
+                return overflow ? Int.max : product
+            }
+            if total(plan.size) > maxTotal {
+                let factor = (Double(maxTotal) / Double(total(plan.size))).squareRoot()
                 let smaller = ScalePlan.scaled(plan.size, by: factor)
                 if smaller.shortEdge >= options.minShortEdge {
                     plan.size = smaller
-                    while plan.size.area * kept > maxTotal && plan.size.shortEdge > 1 {
-                        plan.size = ScalePlan.scaled(plan.size, by: 0.98)
+                    while total(plan.size) > maxTotal && plan.size.shortEdge > 1 {
+                        // 2 % off rounds back to the same size under 26 px (minShortEdge below that): a pixel off
+                        // each edge then, so the loop always ends.
+                        let next = ScalePlan.scaled(plan.size, by: 0.98)
+                        plan.size = next != plan.size ? next
+                            : PixelSize(width: max(1, next.width - 1), height: max(1, next.height - 1))
                     }
                 } else {
                     let perFrame = max(1, maxTotal / max(1, plan.size.area))

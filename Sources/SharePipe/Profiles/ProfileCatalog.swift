@@ -12,6 +12,8 @@ import Glibc
 /// A profile file is JSON: `{"profiles": [{"name": "discord", "maxStillBytes": 20971520}, …]}`. An entry
 /// whose name matches a built-in profile changes only the fields it gives; a new name adds a profile and
 /// must give `maxStillBytes`. Unknown fields are errors (a typo must not silently keep the old limit).
+/// The option fields, their nesting (`animated.maxTotalPixels`) and their checks are `OptionTable`'s
+/// (`OptionSpec.profileField`); `name`, `displayName` and `source` describe the profile.
 public struct ProfileCatalog: Sendable {
     public private(set) var profiles: [ServiceProfile]
 
@@ -52,14 +54,18 @@ public struct ProfileCatalog: Sendable {
         let decoded: ProfileFile
         do {
             decoded = try JSONDecoder().decode(ProfileFile.self, from: Data(json))
-        } catch let error as ProfileFileError {
-            throw ProfileFileError(file: file, message: error.message)
+        } catch var error as ProfileFileError {
+            error.file = file
+            throw error
         } catch let DecodingError.typeMismatch(type, context), let DecodingError.valueNotFound(type, context) {
-            throw ProfileFileError(file: file, message: "field `\(context.codingPath.jsonPath)`: expected \(Self.describe(type))")
+            throw ProfileFileError(file: file, message: "field `\(context.codingPath.jsonPath)`: expected \(Self.describe(type))",
+                                   field: context.codingPath.jsonPath)
         } catch let DecodingError.keyNotFound(key, context) {
-            throw ProfileFileError(file: file, message: "missing field `\((context.codingPath + [key]).jsonPath)`")
+            let path = (context.codingPath + [key]).jsonPath
+            throw ProfileFileError(file: file, message: "missing field `\(path)`", field: path)
         } catch let DecodingError.dataCorrupted(context) {
-            throw ProfileFileError(file: file, message: "not valid JSON\(context.codingPath.isEmpty ? "" : " at `\(context.codingPath.jsonPath)`")")
+            throw ProfileFileError(file: file, message: "not valid JSON\(context.codingPath.isEmpty ? "" : " at `\(context.codingPath.jsonPath)`")",
+                                   field: context.codingPath.isEmpty ? nil : context.codingPath.jsonPath)
         }
         var catalog = self
         for (index, entry) in decoded.profiles.enumerated() {
@@ -68,18 +74,22 @@ public struct ProfileCatalog: Sendable {
             if let existing = catalog.named(entry.name) {
                 profile = entry.applied(to: existing)
             } else {
-                guard let bytes = entry.maxStillBytes else {
-                    throw ProfileFileError(file: file, message: "missing field `\(position).maxStillBytes` (new profile '\(entry.name)')")
+                let required = OptionTable.maxBytes.profileField!
+                guard entry.gives(OptionTable.maxBytes) else {
+                    throw ProfileFileError(file: file, message: "missing field `\(position).\(required)` (new profile '\(entry.name)')",
+                                           field: "\(position).\(required)")
                 }
+                // The byte limit is replaced by the entry's own in `applied(to:)`.
                 profile = entry.applied(to: ServiceProfile(name: entry.name.lowercased(), displayName: entry.name,
-                                                           maxStillBytes: bytes, source: "user profile file \(file)",
+                                                           maxStillBytes: 0, source: "user profile file \(file)",
                                                            confidence: "user"))
             }
             do {
                 _ = try profile.options().checked()
             } catch SharePipeError.invalidOptions(let invalid) {
-                let message = invalid.message { "`\(ProfileEntry.field(for: $0))`" }
-                throw ProfileFileError(file: file, message: "\(position) ('\(entry.name)'): \(message)", option: invalid)
+                let field = OptionTable.option(named: invalid.option)?.profileField ?? invalid.option
+                throw ProfileFileError(file: file, message: "\(position) ('\(entry.name)'): \(invalid.message(on: .profileFile))",
+                                       option: invalid, field: "\(position).\(field)")
             } catch {
                 throw ProfileFileError(file: file, message: "\(position) ('\(entry.name)'): \(error)")
             }
@@ -97,6 +107,8 @@ public struct ProfileCatalog: Sendable {
         case is Int.Type, is Int?.Type: return "a whole number"
         case is String.Type: return "a string"
         case is Bool.Type: return "true or false"
+        case is [ImageFormat].Type, is [Any].Type: return "a list"
+        case is [String: Any].Type: return "an object"
         default: return "\(type)"
         }
     }
@@ -109,7 +121,16 @@ public struct ProfileFileError: Error, Sendable, CustomStringConvertible {
     /// The option a profile set to a value that cannot work, as `PrepareOptions` names it (the message
     /// names the profile field: `maxStillBytes` for `maxBytes`).
     public var option: InvalidOption?
+    /// The JSON path of the field at fault, when one is: `profiles[0].animated.maxTotalPixels`.
+    public var field: String?
     public var description: String { "\(file): bad profile file: \(message)" }
+
+    public init(file: String = "", message: String, option: InvalidOption? = nil, field: String? = nil) {
+        self.file = file
+        self.message = message
+        self.option = option
+        self.field = field
+    }
 }
 
 extension [CodingKey] {
@@ -134,7 +155,7 @@ private func refuseUnknownKeys(_ decoder: Decoder, known: Set<String>) throws {
     let container = try decoder.container(keyedBy: AnyKey.self)
     for key in container.allKeys where !known.contains(key.stringValue) {
         let path = (decoder.codingPath + [key]).jsonPath
-        throw ProfileFileError(message: "unknown field `\(path)` (known: \(known.sorted().joined(separator: ", ")))")
+        throw ProfileFileError(message: "unknown field `\(path)` (known: \(known.sorted().joined(separator: ", ")))", field: path)
     }
 }
 
@@ -149,117 +170,82 @@ struct ProfileFile: Decodable {
     }
 }
 
-/// One entry of a profile file: every field optional but the name.
+/// One entry of a profile file: the name, and any of the profile's own fields and of `OptionTable`'s
+/// profile fields.
 struct ProfileEntry: Decodable {
     var name: String
     var displayName: String?
-    var maxStillBytes: Int?
-    var maxShortEdge: Int?
-    var maxLongEdge: Int?
-    var maxWidth: Int?
-    var maxHeight: Int?
-    var maxPixels: Int?
-    var maxEdgeSum: Int?
-    var animated: AnimatedEntry?
-    var formats: [ImageFormat]?
-    var allowFormatChange: Bool?
-    var strip: StripMode?
-    var minQuality: Int?
-    var maxQuality: Int?
     var source: String?
+    /// The option fields given, in table order.
+    var settings: [(spec: OptionSpec, value: OptionValue)] = []
 
-    private enum Keys: String, CodingKey, CaseIterable {
-        case name, displayName, maxStillBytes, maxShortEdge, maxLongEdge, maxWidth, maxHeight, maxPixels, maxEdgeSum,
-             animated, formats, allowFormatChange, strip, minQuality, maxQuality, source
+    /// Fields that describe the profile rather than set an option.
+    private static let ownFields: Set<String> = ["name", "displayName", "source"]
+
+    /// The option fields (`OptionSpec.profileField`) by their path, split at the dot: `animated.maxBytes` →
+    /// ["animated", "maxBytes"].
+    private static let optionFields: [(spec: OptionSpec, path: [String])] = OptionTable.all.compactMap { spec in
+        spec.profileField.map { (spec, $0.split(separator: ".").map(String.init)) }
     }
 
     init(from decoder: Decoder) throws {
-        try refuseUnknownKeys(decoder, known: Set(Keys.allCases.map(\.rawValue)))
-        let c = try decoder.container(keyedBy: Keys.self)
-        name = try c.decode(String.self, forKey: .name)
-        displayName = try c.decodeIfPresent(String.self, forKey: .displayName)
-        maxStillBytes = try c.decodeIfPresent(Int.self, forKey: .maxStillBytes)
-        maxShortEdge = try c.decodeIfPresent(Int.self, forKey: .maxShortEdge)
-        maxLongEdge = try c.decodeIfPresent(Int.self, forKey: .maxLongEdge)
-        maxWidth = try c.decodeIfPresent(Int.self, forKey: .maxWidth)
-        maxHeight = try c.decodeIfPresent(Int.self, forKey: .maxHeight)
-        maxPixels = try c.decodeIfPresent(Int.self, forKey: .maxPixels)
-        maxEdgeSum = try c.decodeIfPresent(Int.self, forKey: .maxEdgeSum)
-        animated = try c.decodeIfPresent(AnimatedEntry.self, forKey: .animated)
-        formats = try c.decodeIfPresent([ImageFormat].self, forKey: .formats)
-        allowFormatChange = try c.decodeIfPresent(Bool.self, forKey: .allowFormatChange)
-        strip = try c.decodeIfPresent(StripMode.self, forKey: .strip)
-        minQuality = try c.decodeIfPresent(Int.self, forKey: .minQuality)
-        maxQuality = try c.decodeIfPresent(Int.self, forKey: .maxQuality)
-        source = try c.decodeIfPresent(String.self, forKey: .source)
-    }
-
-    /// The profile field that sets an option of `PrepareOptions` (`maxBytes` → `maxStillBytes`).
-    static func field(for option: String) -> String {
-        switch option {
-        case "maxBytes": return "maxStillBytes"
-        case "quality": return "maxQuality"
-        case "acceptedFormats": return "formats"
-        case _ where option.hasPrefix("animation."): return "animated." + option.dropFirst("animation.".count)
-        default: return option
+        try refuseUnknownKeys(decoder, known: Self.ownFields.union(Self.optionFields.map { $0.path[0] }))
+        let c = try decoder.container(keyedBy: AnyKey.self)
+        name = try c.decode(String.self, forKey: AnyKey(stringValue: "name"))
+        displayName = try c.decodeIfPresent(String.self, forKey: AnyKey(stringValue: "displayName"))
+        source = try c.decodeIfPresent(String.self, forKey: AnyKey(stringValue: "source"))
+        // One level of nesting: a group (`animated`) is an object of option fields.
+        var groups: [String: KeyedDecodingContainer<AnyKey>] = [:]
+        for (spec, path) in Self.optionFields {
+            var container = c
+            if path.count == 2 {
+                if groups[path[0]] == nil {
+                    let key = AnyKey(stringValue: path[0])
+                    guard c.contains(key), try !c.decodeNil(forKey: key) else { continue }
+                    let group = try c.superDecoder(forKey: key)
+                    try refuseUnknownKeys(group, known: Set(Self.optionFields.filter { $0.path.count == 2 && $0.path[0] == path[0] }
+                                                                .map { $0.path[1] }))
+                    groups[path[0]] = try group.container(keyedBy: AnyKey.self)
+                }
+                guard let group = groups[path[0]] else { continue }
+                container = group
+            }
+            if let value = try Self.decode(spec.profileBinding!, forKey: AnyKey(stringValue: path[path.count - 1]), in: container) {
+                settings.append((spec, value))
+            }
         }
     }
+
+    /// The value of a field whose profile binding is `binding`, or nil when the field is absent (or null).
+    private static func decode(_ binding: OptionField<ServiceProfile>, forKey key: AnyKey,
+                               in c: KeyedDecodingContainer<AnyKey>) throws -> OptionValue? {
+        switch binding {
+        case .integer, .optionalInteger:
+            do {
+                return try c.decodeIfPresent(Int.self, forKey: key).map { .integer($0) }
+            } catch let error as DecodingError {
+                throw error
+            } catch {
+                // A number that is no `Int` (1.5, 1e400, 20 digits): Foundation's JSONDecoder throws its own
+                // error here, which reaches the caller as "not valid JSON" without the field.
+                let path = (c.codingPath + [key]).jsonPath
+                throw ProfileFileError(message: "field `\(path)`: expected a whole number", field: path)
+            }
+        case .boolean: return try c.decodeIfPresent(Bool.self, forKey: key).map { .boolean($0) }
+        case .strip: return try c.decodeIfPresent(StripMode.self, forKey: key).map { .word($0.rawValue) }
+        case .strategy: return try c.decodeIfPresent(FitStrategy.self, forKey: key).map { .word($0.rawValue) }
+        case .formats, .formatList: return try c.decodeIfPresent([ImageFormat].self, forKey: key).map { .formats($0) }
+        }
+    }
+
+    /// Whether the entry sets the option of `spec`.
+    func gives(_ spec: OptionSpec) -> Bool { settings.contains { $0.spec.name == spec.name } }
 
     func applied(to base: ServiceProfile) -> ServiceProfile {
         var p = base
         if let displayName { p.displayName = displayName }
-        if let maxStillBytes { p.maxStillBytes = maxStillBytes }
-        if let maxShortEdge { p.caps.shortEdge = maxShortEdge }
-        if let maxLongEdge { p.caps.longEdge = maxLongEdge }
-        if let maxWidth { p.caps.width = maxWidth }
-        if let maxHeight { p.caps.height = maxHeight }
-        if let maxPixels { p.caps.pixels = maxPixels }
-        if let maxEdgeSum { p.caps.edgeSum = maxEdgeSum }
-        if let animated { p.animation = animated.applied(to: p.animation) }
-        if let formats { p.formats = formats }
-        if let allowFormatChange { p.allowFormatChange = allowFormatChange }
-        if let strip { p.strip = strip }
-        if let minQuality { p.minQuality = minQuality }
-        if let maxQuality { p.maxQuality = maxQuality }
+        for (spec, value) in settings { spec.profileBinding!.set(value, in: &p) }
         if let source { p.source = source }
         return p
-    }
-}
-
-struct AnimatedEntry: Decodable {
-    var maxBytes: Int?
-    var maxWidth: Int?
-    var maxHeight: Int?
-    var maxPixels: Int?
-    var maxFrames: Int?
-    var maxTotalPixels: Int?
-    var allowed: Bool?
-
-    private enum Keys: String, CodingKey, CaseIterable {
-        case maxBytes, maxWidth, maxHeight, maxPixels, maxFrames, maxTotalPixels, allowed
-    }
-
-    init(from decoder: Decoder) throws {
-        try refuseUnknownKeys(decoder, known: Set(Keys.allCases.map(\.rawValue)))
-        let c = try decoder.container(keyedBy: Keys.self)
-        maxBytes = try c.decodeIfPresent(Int.self, forKey: .maxBytes)
-        maxWidth = try c.decodeIfPresent(Int.self, forKey: .maxWidth)
-        maxHeight = try c.decodeIfPresent(Int.self, forKey: .maxHeight)
-        maxPixels = try c.decodeIfPresent(Int.self, forKey: .maxPixels)
-        maxFrames = try c.decodeIfPresent(Int.self, forKey: .maxFrames)
-        maxTotalPixels = try c.decodeIfPresent(Int.self, forKey: .maxTotalPixels)
-        allowed = try c.decodeIfPresent(Bool.self, forKey: .allowed)
-    }
-
-    func applied(to base: AnimationLimits) -> AnimationLimits {
-        var a = base
-        if let maxBytes { a.maxBytes = maxBytes }
-        if let maxWidth { a.maxWidth = maxWidth }
-        if let maxHeight { a.maxHeight = maxHeight }
-        if let maxPixels { a.maxPixels = maxPixels }
-        if let maxFrames { a.maxFrames = maxFrames }
-        if let maxTotalPixels { a.maxTotalPixels = maxTotalPixels }
-        if let allowed { a.allowed = allowed }
-        return a
     }
 }

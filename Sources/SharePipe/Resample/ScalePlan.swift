@@ -37,9 +37,12 @@ enum ScalePlan {
     }
 
     /// `size` scaled by `factor` (≤ 1), rounding so the short edge lands exactly on the cap when the cap
-    /// is what decided the factor.
+    /// is what decided the factor. Total over every `Double`: a factor that is not below 1 (NaN too)
+    /// keeps the size, one at or below 0 gives the smallest (each edge at least 1), so no factor can trap
+    /// the conversion to `Int`.
     static func scaled(_ size: PixelSize, by factor: Double, capShortEdge: Int? = nil) -> PixelSize {
-        if factor >= 1 { return size }
+        guard factor < 1 else { return size }
+        let factor = max(0, factor)
         var width = max(1, Int((Double(size.width) * factor).rounded()))
         var height = max(1, Int((Double(size.height) * factor).rounded()))
         if let cap = capShortEdge {
