@@ -116,6 +116,60 @@ import Testing
         }
     }
 
+    /// A smooth JPEG of `size` (made once per size in the temporary directory).
+    static func gradient(_ size: PixelSize) throws -> String {
+        let path = NSTemporaryDirectory() + "sharepipe-test-gradient-\(size.width)x\(size.height).jpg"
+        if FileManager.default.fileExists(atPath: path) { return path }
+        var pixels = [UInt8](repeating: 0, count: size.area * 3)
+        for y in 0..<size.height {
+            for x in 0..<size.width {
+                let i = (y * size.width + x) * 3
+                pixels[i] = UInt8(x * 255 / size.width); pixels[i + 1] = UInt8(y * 255 / size.height); pixels[i + 2] = 128
+            }
+        }
+        let bytes = try JPEGEncoder().encode(Bitmap(size: size, layout: .rgb, pixels: pixels),
+                                             settings: EncodeSettings(quality: 90, progressive: false), metadata: [])
+        try Fixtures.write(bytes, to: path + ".partial-\(getpid())")
+        try? FileManager.default.moveItem(atPath: path + ".partial-\(getpid())", toPath: path)
+        return path
+    }
+
+    /// The revision of 2026-11-26 (SERVICES.md): the numbers each profile carries.
+    @Test func profilesCarryTheNumbersOf2026() throws {
+        #expect(ServiceProfile.bluesky.maxStillBytes == 2_000_000 && ServiceProfile.bluesky.caps.longEdge == 4000)
+        #expect(ServiceProfile.tumblr.maxStillBytes == 10_000_000 && ServiceProfile.tumblr.animation.maxBytes == 10_000_000)
+        #expect(ServiceProfile.facebook.maxStillBytes == 4_000_000)
+        #expect(ServiceProfile.discord.maxStillBytes == 10_485_760 && ServiceProfile.discord.animation.maxBytes == 10_485_760)
+        #expect(ServiceProfile.reddit.animation.maxBytes == 20_000_000)
+        #expect(ServiceProfile.mastodon.formats.contains(.heif) && ServiceProfile.mastodon.formats.contains(.avif))
+        let pixelfed = try #require(ServiceProfile.named("pixelfed"))
+        #expect(pixelfed.maxStillBytes == 15_360_000 && !pixelfed.formats.contains(.webp))
+        let lemmy = try #require(ServiceProfile.named("lemmy"))
+        #expect(lemmy.maxStillBytes == 40_000_000 && lemmy.animation.maxFrames == 900 && lemmy.animation.maxPixels == 2_073_600)
+        // Formats SharePipe only reads are never handed to the pipeline as outputs.
+        #expect(ServiceProfile.mastodon.options().acceptedFormats == [.jpeg, .png, .gif, .webp])
+        #expect(lemmy.options().acceptedFormats == [.jpeg, .png, .gif, .webp])
+    }
+
+    @Test func revisedCapsShapeTheOutputs() throws {
+        // A 6000×1000 panorama: the short edge is under 1080, so Bluesky's long edge decides (4000, was 2000).
+        let panorama = try Self.gradient(PixelSize(width: 6000, height: 1000))
+        let bluesky = try SharePipe.prepare(.file(path: panorama), options: ServiceProfile.bluesky.options())
+        #expect(bluesky.size.width == 4000 && abs(bluesky.size.height - 667) <= 1, "\(bluesky.size)")
+        #expect(bluesky.byteCount <= 2_000_000)
+        // A 1200×1800 portrait: Pixelfed's 1080×1350 portrait box, Lemmy's 1024 px resize.
+        let portrait = try Self.gradient(PixelSize(width: 1200, height: 1800))
+        let pixelfed = try SharePipe.prepare(.file(path: portrait), options: try #require(ServiceProfile.named("pixelfed")).options())
+        #expect(pixelfed.size == PixelSize(width: 900, height: 1350), "\(pixelfed.size)")
+        let lemmy = try SharePipe.prepare(.file(path: portrait), options: try #require(ServiceProfile.named("lemmy")).options())
+        #expect(lemmy.size.height == 1024 && abs(lemmy.size.width - 683) <= 1, "\(lemmy.size)")
+        // Mastodon takes HEIC and AVIF, but SharePipe writes them as JPEG (PNG with alpha), as before.
+        let heic = try SharePipe.prepare(.file(path: Fixtures.path("heif/p3-nclx.heic")), options: ServiceProfile.mastodon.options())
+        #expect(heic.format == .jpeg)
+        let avif = try SharePipe.prepare(.file(path: Fixtures.path("heif/alpha.avif")), options: ServiceProfile.mastodon.options())
+        #expect(avif.format == .png)
+    }
+
     @Test func servicesCommandListsEveryProfile() throws {
         let text = try Tool.run(Tool.sharepipe, ["services"])
         for profile in ServiceProfile.builtIn { #expect(text.stdout.contains(profile.name + " ")) }

@@ -1,7 +1,8 @@
 /// A service's rules for images, as data: byte limits, size caps, formats, defaults.
 ///
-/// Built-in profiles carry the numbers gathered 2026-11 from each service's public documentation and
-/// source (see `source` and `confidence` on each); a user profile file can override any of them.
+/// Built-in profiles carry the numbers gathered 2026-11 (revised 2026-11-26) from each service's public
+/// documentation and source (see `source` and `confidence` on each, and each profile's doc comment for where
+/// every number comes from); a user profile file can override any of them.
 public struct ServiceProfile: Sendable, Equatable, Codable {
     /// Short name used on the command line ("x", "weibo").
     public var name: String
@@ -14,7 +15,8 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
     public var caps: SizeCaps
     /// Limits for animated GIFs; `animation.allowed == false` when the service shows no animation.
     public var animation: AnimationLimits
-    /// Output formats the service accepts.
+    /// Formats the service accepts. Formats SharePipe only reads (HEIF, AVIF) are listed where the service
+    /// takes them, but an output is never written in them (`options(basedOn:)` leaves them out).
     public var formats: [ImageFormat]
     /// Whether SharePipe may change format to meet the limits (PNG without alpha → JPEG).
     public var allowFormatChange: Bool
@@ -58,7 +60,9 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         options.maxBytes = maxStillBytes
         options.animation = animation
         options.allowFormatChange = allowFormatChange
-        options.acceptedFormats = formats
+        // Only the formats SharePipe writes: a HEIC for a service that takes HEIC is still written as JPEG.
+        let writable = formats.filter { FormatRegistry.descriptor(for: $0).writtenAs == nil }
+        options.acceptedFormats = writable.isEmpty ? formats : writable
         options.strip = strip
         options.quality = maxQuality
         options.minQuality = minQuality
@@ -87,23 +91,25 @@ extension ServiceProfile {
 
     /// Mastodon 4.x defaults: 16 MiB for images and GIFs (app/models/media_attachment.rb
     /// IMAGE_LIMIT); stills are scaled by the server to ≤ 8,294,400 px (we do it first); GIFs above
-    /// 921,600 px (1280×720) are refused.
+    /// 921,600 px (1280×720) are refused. Formats: IMAGE_MIME_TYPES, which also lists HEIC, HEIF and AVIF
+    /// (the server converts them to JPEG); SharePipe writes those as JPEG or PNG itself.
     public static let mastodon = ServiceProfile(
         name: "mastodon", displayName: "Mastodon", maxStillBytes: 16_777_216,
         caps: SizeCaps(shortEdge: 1080, pixels: 8_294_400),
         animation: AnimationLimits(maxBytes: 16_777_216, maxPixels: 921_600),
-        formats: [.jpeg, .png, .gif, .webp],
+        formats: [.jpeg, .png, .gif, .webp, .heif, .avif],
         source: "mastodon app/models/media_attachment.rb, instance API", confidence: "high")
 
-    /// Bluesky: blobs ≤ 2,000,000 bytes, decimal (atproto lexicon app.bsky.embed.images; was 1,000,000
-    /// until 2026-04). The official app resizes to 2000 px on the long edge. No animation (the app turns
-    /// GIFs into video), so an animated GIF is posted as its first frame. Blobs are stored as uploaded:
-    /// stripping here is what protects the user.
+    /// Bluesky: blobs ≤ 2,000,000 bytes, decimal (atproto lexicon app.bsky.embed.images, bsky-docs PR 414;
+    /// was 1,000,000 until 2026-04). The official app resizes to 4000 px on the long edge since 2026-03
+    /// (social-app PR 10073; it was 2000). No animation (the app turns GIFs into video), so an animated GIF
+    /// is posted as its first frame. Blobs are stored as uploaded: stripping here is what protects the user.
     public static let bluesky = ServiceProfile(
         name: "bluesky", displayName: "Bluesky", maxStillBytes: 2_000_000,
-        caps: SizeCaps(shortEdge: 1080, longEdge: 2000),
+        caps: SizeCaps(shortEdge: 1080, longEdge: 4000),
         animation: AnimationLimits(allowed: false), formats: [.jpeg, .png],
-        source: "atproto lexicon app.bsky.embed.images", confidence: "high (bytes), medium (dims)")
+        source: "atproto lexicon app.bsky.embed.images, bsky-docs PR 414, social-app PR 10073",
+        confidence: "high (bytes), medium (dims)")
 
     /// Telegram (Bot API sendPhoto): photos ≤ 10 MB, width + height ≤ 10000, aspect ≤ 20; animations ≤ 50 MB.
     public static let telegram = ServiceProfile(
@@ -113,12 +119,15 @@ extension ServiceProfile {
         formats: [.jpeg, .png, .gif, .webp],
         source: "Telegram Bot API sendPhoto, TDLib docs", confidence: "high")
 
-    /// Discord: 10 MiB attachments (discord-api-docs; 20 MiB announced 2026-09 — override with a user profile).
+    /// Discord: 10 MiB (10,485,760 bytes) per attachment, still or animated. The docs say 20 MiB since
+    /// discord-api-docs PR 8578, but the API still enforced 10 MiB through 2026-09 (discord-api-docs issue
+    /// 8572): 10 MiB is the limit every upload meets; a user profile can raise it.
     public static let discord = ServiceProfile(
         name: "discord", displayName: "Discord", maxStillBytes: 10_485_760,
         animation: AnimationLimits(maxBytes: 10_485_760),
         formats: [.jpeg, .png, .gif, .webp],
-        source: "discord-api-docs reference (uploading files)", confidence: "medium")
+        source: "discord-api-docs reference (uploading files); 10 MiB enforced per issue 8572 despite PR 8578's 20 MiB",
+        confidence: "medium")
 
     /// Instagram (content publishing API): JPEG only, ≤ 8 MB, width 320–1440 (the service scales to 1440
     /// wide), aspect 4:5 to 1.91:1 (not enforced: SharePipe does not crop). Animations are shown still.
@@ -135,11 +144,14 @@ extension ServiceProfile {
         animation: AnimationLimits(allowed: false), formats: [.jpeg, .png],
         source: "Meta Threads API", confidence: "medium")
 
-    /// Facebook: ≤ 10 MB, resized by the service to ≤ 2048 on both edges.
+    /// Facebook: Meta's own figure is "we recommend under 4 MB" (developers.facebook.com, photo uploads; a
+    /// PNG under 1 MB, or it may look pixelated). The 10 MB limit and the 2048×2048 box appear only in
+    /// third-party summaries; the box is kept (the service resizes to it anyway). Animated GIFs are allowed,
+    /// their size not stated: the still limit applies.
     public static let facebook = ServiceProfile(
-        name: "facebook", displayName: "Facebook", maxStillBytes: 10_000_000,
+        name: "facebook", displayName: "Facebook", maxStillBytes: 4_000_000,
         caps: SizeCaps(shortEdge: 1080, width: 2048, height: 2048),
-        source: "third-party summaries of Meta docs", confidence: "low–medium")
+        source: "developers.facebook.com photo uploads (bytes); third-party summaries (2048 box)", confidence: "medium")
 
     /// LinkedIn: ≤ 5 MB, < 36,152,320 px.
     public static let linkedin = ServiceProfile(
@@ -148,23 +160,52 @@ extension ServiceProfile {
         animation: AnimationLimits(maxBytes: 5_000_000),
         source: "third-party summaries", confidence: "low–medium")
 
-    /// Reddit: stills ≤ 20 MB, GIFs ≤ 100 MB.
+    /// Reddit: stills ≤ 20 MB, GIFs ≤ 20 MB (third-party summaries; the 100 MB GIF figure is in no source).
+    /// Reddit turns GIFs into video.
     public static let reddit = ServiceProfile(
         name: "reddit", displayName: "Reddit", maxStillBytes: 20_000_000,
-        animation: AnimationLimits(maxBytes: 100_000_000),
+        animation: AnimationLimits(maxBytes: 20_000_000),
         formats: [.jpeg, .png, .gif, .webp],
         source: "third-party summaries", confidence: "low")
 
-    /// Tumblr: stills ≤ 20 MB, GIFs ≤ 10 MB; shown ~1280 wide.
+    /// Tumblr: stills and GIFs ≤ 10 MB (third-party summaries of help.tumblr.com; the 20 MB figure has no
+    /// source); shown ~1280 wide. Since 2026 a GIF over 3 MB is turned into a video there: it still posts,
+    /// but to stay a GIF set a user profile's `animated.maxBytes` to 3000000.
     public static let tumblr = ServiceProfile(
-        name: "tumblr", displayName: "Tumblr", maxStillBytes: 20_000_000,
+        name: "tumblr", displayName: "Tumblr", maxStillBytes: 10_000_000,
         animation: AnimationLimits(maxBytes: 10_000_000),
         formats: [.jpeg, .png, .gif, .webp],
         source: "help.tumblr.com via third parties", confidence: "low–medium")
 
+    /// Pixelfed (a default instance): `max_photo_size` 15000 KB (config/pixelfed.php, checked by Laravel's
+    /// `max:` file rule in KiB: 15,360,000 bytes). The server resizes to 1080×1080 (square), 1080×1350
+    /// (portrait) or 1920×1080 (landscape) (app/Util/Media/Image.php): with the 1080 short edge that is a
+    /// width ≤ 1920 and a height ≤ 1350. It re-encodes JPEG and PNG at q80 with GD; GIFs are kept as sent
+    /// (gifsicle -O3 only), so their stripping happens here. JPEG, PNG, GIF (no HEIC or AVIF).
+    public static let pixelfed = ServiceProfile(
+        name: "pixelfed", displayName: "Pixelfed", maxStillBytes: 15_360_000,
+        caps: SizeCaps(shortEdge: 1080, width: 1920, height: 1350),
+        animation: AnimationLimits(maxBytes: 15_360_000),
+        formats: [.jpeg, .png, .gif],
+        source: "pixelfed config/pixelfed.php (max_photo_size), app/Util/Media/Image.php", confidence: "medium")
+
+    /// Lemmy with pict-rs defaults (pict-rs defaults.toml): files ≤ 40 MB (`max_file_size`, in MB: taken as
+    /// 10^6, the safe reading), stills ≤ 10000×10000 and ≤ 40,000,000 px, animations ≤ 1920×1920,
+    /// ≤ 2,073,600 px and ≤ 900 frames. Lemmy asks pict-rs to resize uploads to 1024 px by default
+    /// (crates/routes/src/images/upload.rs), so larger stills are wasted bytes: both edges 1024. pict-rs strips
+    /// with `exiftool -all=` (the ICC profile too). AVIF, PNG, JPEG, JXL, WebP, GIF, APNG; no HEIC.
+    public static let lemmy = ServiceProfile(
+        name: "lemmy", displayName: "Lemmy", maxStillBytes: 40_000_000,
+        caps: SizeCaps(shortEdge: 1024, longEdge: 1024, width: 10_000, height: 10_000, pixels: 40_000_000),
+        animation: AnimationLimits(maxBytes: 40_000_000, maxWidth: 1920, maxHeight: 1920, maxPixels: 2_073_600,
+                                   maxFrames: 900),
+        formats: [.jpeg, .png, .gif, .webp, .avif],
+        source: "pict-rs defaults.toml; Lemmy crates/routes/src/images/upload.rs", confidence: "medium")
+
     /// Built-in profiles, in the order `sharepipe services` lists them.
     public static let builtIn: [ServiceProfile] = [
         .x, .weibo, .mastodon, .bluesky, .telegram, .discord, .instagram, .threads, .facebook, .linkedin, .reddit, .tumblr,
+        .pixelfed, .lemmy,
     ]
 
     /// The built-in profile with this name.
