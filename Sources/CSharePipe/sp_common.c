@@ -8,4 +8,8 @@ void sp_copy_message(char *message, const char *text) {
     if (message == NULL) return;
     strncpy(message, text == NULL ? "" : text, SP_MESSAGE_LENGTH - 1);
     message[SP_MESSAGE_LENGTH - 1] = '\0';
+    size_t length = strlen(message);
+    while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r' || message[length - 1] == ' ')) {
+        message[--length] = '\0';
+    }
 }

@@ -21,15 +21,21 @@ struct sp_heif_reader {
 };
 
 static void copy_message(char *message, const char *text) {
-    if (message == NULL) return;
-    strncpy(message, text != NULL ? text : "unknown libheif error", SP_MESSAGE_LENGTH - 1);
-    message[SP_MESSAGE_LENGTH - 1] = '\0';
+    sp_copy_message(message, text != NULL ? text : "unknown libheif error");
 }
 
-/// A libheif error as a status: memory errors become SP_ERR_MEMORY, the rest SP_ERR_LIBRARY.
+/// A libheif error as a status: memory errors become SP_ERR_MEMORY; a file that needs what libheif or its
+/// codec plugins cannot do (heif_error_Unsupported_feature, _Unsupported_filetype) SP_ERR_UNSUPPORTED; the
+/// rest SP_ERR_LIBRARY.
 static sp_status fail(struct heif_error error, char *message) {
     copy_message(message, error.message);
-    return error.code == heif_error_Memory_allocation_error ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+    switch (error.code) {
+    case heif_error_Memory_allocation_error: return SP_ERR_MEMORY;
+    case heif_error_Unsupported_feature:
+    case heif_error_Unsupported_filetype:
+        return SP_ERR_UNSUPPORTED;
+    default: return SP_ERR_LIBRARY;
+    }
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

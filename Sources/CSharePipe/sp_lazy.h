@@ -1,4 +1,5 @@
-// Libraries the shim loads on first use instead of linking: libheif, libde265, libwebp (+ demux, mux) and Little CMS.
+// Libraries the shim loads on first use instead of linking: libheif, libde265, libavif, libwebp (+ demux, mux) and
+// Little CMS.
 // A JPEG, PNG or GIF job never maps them (with their codecs: x265, aom, dav1d, de265, libstdc++ …), which
 // keeps about 3.5 MB out of every such process.
 //
@@ -19,6 +20,7 @@
 
 #include "sp_common.h"
 
+#include <avif/avif.h>
 #include <lcms2.h>
 #include <libde265/de265.h>
 #include <libheif/heif.h>
@@ -130,6 +132,17 @@
     X(de265_get_image_transfer_characteristics) \
     X(de265_get_image_matrix_coefficients)
 
+// libavif (AVIF stills and image sequences, sp_avif.c); it brings dav1d (and the encoders it was built with).
+#define SP_LIBAVIF_FUNCTIONS(X) \
+    X(avifDecoderCreate) \
+    X(avifDecoderDestroy) \
+    X(avifDecoderSetIOFile) \
+    X(avifDecoderSetIOMemory) \
+    X(avifDecoderParse) \
+    X(avifDecoderNextImage) \
+    X(avifResultToString) \
+    X(avifColorPrimariesGetValues)
+
 #define SP_LIBLCMS2_FUNCTIONS(X) \
     X(cmsCreateContext) \
     X(cmsDeleteContext) \
@@ -167,5 +180,6 @@ SP_LAZY_DECLARE(libwebpdemux, SP_LIBWEBPDEMUX_FUNCTIONS)
 SP_LAZY_DECLARE(libwebpmux, SP_LIBWEBPMUX_FUNCTIONS)
 SP_LAZY_DECLARE(liblcms2, SP_LIBLCMS2_FUNCTIONS)
 SP_LAZY_DECLARE(libde265, SP_LIBDE265_FUNCTIONS)
+SP_LAZY_DECLARE(libavif, SP_LIBAVIF_FUNCTIONS)
 
 #endif

@@ -7,11 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void copy_message(char *message, const char *text) {
-    if (message == NULL) return;
-    strncpy(message, text, SP_MESSAGE_LENGTH - 1);
-    message[SP_MESSAGE_LENGTH - 1] = '\0';
-}
+static void copy_message(char *message, const char *text) { sp_copy_message(message, text); }
 
 static const char *vp8_status_text(VP8StatusCode status) {
     switch (status) {
@@ -29,6 +25,7 @@ static const char *vp8_status_text(VP8StatusCode status) {
 
 static sp_status vp8_status(VP8StatusCode status, char *message) {
     copy_message(message, vp8_status_text(status));
+    if (status == VP8_STATUS_UNSUPPORTED_FEATURE) return SP_ERR_UNSUPPORTED;
     return status == VP8_STATUS_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
 }
 

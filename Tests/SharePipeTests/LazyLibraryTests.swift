@@ -16,7 +16,7 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         let needed = run.stdout.split(separator: "\n").filter { $0.contains("NEEDED") }.map { String($0) }
         #expect(needed.contains { $0.contains("libjpeg") }, "\(needed)")   // the parse found the list
-        for library in ["libheif", "libwebp", "liblcms2", "libde265", "libx265", "libaom", "libdav1d"] {
+        for library in ["libheif", "libavif", "libwebp", "liblcms2", "libde265", "libx265", "libaom", "libdav1d"] {
             #expect(!needed.contains { $0.contains(library) }, "\(library) is linked: \(needed)")
         }
     }
@@ -48,6 +48,8 @@ import Testing
         ("SHAREPIPE_LIBWEBP=libsharepipe-missing.so.7", "webp/gps-orient6.webp", "unsupported format: libwebp not available"),
         ("SHAREPIPE_LIBDE265=libsharepipe-missing.so.0", "heif-grid/grid.heic", "unsupported format: libde265 not available"),
         ("SHAREPIPE_LIBLCMS2=libsharepipe-missing.so.2", "heif/p3-nclx.heic", "unsupported format: liblcms2 not available"),
+        ("SHAREPIPE_LIBAVIF=libsharepipe-missing.so.15", "heif/corners.avif", "unsupported format: libavif not available"),
+        ("SHAREPIPE_LIBAVIF=libwebp.so.7", "heif/alpha.avif", "unsupported format: libavif not available (libwebp.so.7 has no avif"),
     ])
     func aLibraryThatCannotBeLoadedFailsTheJobNamingTheFile(setting: String, fixture: String, expected: String) throws {
         let directory = Fixtures.temporaryDirectory()

@@ -1,8 +1,8 @@
 import FuzzSupport
 import SharePipe
 
-/// libFuzzer's entry: one input through the public pipeline as a HEIF/HEIC or AVIF upload (one libheif-backed
-/// decoder serves both; the input's brand picks which).
+/// libFuzzer's entry: one input through the public pipeline as a HEIF/HEIC upload (libheif) or an AVIF upload
+/// (libavif, stills and image sequences); the input's brand picks which.
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzHEIF(_ data: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let prefix = data.map { Array(UnsafeBufferPointer(start: $0, count: min(count, 16))) } ?? []

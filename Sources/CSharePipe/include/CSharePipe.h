@@ -6,6 +6,7 @@
 #include "sp_png.h"
 #include "sp_gif.h"
 #include "sp_heif.h"
+#include "sp_avif.h"
 #include "sp_hevc.h"
 #include "sp_webp.h"
 #include "sp_color.h"

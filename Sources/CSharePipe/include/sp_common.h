@@ -13,7 +13,9 @@ typedef enum {
     SP_ERR_MEMORY = 3,    // an allocation failed
     SP_ERR_ARGUMENT = 4,  // the caller passed something the shim cannot use
     SP_ERR_END = 5,       // no more data (end of image / stream)
-    SP_ERR_UNAVAILABLE = 6 // a library loaded on first use (sp_lazy.h) could not be loaded: the format is unsupported here
+    SP_ERR_UNAVAILABLE = 6, // a library loaded on first use (sp_lazy.h) could not be loaded: the format is unsupported here
+    SP_ERR_UNSUPPORTED = 7, // the file needs a feature the library (or its codec) does not have: the message names it
+    SP_ERR_LIMIT = 8       // the library refused the file at one of the limits the caller gave it (message says which)
 } sp_status;
 
 /// Size of every caller-owned message buffer.
@@ -22,8 +24,9 @@ typedef enum {
 /// Frees memory the shim handed out (encoded bytes).
 void sp_free(void *pointer);
 
-/// Copies `text` into a caller-owned message buffer of SP_MESSAGE_LENGTH bytes (cut and terminated);
-/// does nothing when `message` is NULL. The one copy every shim uses.
+/// Copies `text` into a caller-owned message buffer of SP_MESSAGE_LENGTH bytes (cut and terminated, trailing
+/// newlines and spaces removed: libraries end some messages with one); does nothing when `message` is NULL.
+/// The one copy every shim uses.
 void sp_copy_message(char *message, const char *text);
 
 #endif

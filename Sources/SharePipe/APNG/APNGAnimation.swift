@@ -92,6 +92,8 @@ struct APNGScanner {
     /// Whether the last frame control has received image data (IDAT or fdAT) yet.
     private var currentFrameHasData = true
     private var broken: APNGAnimation.Broken?
+    /// Damage no browser shows anything for (the file is refused, not shown as its default image).
+    private var refusal: String?
     private var warnings: [String] = []
 
     init(canvas: PixelSize) { self.canvas = canvas }
@@ -135,12 +137,19 @@ struct APNGScanner {
         case .fdAT:
             guard sawControl else { return }
             if !afterImageData { return fail("fdAT before the image data") }
-            if frames.isEmpty || (defaultImageIsFirstFrame && frames.count == 1) {
+            if frames.isEmpty {
+                // No fcTL at all: Chromium fails the whole image (it draws nothing, not even the default image).
+                refusal = "an fdAT chunk but no fcTL"
                 return fail("fdAT without a frame control")
             }
-            guard chunk.length > 4 else { return fail("fdAT too short") }
+            if defaultImageIsFirstFrame && frames.count == 1 {
+                // After a default image that is frame 0: Chromium shows that image, as this broken animation does.
+                return fail("fdAT without a frame control")
+            }
+            guard chunk.length >= 4 else { return fail("fdAT too short") }
             guard checkSequence(try walker.prefix(of: chunk, count: 4)) else { return }
-            currentFrameHasData = true
+            // A zero-length fdAT (its sequence number only) is allowed and carries nothing, as in browsers.
+            if chunk.length > 4 { currentFrameHasData = true }
         default:
             return
         }
@@ -155,6 +164,9 @@ struct APNGScanner {
     /// chunks; throws `tooLarge` when the animation is over a frame limit.
     mutating func finish(limits: ImageLimits, file: String) throws -> (animation: APNGAnimation?, warnings: [String]) {
         guard sawControl else { return (nil, warnings) }
+        if let refusal {
+            throw SharePipeError.corrupt(file: file, reason: "APNG has \(refusal) (browsers show nothing for it)")
+        }
         if broken == nil && !currentFrameHasData { fail("frame \(frames.count - 1) has no image data") }
         if broken == nil && frames.isEmpty { fail("acTL but no frame control") }
         if broken == nil && frames.count > declaredFrames {

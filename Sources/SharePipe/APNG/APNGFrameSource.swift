@@ -262,10 +262,11 @@ struct APNGFrameSource: AnimationFrameSource {
             case .fdAT:
                 guard inFrame && !usesDefaultImage else { continue }
                 let (payload, crcMatches) = try walker.payload(of: chunk)
-                guard crcMatches, payload.count > 4 else {
+                guard crcMatches, payload.count >= 4 else {
                     throw SharePipeError.corrupt(file: file, reason: "frame \(index): damaged fdAT chunk")
                 }
-                data.append(PNGChunk(type: .IDAT, data: Array(payload.dropFirst(4))))
+                // A zero-length fdAT (sequence number only) adds nothing.
+                if payload.count > 4 { data.append(PNGChunk(type: .IDAT, data: Array(payload.dropFirst(4)))) }
             case .IEND:
                 guard inFrame else {
                     throw SharePipeError.corrupt(file: file, reason: "frame \(index) is missing (the file changed since it was read?)")

@@ -57,6 +57,11 @@ public struct ImageInfo: Sendable {
     /// What the header read noticed and worked around (a broken APNG animation shown as its still image).
     var probeWarnings: [String] = []
 
+    /// Whether the stored image data is what viewers show. Not for an APNG whose default image is not part of
+    /// its animation: browsers show the animation's first frame (even when it is the only one), so a
+    /// metadata-only copy, which keeps the default image, cannot serve.
+    var storedImageIsShown: Bool { pngAnimation.map(\.defaultImageIsFirstFrame) ?? true }
+
     /// Size as displayed, after the orientation is applied.
     public var orientedSize: PixelSize { orientation.swapsAxes ? size.transposed : size }
 

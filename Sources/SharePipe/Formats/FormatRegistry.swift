@@ -44,7 +44,8 @@ enum FormatRegistry {
         memory: MemoryEstimate.png)
 
     static let heif = HEIFFormat.descriptor(.heif)
-    static let avif = HEIFFormat.descriptor(.avif)
+    /// AVIF through libavif (as Chromium reads it), image sequences through `AVIFAnimationSource`.
+    static let avif = AVIFFormat.descriptor
 
     static let gif = FormatDescriptor(
         format: .gif,

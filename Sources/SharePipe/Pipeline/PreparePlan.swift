@@ -120,7 +120,7 @@ struct PreparePlan: Sendable, Equatable {
         }
 
         let samePixels = target == info.size && info.colorModel != .cmyk && info.colorModel != .ycck
-            && info.frameCount == 1 && outputFormat == info.format
+            && info.frameCount == 1 && outputFormat == info.format && info.storedImageIsShown
         if samePixels && info.orientation == .up && input.metadataRewriter != nil {
             route = .metadataRewrite
         } else if samePixels && info.orientation != .up && input.losslessTurn != nil {
