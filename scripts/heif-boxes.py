@@ -5,11 +5,14 @@ heif-enc (libheif 1.15) cannot write an `irot`/`imir` transform or an nclx-only 
 scripts/make-test-images.sh writes them here:
 
     heif-boxes.py IN OUT [--irot N] [--imir AXIS] [--nclx PRIMARIES,TRANSFER,MATRIX,FULLRANGE]
+                         [--top-box TYPE:FILE ...]
 
 Each property is appended to `ipco` and associated (essential for the transforms, in the order given:
 irot, then imir, then colr) with the primary item in `ipma`. Every box that encloses the change (meta,
 iprp, ipco, ipma) gets its new size, and the `iloc` offsets of item data stored after `meta` (mdat) move by
-the number of bytes inserted. Standard library only.
+the number of bytes inserted. `--top-box` appends a top-level box holding FILE's bytes at the end of the
+file (nothing moves): TYPE is a four-character code, or `c2pa` for the C2PA manifest store's `uuid` box
+(extended type D8FEC3D6-1B0E-483C-9297-5828877EC481), as the privacy tests plant them. Standard library only.
 """
 import argparse
 import struct
@@ -51,8 +54,22 @@ def main():
     parser.add_argument("--irot", type=int, help="anticlockwise rotation in quarter turns (0-3)")
     parser.add_argument("--imir", type=int, help="mirror axis: 0 vertical (left-right flip), 1 horizontal")
     parser.add_argument("--nclx", help="colour_primaries,transfer_characteristics,matrix_coefficients,full_range")
+    parser.add_argument("--top-box", action="append", default=[], metavar="TYPE:FILE",
+                        help="append a top-level box (TYPE 'c2pa': the C2PA uuid box) holding FILE's bytes")
     args = parser.parse_args()
     data = bytearray(open(args.input, "rb").read())
+    for spec in args.top_box:
+        kind, _, path = spec.partition(":")
+        payload = open(path, "rb").read()
+        if kind == "c2pa":
+            payload = bytes.fromhex("d8fec3d61b0e483c92975828877ec481") + payload
+            kind = "uuid"
+        if len(kind) != 4:
+            raise SystemExit("box type %r is not four characters" % kind)
+        data += struct.pack(">I4s", 8 + len(payload), kind.encode("latin-1")) + payload
+    if args.top_box and args.irot is None and args.imir is None and not args.nclx:
+        open(args.output, "wb").write(data)
+        return
 
     new_properties = []
     if args.irot is not None:

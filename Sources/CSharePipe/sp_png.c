@@ -16,6 +16,7 @@ typedef struct {
     char message[SP_MESSAGE_LENGTH];
     char last_warning[SP_MESSAGE_LENGTH];
     int warnings;
+    int data_after_image;   // libpng found compressed data (or IDATs) after the image: "Too much image data"
 } sp_png_error_state;
 
 struct sp_png_reader {
@@ -30,7 +31,21 @@ struct sp_png_reader {
     int started;
     uint64_t rows_expected;     // calls to read_row that complete the image (height × passes)
     uint64_t rows_read;
+    // Where the image ends in the zlib stream. libpng inflates whatever compressed data follows the last row
+    // (png_read_finish_IDAT) before it returns that row: a stream that goes on for gigabytes costs seconds.
+    // The user transform counts the rows that carry data; once the last one is in, at most
+    // SP_PNG_TAIL_ALLOWANCE more input bytes are read inside read_row (the stream's end code, its Adler-32,
+    // the rest of the IDAT chunk) before the read stops with tail_cut set.
+    uint64_t data_rows_expected;
+    uint64_t data_rows_seen;
+    int in_read_row;
+    int image_complete;
+    int tail_cut;
+    uint64_t bytes_read;
+    uint64_t bytes_at_completion;
 };
+
+#define SP_PNG_TAIL_ALLOWANCE (64u << 10)
 
 #define copy_message sp_copy_message
 
@@ -50,6 +65,7 @@ static void on_warning(png_structp png, png_const_charp text) {
     sp_png_error_state *error = (sp_png_error_state *)png_get_error_ptr(png);
     error->warnings += 1;
     copy_message(error->last_warning, text);
+    if (strstr(text, "Too much image data") != NULL || strstr(text, "Too many IDATs") != NULL) error->data_after_image = 1;
 }
 
 // libpng 1.6 recognises the widespread HP/Microsoft "sRGB IEC61966-2.1" profile (3,144 bytes, in countless
@@ -62,9 +78,20 @@ static void skip_srgb_profile_check(png_structp png) {
 
 // MARK: - Reading
 
+// Stops a read that goes on past the image's end by more than the allowance (see sp_png_reader).
+static void count_input(png_structp png, sp_png_reader *reader, size_t length) {
+    reader->bytes_read += length;
+    if (reader->in_read_row && reader->image_complete
+        && reader->bytes_read - reader->bytes_at_completion > SP_PNG_TAIL_ALLOWANCE) {
+        reader->tail_cut = 1;
+        png_error(png, "image data goes on after the last row");
+    }
+}
+
 // Our own read functions, so a short read says "truncated" instead of libpng's bare "Read Error".
 static void read_from_file(png_structp png, png_bytep data, size_t length) {
     sp_png_reader *reader = (sp_png_reader *)png_get_io_ptr(png);
+    count_input(png, reader, length);
     if (fread(data, 1, length, reader->file) != length) {
         png_error(png, ferror(reader->file) ? "error reading the file" : "unexpected end of file (file is truncated)");
     }
@@ -72,6 +99,7 @@ static void read_from_file(png_structp png, png_bytep data, size_t length) {
 
 static void read_from_memory(png_structp png, png_bytep data, size_t length) {
     sp_png_reader *reader = (sp_png_reader *)png_get_io_ptr(png);
+    count_input(png, reader, length);
     if (length > reader->length - reader->position) {
         png_error(png, "unexpected end of data (file is truncated)");
     }
@@ -156,6 +184,18 @@ int sp_png_reader_icc(const sp_png_reader *reader, const uint8_t **profile, uint
     return 1;
 }
 
+// A no-op user transform: libpng calls it once for every row that carries data, after the row is inflated and
+// before the last one lets libpng inflate what follows.
+static void count_data_row(png_structp png, png_row_infop row_info, png_bytep data) {
+    (void)row_info; (void)data;
+    sp_png_reader *reader = (sp_png_reader *)png_get_io_ptr(png);
+    reader->data_rows_seen += 1;
+    if (reader->data_rows_seen == reader->data_rows_expected && !reader->image_complete) {
+        reader->image_complete = 1;
+        reader->bytes_at_completion = reader->bytes_read;
+    }
+}
+
 sp_status sp_png_reader_start(sp_png_reader *reader, sp_png_output *output, char *message) {
     if (!reader->info_read || reader->started) { copy_message(message, "start needs a header and no earlier start"); return SP_ERR_ARGUMENT; }
     if (setjmp(reader->error.jump)) { copy_message(message, reader->error.message); return SP_ERR_LIBRARY; }
@@ -168,6 +208,15 @@ sp_status sp_png_reader_start(sp_png_reader *reader, sp_png_output *output, char
     // 16-bit samples stay 16-bit and big-endian: the Swift side keeps their fraction through resampling.
     // No gamma transform: gAMA/cHRM/iCCP travel with the image instead.
     int passes = png_set_interlace_handling(png);
+    png_uint_32 width = png_get_image_width(png, info), height = png_get_image_height(png, info);
+    if (png_get_interlace_type(png, info) == PNG_INTERLACE_ADAM7) {
+        for (int pass = 0; pass < 7; pass++) {
+            if (PNG_PASS_COLS(width, pass) > 0) reader->data_rows_expected += PNG_PASS_ROWS(height, pass);
+        }
+    } else {
+        reader->data_rows_expected = height;
+    }
+    png_set_read_user_transform_fn(png, count_data_row);
     png_read_update_info(png, info);
     reader->started = 1;
     output->channels = png_get_channels(png, info);
@@ -181,17 +230,32 @@ sp_status sp_png_reader_start(sp_png_reader *reader, sp_png_output *output, char
 sp_status sp_png_reader_read_row(sp_png_reader *reader, uint8_t *row, char *message) {
     if (!reader->started) { copy_message(message, "read_row before start"); return SP_ERR_ARGUMENT; }
     if (reader->rows_read >= reader->rows_expected) return SP_ERR_END;
-    if (setjmp(reader->error.jump)) { copy_message(message, reader->error.message); return SP_ERR_LIBRARY; }
+    // Calls left after a cut tail are rows a pass skips (every row with data is in): libpng is not called again.
+    if (reader->tail_cut) { reader->rows_read += 1; return SP_OK; }
+    if (setjmp(reader->error.jump)) {
+        reader->in_read_row = 0;
+        if (reader->tail_cut) {
+            // The row is whole (libpng combines it before inflating the rest); the stream after it is left unread.
+            reader->rows_read += 1;
+            return SP_OK;
+        }
+        copy_message(message, reader->error.message);
+        return SP_ERR_LIBRARY;
+    }
+    reader->in_read_row = 1;
     png_read_row(reader->png, row, NULL);
+    reader->in_read_row = 0;
     reader->rows_read += 1;
     return SP_OK;
 }
 
+int sp_png_reader_tail_cut(const sp_png_reader *reader) { return reader->tail_cut || reader->error.data_after_image; }
+
 sp_status sp_png_reader_finish(sp_png_reader *reader, char *message) {
     if (setjmp(reader->error.jump)) { copy_message(message, reader->error.message); return SP_ERR_LIBRARY; }
     // Only a reader that delivered every row is at the end of the image data; png_read_end would otherwise
-    // inflate the rest just to discard it.
-    if (reader->started && reader->rows_read == reader->rows_expected) png_read_end(reader->png, NULL);
+    // inflate the rest just to discard it. After a cut tail libpng is mid-stream: nothing more is read.
+    if (reader->started && reader->rows_read == reader->rows_expected && !reader->tail_cut) png_read_end(reader->png, NULL);
     return SP_OK;
 }
 

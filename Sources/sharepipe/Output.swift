@@ -188,7 +188,7 @@ final class Reporter {
 
     /// One line per output; every change the user did not ask for is listed after "adjusted:".
     static func describe(_ report: BatchReport, _ result: PreparedImage) -> String {
-        let removed = result.removedMetadata.sorted().map(\.rawValue).joined(separator: ",")
+        let removed = result.removedMetadata.sorted().map(\.displayName).joined(separator: ",")
         let quality = result.quality.map { "q\($0)" } ?? result.method.rawValue
         return "\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
             + "\(report.inputBytes ?? 0) → \(report.bytes ?? 0) bytes, \(quality), "

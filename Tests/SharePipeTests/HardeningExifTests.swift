@@ -77,7 +77,7 @@ extension Array where Element == UInt8 {
         let info = ImageInfo(format: .jpeg, size: PixelSize(width: 16, height: 16), colorModel: .rgb, bitDepth: 8,
                              progressive: false, orientation: .up, storedOrientationValue: nil, frameCount: 1,
                              hasAlpha: false, metadata: [.exif(tiff)], byteCount: 1000)
-        return StandardMetadataPolicy().outcome(for: info, mode: .gps)
+        return FormatRegistry.jpeg.metadataPolicy.outcome(for: info, mode: .gps)
     }
 
     static func keptExif(_ outcome: MetadataOutcome) -> [UInt8]? {
@@ -120,14 +120,26 @@ extension Array where Element == UInt8 {
         #expect(throws: ExifEditor.FormatError.self) { try ExifEditor(tiff: Array("Exif\0\0\0\0\0\0".utf8)) }
     }
 
-    @Test func gpsPointerOutsideTheBlockDropsTheWholeExif() throws {
+    @Test func gpsPointerPastTheBlockLosesOnlyThePointer() throws {
         var tiff = CraftedTIFF.camera()
-        tiff.ifd(at: 8, [CraftedTIFF.short(ExifEditor.Tag.orientation, 1), CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 90_000)])
+        tiff.ifd(at: 8, [CraftedTIFF.ascii(ExifEditor.Tag.make, count: 13, at: 70), CraftedTIFF.short(ExifEditor.Tag.orientation, 1),
+                         CraftedTIFF.long(ExifEditor.Tag.exifIFD, 100), CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 90_000)])
         let exif = try ExifEditor(tiff: tiff.bytes)
         #expect(exif.hasGPS)
         var editable = exif
-        #expect(throws: ExifEditor.FormatError.self) { try editable.removeGPS() }
-        #expect(Self.keptExif(Self.gpsOutcome(tiff.bytes)) == nil)
+        try editable.removeGPS()
+        #expect(!editable.hasGPS)
+        let outcome = Self.gpsOutcome(tiff.bytes)
+        let kept = try #require(Self.keptExif(outcome), "IFD0 and the Exif IFD stay")
+        let after = try ExifEditor(tiff: kept)
+        #expect(!after.hasGPS && after.string(ExifEditor.Tag.make) == "SharePipeCam")
+        #expect(after.entry(0xA002, inIFDAt: try #require(after.entry(ExifEditor.Tag.exifIFD, inIFDAt: 8).flatMap(after.integerValue))) != nil)
+        #expect(outcome.removed.contains(.gps) && !outcome.removed.contains(.exif))
+        // A GPS IFD that starts inside the block but cannot be read there still drops the whole Exif.
+        var inside = CraftedTIFF.camera()
+        inside.ifd(at: 8, [CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 590)])
+        inside.put(CraftedTIFF.le16(40), at: 590)
+        #expect(Self.keptExif(Self.gpsOutcome(inside.bytes)) == nil)
     }
 
     @Test func gpsPointerWithAStringTypeDropsTheWholeExif() throws {
@@ -287,9 +299,9 @@ extension Array where Element == UInt8 {
         let info = ImageInfo(format: .jpeg, size: PixelSize(width: 16, height: 16), colorModel: .rgb, bitDepth: 8,
                              progressive: false, orientation: .up, storedOrientationValue: nil, frameCount: 1,
                              hasAlpha: false, metadata: [.exif(junk)], byteCount: 1000)
-        #expect(StandardMetadataPolicy().outcome(for: info, mode: .none).kept == [.exif(junk)])
-        #expect(StandardMetadataPolicy().outcome(for: info, mode: .gps).kept.isEmpty)
-        #expect(StandardMetadataPolicy().outcome(for: info, mode: .all).kept.isEmpty)
+        #expect(FormatRegistry.jpeg.metadataPolicy.outcome(for: info, mode: .none).kept == [.exif(junk)])
+        #expect(FormatRegistry.jpeg.metadataPolicy.outcome(for: info, mode: .gps).kept.isEmpty)
+        #expect(FormatRegistry.jpeg.metadataPolicy.outcome(for: info, mode: .all).kept.isEmpty)
     }
 
     /// The whole pipeline on a JPEG carrying each hostile Exif, in `gps` mode: it prepares, and the output

@@ -170,7 +170,7 @@ struct PNGDecodeTests {
         #expect(info.orientation == .right)
         #expect(info.storedOrientationValue == 6)
         #expect(info.orientedSize == PixelSize(width: 64, height: 48))
-        #expect(info.metadataKinds == [.exif, .gps, .text, .other])
+        #expect(info.metadataKinds == [.exif, .gps, .text, .time])
         let texts = info.metadata.compactMap { block -> String? in
             guard case .pngText(let type, let data) = block else { return nil }
             return type + ":" + String(decoding: data.prefix { $0 != 0 }, as: UTF8.self)

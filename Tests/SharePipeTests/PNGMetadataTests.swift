@@ -17,7 +17,7 @@ struct PNGMetadataTests {
         #expect(result.method == .reencoded)
         #expect(result.appliedOrientation == .right)
         #expect(result.size == PixelSize(width: 64, height: 48))
-        #expect(result.removedMetadata == [.exif, .gps, .text, .other])
+        #expect(result.removedMetadata == [.exif, .gps, .text, .time])
         #expect(result.keptMetadata.isEmpty)
 
         let listing = try PNGListing(result.bytes)
@@ -45,7 +45,7 @@ struct PNGMetadataTests {
         #expect(exif.string(ExifEditor.Tag.make) == "SharePipeCam")
         #expect(listing.textKeywords.sorted() == ["Comment", "Title"])
         #expect(!listing.types.contains("tIME"), "tIME is unsafe-to-copy: it goes when the pixels are re-encoded")
-        #expect(result.removedMetadata == [.gps, .other])
+        #expect(result.removedMetadata == [.gps, .time])
         #expect(result.keptMetadata == [.exif, .text])
 
         if Tool.available("exiftool") {
@@ -70,7 +70,7 @@ struct PNGMetadataTests {
         #expect(exif.orientation == 1)
         #expect(listing.textKeywords.sorted() == ["Comment", "Raw profile type iptc", "Title", "XML:com.adobe.xmp"])
         #expect(result.size == PixelSize(width: 64, height: 48))
-        #expect(result.removedMetadata == [.other], "only tIME, which must not outlive re-encoded pixels")
+        #expect(result.removedMetadata == [.time], "only tIME, which must not outlive re-encoded pixels")
     }
 
     @Test("the ICC profile is kept in every mode: re-compressed into iCCP, identical once inflated")
@@ -108,7 +108,7 @@ struct PNGMetadataTests {
         let original = try PNGListing(PNGFixtures.bytes("palette-meta.png"))
         let result = try prepare("palette-meta.png", strip: .all)
         #expect(result.method == .metadataRewrite)
-        #expect(result.removedMetadata == [.exif, .gps, .text, .other])
+        #expect(result.removedMetadata == [.exif, .gps, .text, .time])
         let listing = try PNGListing(result.bytes)
         #expect(listing.types == ["IHDR", "PLTE", "tRNS", "IDAT", "IEND"])
         #expect(listing.allCRCsMatch)

@@ -397,7 +397,7 @@ struct WebPEncodeTests {
     func metadata() throws {
         let source = try WebPDecoder().probe(WebPFixtures.source("gps-orient6.webp"), limits: ImageLimits())
         let icc = try WebPDecoder().probe(WebPFixtures.source("icc.webp"), limits: ImageLimits()).metadata
-        let kept = StandardMetadataPolicy().outcome(for: source, mode: .gps).kept + icc
+        let kept = FormatRegistry.webp.metadataPolicy.outcome(for: source, mode: .gps).kept + icc
         let bytes = try WebPEncoder().encode(WebPFixtures.markedBitmap(alpha: false), settings: EncodeSettings(quality: 80, progressive: false),
                                              metadata: kept)
         #expect(try WebPFixtures.chunkList(bytes) == ["VP8X", "ICCP", "VP8 ", "EXIF"])

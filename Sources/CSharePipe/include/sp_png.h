@@ -57,6 +57,9 @@ sp_status sp_png_reader_start(sp_png_reader *reader, sp_png_output *output, char
 sp_status sp_png_reader_read_row(sp_png_reader *reader, uint8_t *row, char *message);
 /// Reads the chunks after the image data up to IEND; errors here mean a damaged or truncated tail.
 sp_status sp_png_reader_finish(sp_png_reader *reader, char *message);
+// 1 when the zlib stream went on after the last row (the read stopped there, the rows are whole) or libpng
+// found compressed data or IDAT chunks after the image.
+int sp_png_reader_tail_cut(const sp_png_reader *reader);
 /// Number of warnings libpng emitted (benign errors it recovered from), and the last one's text.
 int sp_png_reader_warning_count(const sp_png_reader *reader, char *last_warning);
 /// Destroys the read struct and closes the file, if any.

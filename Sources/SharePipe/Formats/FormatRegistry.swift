@@ -1,5 +1,9 @@
 /// The one mapping from a format to its parts. Nothing else in the library names a concrete decoder,
 /// encoder, metadata policy or rewriter for a format.
+///
+/// Each format's keep table (`MetadataKeepTable`) is written here, in its descriptor: `all` keeps the colour
+/// profile, `none` keeps everything, and `gps` keeps what the table names. Whatever it does not name (an
+/// unknown APPn, chunk, box, item or extension; content credentials) is removed under `all` and `gps`.
 enum FormatRegistry {
     /// The descriptor for `format`.
     static func descriptor(for format: ImageFormat) -> FormatDescriptor {
@@ -17,7 +21,8 @@ enum FormatRegistry {
         format: .jpeg,
         decoder: JPEGDecoder(),
         encoder: { _ in JPEGEncoder() },
-        metadataPolicy: StandardMetadataPolicy(),
+        // all: ICC · gps: ICC, Exif (no GPS, thumbnail, embedded XMP/IPTC), COM · none: everything
+        metadataPolicy: StandardMetadataPolicy(keeps: MetadataKeepTable(gps: [.colourProfile, .exif, .comment])),
         writableMetadata: { kept, present in kept.writtenAsJPEG(present: present) },
         metadataRewriter: JPEGRewriter.rewrite,
         losslessTurn: JPEGTurner.turn,
@@ -31,7 +36,8 @@ enum FormatRegistry {
         decoder: PNGDecoder(),
         // The PNG encoder carries a PNG source's colour and physical chunks.
         encoder: { PNGEncoder(preserving: $0) },
-        metadataPolicy: StandardMetadataPolicy(),
+        // all: iCCP · gps: iCCP, eXIf (cleaned), tEXt/zTXt/iTXt without XMP or raw profiles, tIME · none: everything
+        metadataPolicy: StandardMetadataPolicy(keeps: MetadataKeepTable(gps: [.colourProfile, .exif, .text, .time])),
         writableMetadata: { kept, present in kept.writtenAsReencodedPNG(present: present) },
         metadataRewriter: PNGRewriter.rewrite,
         losslessTurn: nil,
@@ -51,7 +57,9 @@ enum FormatRegistry {
         format: .gif,
         decoder: GIFDecoder(),
         encoder: { _ in GIFEncoder() },
-        metadataPolicy: GIFMetadataPolicy(),
+        // all: the ICC application extension · gps: it and comments · none: everything (the NETSCAPE2.0 loop
+        // extension is no metadata: always kept)
+        metadataPolicy: StandardMetadataPolicy(keeps: MetadataKeepTable(gps: [.colourProfile, .comment])),
         writableMetadata: { kept, present in kept.restricted(present: present) { GIFApplication.extensionFor($0) != nil } },
         metadataRewriter: GIFRewriter.rewrite,
         losslessTurn: nil,
@@ -70,7 +78,8 @@ enum FormatRegistry {
         format: .webp,
         decoder: WebPDecoder(),
         encoder: { _ in WebPEncoder() },
-        metadataPolicy: StandardMetadataPolicy(),
+        // all: ICCP · gps: ICCP, EXIF (cleaned) · none: everything
+        metadataPolicy: StandardMetadataPolicy(keeps: MetadataKeepTable(gps: [.colourProfile, .exif])),
         writableMetadata: { kept, present in kept.writtenAsWebP(present: present) },
         metadataRewriter: WebPRewriter.rewrite,
         losslessTurn: nil,

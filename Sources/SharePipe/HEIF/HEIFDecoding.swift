@@ -64,10 +64,14 @@ enum HEIFDecoding {
                     metadata.append(.exif(tiff))
                 case "mime" where item.contentType == "application/rdf+xml":
                     metadata.append(.xmp(item.data))
+                case _ where ContentCredentials.isHEIFItem(type: item.type, contentType: item.contentType):
+                    metadata.append(.other(tag: ContentCredentials.heifTag, data: item.data))
                 default:
                     metadata.append(.other(tag: "heif:\(item.type)", data: item.data))
                 }
             }
+            // The C2PA manifest store of a BMFF file is a top-level `uuid` box, which libheif does not report.
+            metadata += try ContentCredentials.heifBoxes(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
             let nclx = info.nclx.present != 0 ? info.nclx : nil
             let embedded = try reader.iccProfile(length: info.icc_length)
             if let icc = try HEIFColorProfile.iccProfile(embedded: embedded, nclx: info.nclx, file: reader.file) {

@@ -12,7 +12,9 @@ enum HEIFFormat {
             // Never asked for: `writtenAs` sends every output to JPEG or PNG. The JPEG encoder stands here
             // only because a descriptor must name one.
             encoder: { _ in JPEGEncoder() },
-            metadataPolicy: StandardMetadataPolicy(),
+            // all: the ICC profile (the file's, or one for its nclx) · gps: it and Exif (cleaned) · none: everything
+            // that the JPEG or PNG output can hold (always re-encoded: content credentials never survive)
+            metadataPolicy: StandardMetadataPolicy(keeps: MetadataKeepTable(gps: [.colourProfile, .exif])),
             writableMetadata: { kept, present in kept.writtenAsJPEG(present: present) },
             metadataRewriter: nil,
             losslessTurn: nil,

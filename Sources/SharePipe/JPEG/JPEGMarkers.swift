@@ -1,6 +1,6 @@
 /// JPEG marker payloads ↔ format-neutral metadata blocks.
 enum JPEGMarkers {
-    static let app0 = 0xE0, app1 = 0xE1, app2 = 0xE2, app13 = 0xED, app14 = 0xEE, com = 0xFE
+    static let app0 = 0xE0, app1 = 0xE1, app2 = 0xE2, app11 = 0xEB, app13 = 0xED, app14 = 0xEE, com = 0xFE
     static let exifPrefix: [UInt8] = Array("Exif\0\0".utf8)
     static let xmpPrefix: [UInt8] = Array("http://ns.adobe.com/xap/1.0/\0".utf8)
     static let extendedXMPPrefix: [UInt8] = Array("http://ns.adobe.com/xmp/extension/\0".utf8)
@@ -14,13 +14,21 @@ enum JPEGMarkers {
     /// bogus length word (below 2) it tolerates as an empty segment (`save_marker`, `skip_variable`).
     static func isMetadataMarker(_ code: UInt8) -> Bool { (0xE0...0xEF).contains(code) || code == 0xFE }
 
-    /// Reads metadata blocks from saved markers. ICC chunks are joined in sequence order.
+    /// Reads metadata blocks from saved markers. ICC chunks are joined in sequence order. The APP11 segments
+    /// of a C2PA manifest store (its first segment and every later one with the same JUMBF box instance) are
+    /// tagged as content credentials.
     static func metadata(from markers: [(code: Int, payload: [UInt8])]) -> [MetadataBlock] {
         var blocks: [MetadataBlock] = []
         var iccChunks: [(sequence: Int, bytes: ArraySlice<UInt8>)] = []
         var iccPosition: Int?
+        var manifestInstances = Set<Int>()
         for (code, payload) in markers {
             switch code {
+            case app11 where ContentCredentials.jumbfInstance(payload) != nil:
+                let instance = ContentCredentials.jumbfInstance(payload)!
+                if ContentCredentials.startsJPEGManifest(payload) { manifestInstances.insert(instance) }
+                blocks.append(.other(tag: manifestInstances.contains(instance) ? ContentCredentials.jpegTag : "APP11",
+                                     data: payload))
             case app1 where payload.starts(with: exifPrefix):
                 blocks.append(.exif(Array(payload.dropFirst(exifPrefix.count))))
             case app1 where payload.starts(with: xmpPrefix):
@@ -74,7 +82,9 @@ enum JPEGMarkers {
             case .comment(let text):
                 if text.count <= maxPayload { segments.append((com, text)) }
             case .other(let tag, let data):
-                if tag.hasPrefix("APP"), let n = Int(tag.dropFirst(3)), (0...15).contains(n), data.count <= maxPayload {
+                // "APP11" or "APP11 c2pa": the marker number follows "APP".
+                if tag.hasPrefix("APP"), let n = Int(tag.dropFirst(3).prefix { $0.isNumber }), (0...15).contains(n),
+                   data.count <= maxPayload {
                     segments.append((app0 + n, data))
                 }
             case .pngText:

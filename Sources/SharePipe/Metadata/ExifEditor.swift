@@ -262,13 +262,19 @@ struct ExifEditor {
     }
 
     /// Unlinks every GPS IFD (from IFD0 and from any other IFD that links one) and zeroes it and every value
-    /// it points to. Throws when a GPS pointer leads nowhere readable or when a GPS link is still there
-    /// afterwards: the caller then drops the whole Exif rather than pass on a location it could not remove.
+    /// it points to. A pointer to an IFD past the end of the Exif (a segment cut short, or a writer's bad
+    /// offset) holds no location here: only the pointer goes. Throws when a GPS pointer leads to an unreadable
+    /// IFD inside the Exif or when a GPS link is still there afterwards: the caller then drops the whole Exif
+    /// rather than pass on a location it could not remove.
     mutating func removeGPS() throws {
         let walked = walk()
         guard walked.complete else { throw FormatError(reason: "more than \(ExifEditor.maxIFDs) IFDs") }
         for ifd in walked.ifds where ifd.role != .gps {
             for entry in ifd.entries where entry.tag == Tag.gpsIFD {
+                if let gpsOffset = integerValue(entry), gpsOffset >= 8, gpsOffset + 2 > bytes.count {
+                    zero(gpsOffset, 2)  // at most its last byte lies inside
+                    continue
+                }
                 guard let gpsOffset = integerValue(entry), let gpsEntries = try? entries(ofIFDAt: gpsOffset) else {
                     throw FormatError(reason: "GPS pointer in the IFD at \(ifd.offset) leads nowhere readable")
                 }

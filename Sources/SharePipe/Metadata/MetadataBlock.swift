@@ -1,9 +1,18 @@
 /// Kinds of metadata, as reported in results ("removed: exif, gps, xmp").
 public enum MetadataKind: String, Sendable, Codable, CaseIterable, Comparable, CustomStringConvertible {
-    case exif, gps, exifThumbnail, xmp, iptc, icc, comment, text, time, other
+    case exif, gps, exifThumbnail, xmp, iptc, icc, comment, text, time
+    /// C2PA content credentials: a signed manifest store (author, signer, edit history, often a location and a
+    /// thumbnail of the original), in JPEG APP11 JUMBF, PNG `caBX`, WebP `C2PA`, GIF `C2PA_GIF`, HEIF/AVIF
+    /// (the C2PA `uuid` box or a `c2pa` item).
+    case contentCredentials
+    /// A segment, chunk, box, item or extension SharePipe cannot parse (kept only under `--strip none`).
+    case other
 
-    /// The kind's name as reports write it ("gps").
+    /// The kind's name as JSON reports write it ("gps", "contentCredentials").
     public var description: String { rawValue }
+
+    /// The kind's name in text reports ("gps", "content credentials").
+    public var displayName: String { self == .contentCredentials ? "content credentials" : rawValue }
 
     public static func < (lhs: MetadataKind, rhs: MetadataKind) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
@@ -26,7 +35,8 @@ public enum MetadataBlock: Sendable, Equatable {
     case comment([UInt8])
     /// A PNG text chunk (tEXt/zTXt/iTXt) kept as its chunk type and raw data.
     case pngText(type: String, data: [UInt8])
-    /// Any other block, kept only in `none` mode: a JPEG APPn marker or PNG chunk, raw.
+    /// Any other block, kept only in `none` mode: a JPEG APPn marker, PNG or WebP chunk, GIF extension or HEIF
+    /// item, raw. Content credentials are such blocks too (`ContentCredentials.recognises` tells them by tag).
     case other(tag: String, data: [UInt8])
 
     public var kind: MetadataKind {
@@ -37,7 +47,9 @@ public enum MetadataBlock: Sendable, Equatable {
         case .icc: return .icc
         case .comment: return .comment
         case .pngText: return .text
-        case .other: return .other
+        case .other(let tag, _):
+            if tag == "tIME" { return .time }
+            return ContentCredentials.recognises(tag) ? .contentCredentials : .other
         }
     }
 }

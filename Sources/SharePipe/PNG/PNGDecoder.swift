@@ -15,6 +15,7 @@ import CSharePipe
 /// refused, before libpng allocates anything, when it would exceed `ImageLimits.maxDecoderMemory`.
 struct PNGDecoder: ImageDecoder {
     var format: ImageFormat { .png }
+    static let tailWarning = "the image data goes on after the last row (not read; the image is re-encoded, not copied)"
 
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
         let byteCount = try source.byteCount()
@@ -102,8 +103,14 @@ struct PNGDecoder: ImageDecoder {
             } catch {
                 throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
             }
-            let warnings = reader.warnings()
-            return RenderedImage(bitmap: bitmap, warnings: warnings.count > 0 ? ["\(warnings.count) libpng warning(s), last: \(warnings.last)"] : [])
+            let libpng = reader.warnings()
+            var rendered = RenderedImage(bitmap: bitmap, warnings: libpng.count > 0 ? ["\(libpng.count) libpng warning(s), last: \(libpng.last)"] : [])
+            if reader.imageDataGoesOn {
+                // Bounded work (the rest is never inflated) and a clean copy: such image data is re-encoded, not copied.
+                rendered.warnings.append(PNGDecoder.tailWarning)
+                rendered.imageDataCopyable = false
+            }
+            return rendered
         }
     }
 }

@@ -202,9 +202,10 @@ extension MetadataOutcome {
         }
     }
 
-    /// The outcome with only the blocks `writable` accepts kept; the kinds that leaves out are removed.
+    /// The outcome with only the blocks `writable` accepts kept, as a re-encoded output holds it: content
+    /// credentials never (`writableAfterReencoding`); the kinds that leaves out are removed.
     func restricted(present: Set<MetadataKind>, to writable: (MetadataBlock) -> Bool) -> MetadataOutcome {
-        let kept = self.kept.filter(writable)
+        let kept = self.kept.filter { MetadataOutcome.writableAfterReencoding($0) && writable($0) }
         return MetadataOutcome(kept: kept, removed: present.subtracting(MetadataOutcome.kinds(of: kept)))
     }
 }

@@ -78,6 +78,9 @@ final class PNGReader {
         try checkShim(sp_png_reader_finish(handle, &message), message, file: file)
     }
 
+    /// Whether the zlib stream went on after the last row and was left unread there (the rows are whole).
+    var imageDataGoesOn: Bool { sp_png_reader_tail_cut(handle) != 0 }
+
     /// Warnings libpng recovered from, with the last one's text.
     func warnings() -> (count: Int, last: String) {
         var message = shimMessageBuffer()

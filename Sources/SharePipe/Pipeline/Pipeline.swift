@@ -82,6 +82,10 @@ enum Pipeline {
                let copied = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver) {
                 return copied
             }
+            if plan.metadataCopyFirst, let note = plan.contentCredentialsNote {
+                plan.adjustments.append(note)
+                driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
+            }
             var ladder = try AnimationRoute.ladder(source, info: info, plan: plan, options: options, meter: meter,
                                                    checkpoint: checkpoint)
             return try driver.run(&ladder, checkpoint: checkpoint)
@@ -90,6 +94,10 @@ enum Pipeline {
                 // 3b. Nothing to do to the pixels: copy the image data, rewrite only the metadata.
                 if let rewritten = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver) {
                     return rewritten
+                }
+                if let note = plan.contentCredentialsNote {
+                    plan.adjustments.append(note)
+                    driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
                 }
             }
             if plan.route == .losslessTurn {
@@ -120,6 +128,7 @@ enum Pipeline {
         guard let rewrite = input.metadataRewriter else { return nil }
         let check = try input.decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
                                              limits: options.limits, meter: driver.meter)
+        guard check.imageDataCopyable else { return nil }  // re-encoded, with the render's warning
         guard let bytes = try rewrite(source, plan.metadata.kept) else { return nil }
         var log = AttemptLog(limit: plan.byteLimit ?? Int.max)
         guard log.record(size: info.size, format: info.format, quality: nil, note: "metadata rewrite", bytes: bytes.count) else {
@@ -138,7 +147,9 @@ enum Pipeline {
         guard let turn = FormatRegistry.descriptor(for: info.format).losslessTurn else {
             return .impossible("the format has no lossless turn")
         }
-        switch try turn(source, info, plan.metadata.kept) {
+        // The turned image data no longer matches a content credentials' signature: they are not written.
+        let metadata = plan.metadata.withImageDataChanged
+        switch try turn(source, info, metadata.kept) {
         case .impossible(let why):
             return .impossible(why)
         case .turned(let bytes):
@@ -148,7 +159,7 @@ enum Pipeline {
                 return .impossible("the losslessly turned file, \(bytes.count) bytes, is over the byte limit")
             }
             return .turned(driver.prepared(FittingDriver.Fit(bytes: bytes, format: info.format, size: displayed,
-                                                             quality: nil, metadata: plan.metadata, method: .losslessTurn),
+                                                             quality: nil, metadata: metadata, method: .losslessTurn),
                                            attempts: log.attempts, warnings: []))
         }
     }

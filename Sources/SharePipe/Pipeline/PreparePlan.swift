@@ -82,6 +82,7 @@ struct PreparePlan: Sendable, Equatable {
             }
             metadataCopyFirst = info.format == outputFormat && input.metadataRewriter != nil
                 && initial == AnimatedGIFPlan(size: info.size, colorBudget: nil, keepEvery: 1)
+            if !metadataCopyFirst, let note = contentCredentialsNote { adjustments.append(note) }
             return
         }
 
@@ -128,6 +129,15 @@ struct PreparePlan: Sendable, Equatable {
         } else {
             route = .still
         }
+        if route != .metadataRewrite, let note = contentCredentialsNote { adjustments.append(note) }
+    }
+
+    /// Said when content credentials the strip mode keeps (`none`) cannot go into the output because its image
+    /// data changes (see `MetadataOutcome.writableAfterReencoding`); nil when none are kept. The routes that
+    /// copy the image data add it when they fall back to re-encoding.
+    var contentCredentialsNote: String? {
+        guard metadata.kept.contains(where: { $0.kind == .contentCredentials }) else { return nil }
+        return "content credentials removed (the image data changed, so their signature would no longer match)"
     }
 }
 

@@ -15,6 +15,9 @@ struct RenderedImage {
     var bitmap: Bitmap
     /// Recoverable problems the C library reported (corrupt data it worked around).
     var warnings: [String]
+    /// False when the stored image data holds more than the image (a PNG whose zlib stream goes on after the
+    /// last row): a metadata-only copy would carry it, so the job re-encodes instead.
+    var imageDataCopyable = true
 }
 
 /// Settings an encoder honours where they apply.

@@ -1,0 +1,301 @@
+import Foundation
+import Testing
+@testable import SharePipe
+
+/// Privacy is an allow-list: under `all` and `gps` nothing SharePipe cannot parse survives (an unknown JPEG
+/// APPn, PNG or WebP chunk, GIF extension, HEIF box) and content credentials (C2PA) go too, on every route a
+/// format has (metadata rewrite, lossless turn, re-encode, format change, animation), reported by kind. Under
+/// `none` content credentials stay on the metadata-only copy and are removed, and said to be, wherever the
+/// image data changes. Every planted marker is first shown visible to `LeakScanner` in the input.
+@Suite("Privacy allow-list")
+struct PrivacyAllowListTests {
+    static let c2paMarker = "SPC2PA-AUTHOR-Q7"
+    static let unknownMarker = "SPUNKNOWN-SEGMENT-Z3"
+
+    /// One route of one format: how to make the input take it, and what the result must show.
+    struct Route: CustomStringConvertible {
+        var name: String
+        var configure: @Sendable (inout PrepareOptions) -> Void = { _ in }
+        var method: PreparationMethod?
+        var format: ImageFormat?
+        var description: String { name }
+    }
+
+    static let modes: [StripMode] = [.all, .gps]
+
+    /// Prepares `input` on `route` under `mode` and checks that neither marker nor the planted coordinate
+    /// survives and that the report names content credentials and unknown metadata as removed.
+    func expectNothingUnparsedSurvives(_ input: [UInt8], route: Route, mode: StripMode, unknownKind: MetadataKind = .other,
+                                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+        LeakScanner.expectPlanted(Self.c2paMarker, in: input, sourceLocation: sourceLocation)
+        LeakScanner.expectPlanted(Self.unknownMarker, in: input, sourceLocation: sourceLocation)
+        LeakScanner.expectPlanted(Plant.coordinate, in: input, sourceLocation: sourceLocation)
+        var options = PrepareOptions(strip: mode)
+        route.configure(&options)
+        let result = try SharePipe.prepare(.bytes(input), options: options)
+        let context = "(\(route), strip \(mode))"
+        if let method = route.method { #expect(result.method == method, "\(context)", sourceLocation: sourceLocation) }
+        if let format = route.format { #expect(result.format == format, "\(context)", sourceLocation: sourceLocation) }
+        LeakScanner.expectAbsent(Self.c2paMarker, in: result.bytes, context, sourceLocation: sourceLocation)
+        LeakScanner.expectAbsent(Self.unknownMarker, in: result.bytes, context, sourceLocation: sourceLocation)
+        LeakScanner.expectAbsent(Plant.coordinate, in: result.bytes, context, sourceLocation: sourceLocation)
+        #expect(result.removedMetadata.isSuperset(of: [.contentCredentials, unknownKind]), "\(context): \(result.removedMetadata)",
+                sourceLocation: sourceLocation)
+        #expect(!result.adjustments.contains { $0.hasPrefix("content credentials") }, "\(context)", sourceLocation: sourceLocation)
+        _ = try Decode.bitmap(result.bytes)
+    }
+
+    /// Under `none`: content credentials kept on the metadata-only copy, removed with a note wherever the
+    /// image data changes.
+    func expectContentCredentialsUnderNone(_ input: [UInt8], route: Route, keptOnCopy: Bool,
+                                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        LeakScanner.expectPlanted(Self.c2paMarker, in: input, sourceLocation: sourceLocation)
+        var options = PrepareOptions(strip: .none)
+        route.configure(&options)
+        let result = try SharePipe.prepare(.bytes(input), options: options)
+        let context = "(\(route), strip none)"
+        if let method = route.method { #expect(result.method == method, "\(context)", sourceLocation: sourceLocation) }
+        let note = result.adjustments.contains { $0.hasPrefix("content credentials removed") }
+        if keptOnCopy {
+            LeakScanner.expectPresent(Self.c2paMarker, in: result.bytes, context, sourceLocation: sourceLocation)
+            #expect(!result.removedMetadata.contains(.contentCredentials) && result.keptMetadata.contains(.contentCredentials),
+                    "\(context)", sourceLocation: sourceLocation)
+            #expect(!note, "\(context): \(result.adjustments)", sourceLocation: sourceLocation)
+        } else {
+            LeakScanner.expectAbsent(Self.c2paMarker, in: result.bytes, context, sourceLocation: sourceLocation)
+            #expect(result.removedMetadata.contains(.contentCredentials), "\(context)", sourceLocation: sourceLocation)
+            #expect(note, "\(context): \(result.adjustments)", sourceLocation: sourceLocation)
+        }
+    }
+
+    // MARK: JPEG
+
+    static let jpegRoutes: [Route] = [
+        Route(name: "metadata rewrite", method: .metadataRewrite, format: .jpeg),
+        Route(name: "re-encode", configure: { $0.maxShortEdge = 200 }, method: .reencoded, format: .jpeg),
+        Route(name: "format change", configure: { $0.acceptedFormats = [.png] }, method: .reencoded, format: .png),
+    ]
+
+    @Test("JPEG: APP11 C2PA and an unknown APP15 go under all and gps on every route", arguments: jpegRoutes, modes)
+    func jpegOnEveryRoute(route: Route, mode: StripMode) throws {
+        let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(input, route: route, mode: mode)
+    }
+
+    @Test("JPEG: the lossless turn drops APP11 C2PA and the unknown APP15; gps keeps the camera Exif without GPS", arguments: modes)
+    func jpegLosslessTurn(mode: StripMode) throws {
+        let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(input, route: Route(name: "lossless turn", method: .losslessTurn, format: .jpeg), mode: mode)
+        guard mode == .gps, Tool.available("exiftool") else { return }
+        let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .gps))
+        let witness = try exiftool(result.bytes, ["-a", "-G1", "-s", "-GPS:all", "-Make", "-JUMBF:all", "-APP11:all"])
+        #expect(!witness.contains("GPS") && !witness.contains("JUMBF"), "\(witness)")
+        #expect(witness.contains("SharePipeCam"), "\(witness)")
+    }
+
+    @Test("JPEG: a C2PA store over several APP11 segments is recognised in every one (continuations have no description box)")
+    func jpegMultiSegmentManifest() throws {
+        let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker,
+                               manifestPadding: 100_000)
+        let info = try SharePipe.inspect(.bytes(input))
+        let credentials = info.metadata.filter { $0.kind == .contentCredentials }
+        #expect(credentials.count == 2, "\(info.metadata.map(\.kind))")
+        try expectNothingUnparsedSurvives(input, route: Self.jpegRoutes[0], mode: .gps)
+        try expectContentCredentialsUnderNone(input, route: Self.jpegRoutes[0], keptOnCopy: true)
+    }
+
+    @Test("JPEG under none: C2PA kept by the metadata rewrite, removed (and said) by the re-encode and the lossless turn")
+    func jpegNone() throws {
+        let plain = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectContentCredentialsUnderNone(plain, route: Self.jpegRoutes[0], keptOnCopy: true)
+        try expectContentCredentialsUnderNone(plain, route: Self.jpegRoutes[1], keptOnCopy: false)
+        let turned = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectContentCredentialsUnderNone(turned, route: Route(name: "lossless turn", method: .losslessTurn), keptOnCopy: false)
+        // The unknown segment is kept under none wherever the output is a JPEG.
+        let kept = try SharePipe.prepare(.bytes(plain), options: PrepareOptions(maxShortEdge: 200, strip: .none))
+        LeakScanner.expectPresent(Self.unknownMarker, in: kept.bytes)
+    }
+
+    // MARK: PNG
+
+    static let pngRoutes: [Route] = [
+        Route(name: "metadata rewrite", method: .metadataRewrite, format: .png),
+        Route(name: "re-encode", configure: { $0.maxShortEdge = 30 }, method: .reencoded, format: .png),
+        Route(name: "format change", configure: { $0.acceptedFormats = [.jpeg] }, method: .reencoded, format: .jpeg),
+    ]
+
+    @Test("PNG: caBX and an unknown safe-to-copy chunk go under all and gps on every route", arguments: pngRoutes, modes)
+    func pngOnEveryRoute(route: Route, mode: StripMode) throws {
+        let input = Plant.png(try Fixtures.bytes(Fixtures.path("png/rgb-8.png")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(input, route: route, mode: mode)
+    }
+
+    @Test("APNG → animated GIF: caBX and the unknown chunk go under all and gps", arguments: modes)
+    func apngAnimation(mode: StripMode) throws {
+        let input = Plant.png(try Fixtures.bytes(Fixtures.path("apng/palette.png")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(input, route: Route(name: "animation", format: .gif), mode: mode)
+    }
+
+    @Test("PNG under none: caBX kept by the metadata rewrite, removed (and said) by the re-encode")
+    func pngNone() throws {
+        let input = Plant.png(try Fixtures.bytes(Fixtures.path("png/rgb-8.png")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectContentCredentialsUnderNone(input, route: Self.pngRoutes[0], keptOnCopy: true)
+        try expectContentCredentialsUnderNone(input, route: Self.pngRoutes[1], keptOnCopy: false)
+    }
+
+    @Test("PNG gps keeps the parsed text and tIME, drops what it cannot parse")
+    func pngGPSKeepsWhatItParses() throws {
+        let base = try Fixtures.bytes(Fixtures.path("png/rgb-8.png"))
+        let input = Plant.png(base, chunks: [("tEXt", Array("Title\0Harbour".utf8)), ("tIME", [0x07, 0xE9, 1, 2, 3, 4, 5]),
+                                             ("caBX", Plant.manifestStore(Plant.payload(Self.c2paMarker))),
+                                             ("prVt", Plant.payload(Self.unknownMarker))])
+        let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .gps))
+        #expect(result.method == .metadataRewrite)
+        let listing = try PNGListing(result.bytes)
+        #expect(listing.types.contains("tEXt") && listing.types.contains("tIME"), "\(listing.types)")
+        #expect(!listing.types.contains("caBX") && !listing.types.contains("prVt"), "\(listing.types)")
+        #expect(result.removedMetadata == [.contentCredentials, .other])
+    }
+
+    // MARK: WebP
+
+    static let webpRoutes: [Route] = [
+        Route(name: "metadata rewrite", method: .metadataRewrite, format: .webp),
+        Route(name: "re-encode", configure: { $0.maxShortEdge = 100 }, method: .reencoded, format: .webp),
+        Route(name: "format change", configure: { $0.acceptedFormats = [.jpeg] }, method: .reencoded, format: .jpeg),
+    ]
+
+    @Test("WebP: the C2PA chunk and an unknown chunk go under all and gps on every route", arguments: webpRoutes, modes)
+    func webpOnEveryRoute(route: Route, mode: StripMode) throws {
+        let input = Plant.webp(try Fixtures.bytes(Fixtures.path("webp/icc.webp")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(input, route: route, mode: mode)
+    }
+
+    @Test("Animated WebP → GIF: the C2PA chunk and an unknown chunk go under all and gps", arguments: modes)
+    func webpAnimation(mode: StripMode) throws {
+        let input = Plant.webp(try Fixtures.bytes(Fixtures.path("webp/animated.webp")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(input, route: Route(name: "animation", format: .gif), mode: mode)
+    }
+
+    @Test("WebP under none: the C2PA chunk kept by the metadata rewrite, removed (and said) by the re-encode")
+    func webpNone() throws {
+        let input = Plant.webp(try Fixtures.bytes(Fixtures.path("webp/icc.webp")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectContentCredentialsUnderNone(input, route: Self.webpRoutes[0], keptOnCopy: true)
+        try expectContentCredentialsUnderNone(input, route: Self.webpRoutes[1], keptOnCopy: false)
+    }
+
+    // MARK: GIF
+
+    static let gifRoutes: [Route] = [
+        Route(name: "metadata rewrite", method: .metadataRewrite, format: .gif),
+        Route(name: "re-encode", configure: { $0.maxShortEdge = 100 }, method: .reencoded, format: .gif),
+        Route(name: "format change", configure: { $0.acceptedFormats = [.png] }, method: .reencoded, format: .png),
+    ]
+
+    @Test("GIF: the C2PA_GIF extension and an unknown application extension go under all and gps on every route",
+          arguments: gifRoutes, modes)
+    func gifOnEveryRoute(route: Route, mode: StripMode) throws {
+        let input = Plant.gif(try Fixtures.bytes(Fixtures.path("gif/single-frame.gif")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(input, route: route, mode: mode)
+    }
+
+    @Test("Animated GIF: the extensions go on the metadata copy and on the re-written animation", arguments: modes)
+    func gifAnimation(mode: StripMode) throws {
+        let input = Plant.gif(try Fixtures.bytes(Fixtures.path("gif/delays-loop0.gif")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(input, route: Route(name: "animation copy", method: .metadataRewrite, format: .gif), mode: mode)
+        try expectNothingUnparsedSurvives(input, route: Route(name: "animation", configure: { $0.maxShortEdge = 60 }, format: .gif), mode: mode)
+    }
+
+    @Test("GIF under none: the C2PA extension kept by the metadata copy, removed (and said) by the re-encode")
+    func gifNone() throws {
+        let input = Plant.gif(try Fixtures.bytes(Fixtures.path("gif/single-frame.gif")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try expectContentCredentialsUnderNone(input, route: Self.gifRoutes[0], keptOnCopy: true)
+        try expectContentCredentialsUnderNone(input, route: Self.gifRoutes[1], keptOnCopy: false)
+    }
+
+    // MARK: HEIF / AVIF
+
+    @Test("HEIC and AVIF: the C2PA uuid box and an unknown box go in every mode (always re-encoded; none says so)",
+          arguments: ["heif/mirror.heic", "heif/corners.avif"])
+    func heifContentCredentials(fixture: String) throws {
+        let input = try Plant.heif(fixture, c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        let route = Route(name: "re-encode (\(fixture))", method: .reencoded, format: .jpeg)
+        for mode in Self.modes {
+            // The unknown top-level box is never read (no kind to report); content credentials are.
+            try expectNothingUnparsedSurvives(input, route: route, mode: mode, unknownKind: .contentCredentials)
+        }
+        try expectContentCredentialsUnderNone(input, route: route, keptOnCopy: false)
+    }
+
+    // MARK: Exif
+
+    @Test("A GPS IFD pointer past the end of the Exif segment loses only the pointer: Make, Model and dates stay")
+    func gpsPointerPastTheSegment() throws {
+        var jpeg = try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg"))
+        // Find the Exif APP1 and point its GPS IFD pointer far past the segment's end.
+        let exifStart = try #require(LeakScannerTestsSupport.range(of: Array("Exif\0\0".utf8), in: jpeg)) + 6
+        let segmentLength = Int(jpeg[exifStart - 8]) << 8 | Int(jpeg[exifStart - 7])
+        let tiff = Array(jpeg[exifStart..<(exifStart - 6 + segmentLength - 2)])
+        let editor = try ExifEditor(tiff: tiff)
+        let pointer = try #require(editor.entry(ExifEditor.Tag.gpsIFD, inIFDAt: editor.ifd0Offset))
+        let past = tiff.count + 5000
+        let value: [UInt8] = editor.littleEndian ? Plant.le32(past) : Plant.be32(past)
+        jpeg.replaceSubrange((exifStart + pointer.fieldPosition)..<(exifStart + pointer.fieldPosition + 4), with: value)
+        #expect(try ExifEditor(tiff: Array(jpeg[exifStart..<(exifStart + tiff.count)])).hasGPS)
+
+        let result = try SharePipe.prepare(.bytes(jpeg), options: PrepareOptions(strip: .gps))
+        #expect(result.keptMetadata.contains(.exif) && !result.removedMetadata.contains(.exif), "\(result.removedMetadata)")
+        #expect(result.removedMetadata.contains(.gps))
+        guard Tool.available("exiftool") else { return }
+        let witness = try exiftool(result.bytes, ["-a", "-G1", "-s", "-GPS:all", "-Make", "-Model", "-DateTimeOriginal"])
+        #expect(!witness.contains("GPS"), "\(witness)")
+        #expect(witness.contains("SharePipeCam") && witness.contains("TestModel") && witness.contains("DateTimeOriginal"), "\(witness)")
+    }
+
+    func exiftool(_ bytes: [UInt8], _ arguments: [String]) throws -> String {
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        try Fixtures.write(bytes, to: directory + "/out")
+        return try Tool.run("exiftool", arguments + [directory + "/out"]).stdout
+    }
+
+    // MARK: Keep tables
+
+    @Test("Every format's keep table: all keeps only the colour profile, none keeps every class, gps names only parsed classes")
+    func keepTables() {
+        for format in ImageFormat.allCases {
+            guard let policy = FormatRegistry.descriptor(for: format).metadataPolicy as? StandardMetadataPolicy else {
+                Issue.record("\(format) has no keep table")
+                continue
+            }
+            #expect(policy.table.keeps(.all) == [.colourProfile], "\(format)")
+            #expect(policy.table.keeps(.none) == Set(MetadataClass.allCases), "\(format)")
+            #expect(policy.table.keeps(.gps).isDisjoint(with: [.contentCredentials, .unparsed, .xmp, .iptc]), "\(format)")
+        }
+    }
+
+    @Test("The CLI names content credentials in the text line and in the JSON, and says when none drops them")
+    func cliReports() throws {
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        try Fixtures.write(input, to: directory + "/c2pa.jpg")
+        let text = try Tool.run(Tool.sharepipe, ["prepare", directory + "/c2pa.jpg", "--strip", "gps", "--out", directory + "/gps"])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("removed: content credentials,other"), "\(text.stdout)")
+        LeakScanner.expectAbsent(Self.c2paMarker, in: try Fixtures.bytes(directory + "/gps/c2pa.jpg"))
+        let json = try Tool.run(Tool.sharepipe, ["prepare", directory + "/c2pa.jpg", "--strip", "none", "--max-short-edge", "200",
+                                                 "--json", "--out", directory + "/none"])
+        #expect(json.stdout.contains("\"removedMetadata\":[\"contentCredentials\"]"), "\(json.stdout)")
+        #expect(json.stdout.contains("content credentials removed (the image data changed"), "\(json.stdout)")
+        #expect(MetadataKind.contentCredentials.displayName == "content credentials")
+        #expect(MetadataKind.gps.displayName == "gps")
+    }
+}
+
+enum LeakScannerTestsSupport {
+    static func range(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard needle.count <= haystack.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { haystack[$0..<$0 + needle.count].elementsEqual(needle) }
+    }
+}
