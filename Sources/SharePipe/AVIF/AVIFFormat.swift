@@ -8,7 +8,9 @@ enum AVIFFormat {
         // Never asked for: `writtenAs` sends every still to JPEG or PNG, and animations go to GIF. The JPEG
         // encoder stands here only because a descriptor must name one.
         encoder: { _ in JPEGEncoder() },
-        metadataPolicy: StandardMetadataPolicy(),
+        // all: the ICC profile (the file's, or one for its nclx) · gps: it and Exif (cleaned) · none: everything
+        // the JPEG or PNG output can hold (always re-encoded: content credentials never survive). As HEIF's.
+        metadataPolicy: StandardMetadataPolicy(keeps: MetadataKeepTable(gps: [.colourProfile, .exif])),
         writableMetadata: { kept, present in kept.writtenAsJPEG(present: present) },
         metadataRewriter: nil,
         losslessTurn: nil,
