@@ -287,10 +287,10 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
             return range.contains(number) ? nil
                 : InvalidOption(name, expected: .phrase("\(range.lowerBound)...\(range.upperBound)"), found: "\(number)")
         case (.atLeastOption(let other), .integer(let number?)):
-            guard case .integer(let bound?)? = OptionTable.option(named: other)?.field.get(options), number < bound else { return nil }
+            guard let bound = Self.number(other, in: options), number < bound else { return nil }
             return InvalidOption(name, expected: .atLeast(option: other), found: "\(number)")
         case (.fromOneUpToOption(let other), .integer(let number?)):
-            guard case .integer(let bound?)? = OptionTable.option(named: other)?.field.get(options) else { return nil }
+            guard let bound = Self.number(other, in: options) else { return nil }
             return number >= 1 && number <= bound ? nil
                 : InvalidOption(name, expected: .upTo(option: other, value: bound), found: "\(number)")
         case (.nonEmpty(let phrase), .formats(let formats?)):
@@ -298,6 +298,15 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         default:
             preconditionFailure("OptionTable: \(name)'s check does not fit its type")
         }
+    }
+
+    /// The value of the whole-number option `name` refers to (nil when unset); a row naming an option that
+    /// is not one traps, so a misspelt bound cannot turn a check off.
+    private static func number(_ name: String, in options: PrepareOptions) -> Int? {
+        guard case .integer(let value)? = OptionTable.option(named: name)?.field.get(options) else {
+            preconditionFailure("OptionTable: \(name) is not a whole-number option")
+        }
+        return value
     }
 
     /// `text` read as this option's value, or `invalidOptions` naming the option and saying what text is
