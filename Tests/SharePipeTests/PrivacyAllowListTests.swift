@@ -43,6 +43,11 @@ struct PrivacyAllowListTests {
                 sourceLocation: sourceLocation)
         #expect(!result.adjustments.contains { $0.hasPrefix("content credentials") }, "\(context)", sourceLocation: sourceLocation)
         _ = try Decode.bitmap(result.bytes)
+        // The outside witness: exiftool finds no GPS, JUMBF or C2PA in the output.
+        if Tool.available("exiftool") {
+            let listing = try exiftool(result.bytes, ["-a", "-G1", "-s", "-GPS:all", "-JUMBF:all", "-C2PA:all"])
+            #expect(listing.isEmpty, "\(context): exiftool sees \(listing)", sourceLocation: sourceLocation)
+        }
     }
 
     /// Under `none`: content credentials kept on the metadata-only copy, removed with a note wherever the
