@@ -5,14 +5,15 @@ heif-enc (libheif 1.15) cannot write an `irot`/`imir` transform or an nclx-only 
 scripts/make-test-images.sh writes them here:
 
     heif-boxes.py IN OUT [--irot N] [--imir AXIS] [--nclx PRIMARIES,TRANSFER,MATRIX,FULLRANGE]
-                         [--top-box TYPE:FILE ...]
+                         [--top-box TYPE:FILE ...] [--mime-item CONTENT_TYPE:FILE]
 
 Each property is appended to `ipco` and associated (essential for the transforms, in the order given:
 irot, then imir, then colr) with the primary item in `ipma`. Every box that encloses the change (meta,
 iprp, ipco, ipma) gets its new size, and the `iloc` offsets of item data stored after `meta` (mdat) move by
 the number of bytes inserted. `--top-box` appends a top-level box holding FILE's bytes at the end of the
 file (nothing moves): TYPE is a four-character code, or `c2pa` for the C2PA manifest store's `uuid` box
-(extended type D8FEC3D6-1B0E-483C-9297-5828877EC481), as the privacy tests plant them. Standard library only.
+(extended type D8FEC3D6-1B0E-483C-9297-5828877EC481), as the privacy tests plant them; `--mime-item` adds a
+`mime` item (an `application/c2pa` manifest, say) that describes the primary image. Standard library only.
 """
 import argparse
 import struct
@@ -47,6 +48,81 @@ def read_uint(data, position, size):
     return int.from_bytes(data[position:position + size], "big") if size else 0
 
 
+def add_mime_item(data, content_type, payload):
+    """Adds a `mime` item holding `payload` (in an mdat box at the end of the file) that describes the primary item:
+    an `infe` in iinf, an `iloc` entry, a `cdsc` reference in iref (created when missing). Every iloc offset
+    into data after meta moves by the bytes meta grows."""
+    _, meta_start, meta_header, meta_end = find(data, 0, len(data), "meta")
+    if meta_header != 8:
+        raise SystemExit("64-bit box sizes are not handled")
+    children_start = meta_start + meta_header + 4
+    children = [(kind, bytearray(data[start:end])) for kind, start, _, end in boxes(data, children_start, meta_end)]
+    by_kind = {kind: body for kind, body in children}
+    pitm = by_kind["pitm"]
+    primary = read_uint(pitm, 12, 2 if pitm[8] == 0 else 4)
+    iinf, iloc = by_kind["iinf"], by_kind["iloc"]
+    count_size = 2 if iinf[8] == 0 else 4
+    entries = read_uint(iinf, 12, count_size)
+    item_ids = [read_uint(body, start - 0 + 12, 2) for kind, start, _, _ in boxes(iinf, 12 + count_size, len(iinf))
+                for body in [iinf] if kind == "infe"]
+    new_id = max(item_ids + [primary]) + 1
+    infe_body = struct.pack(">B3sHH4s", 2, b"\0\0\0", new_id, 0, b"mime") + b"\0" + content_type.encode() + b"\0"
+    iinf += struct.pack(">I4s", 8 + len(infe_body), b"infe") + infe_body
+    iinf[12:12 + count_size] = (entries + 1).to_bytes(count_size, "big")
+    iinf[0:4] = struct.pack(">I", len(iinf))
+    reference = struct.pack(">I4sHHH", 14, b"cdsc", new_id, 1, primary)
+    if "iref" in by_kind:
+        iref = by_kind["iref"]
+        if iref[8] != 0:
+            raise SystemExit("only iref version 0 is handled")
+        iref += reference
+        iref[0:4] = struct.pack(">I", len(iref))
+    else:
+        children.append(("iref", bytearray(struct.pack(">I4sI", 12 + len(reference), b"iref", 0) + reference)))
+    version = iloc[8]
+    if version not in (0, 1):
+        raise SystemExit("only iloc versions 0 and 1 are handled")
+    offset_size, length_size, base_size = iloc[12] >> 4, iloc[12] & 15, iloc[13] >> 4
+    if offset_size < 4 or length_size < 4:
+        raise SystemExit("iloc offsets or lengths narrower than 4 bytes")
+    item_count = read_uint(iloc, 14, 2)
+    entry = new_id.to_bytes(2, "big") + (b"\0\0" if version == 1 else b"") + b"\0\0" + bytes(base_size) + b"\0\1"
+    entry += bytes(offset_size) + len(payload).to_bytes(length_size, "big")
+    new_entry_at = len(iloc)
+    iloc += entry
+    iloc[14:16] = (item_count + 1).to_bytes(2, "big")
+    iloc[0:4] = struct.pack(">I", len(iloc))
+    body = b"".join(bytes(child) for _, child in children)
+    new_meta = struct.pack(">I4s", 8 + 4 + len(body), b"meta") + data[meta_start + 8:children_start] + body
+    growth = len(new_meta) - (meta_end - meta_start)
+    # Old items stored after meta move by `growth` (construction method 0, no base offset).
+    position, method = 16, 0
+    for _ in range(item_count):
+        position += 2
+        if version == 1:
+            method = read_uint(iloc, position, 2) & 15
+            position += 2
+        position += 2
+        base = read_uint(iloc, position, base_size)
+        if method == 0 and base_size and base >= meta_end:
+            iloc[position:position + base_size] = (base + growth).to_bytes(base_size, "big")
+        position += base_size
+        extents = read_uint(iloc, position, 2)
+        position += 2
+        for _ in range(extents):
+            offset = read_uint(iloc, position, offset_size)
+            if method == 0 and not base_size and offset >= meta_end:
+                iloc[position:position + offset_size] = (offset + growth).to_bytes(offset_size, "big")
+            position += offset_size + length_size
+    out = bytearray(data[:meta_start]) + new_meta + data[meta_end:]
+    payload_at = len(out) + 8  # in an mdat box of its own at the end
+    offset_at = new_entry_at + 2 + (2 if version == 1 else 0) + 2 + base_size + 2
+    iloc[offset_at:offset_at + offset_size] = payload_at.to_bytes(offset_size, "big")
+    body = b"".join(bytes(child) for _, child in children)
+    new_meta = struct.pack(">I4s", 8 + 4 + len(body), b"meta") + data[meta_start + 8:children_start] + body
+    return bytearray(data[:meta_start]) + new_meta + data[meta_end:] + struct.pack(">I4s", 8 + len(payload), b"mdat") + payload
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("input")
@@ -56,8 +132,16 @@ def main():
     parser.add_argument("--nclx", help="colour_primaries,transfer_characteristics,matrix_coefficients,full_range")
     parser.add_argument("--top-box", action="append", default=[], metavar="TYPE:FILE",
                         help="append a top-level box (TYPE 'c2pa': the C2PA uuid box) holding FILE's bytes")
+    parser.add_argument("--mime-item", metavar="CONTENT_TYPE:FILE",
+                        help="add a 'mime' item with FILE's bytes, describing the primary image (cdsc)")
     args = parser.parse_args()
     data = bytearray(open(args.input, "rb").read())
+    if args.mime_item:
+        content_type, _, path = args.mime_item.partition(":")
+        data = add_mime_item(data, content_type, open(path, "rb").read())
+        if not args.top_box and args.irot is None and args.imir is None and not args.nclx:
+            open(args.output, "wb").write(data)
+            return
     for spec in args.top_box:
         kind, _, path = spec.partition(":")
         payload = open(path, "rb").read()

@@ -43,6 +43,11 @@ struct PrivacyAllowListTests {
                 sourceLocation: sourceLocation)
         #expect(!result.adjustments.contains { $0.hasPrefix("content credentials") }, "\(context)", sourceLocation: sourceLocation)
         _ = try Decode.bitmap(result.bytes)
+        // The outside witness: exiftool finds no GPS, JUMBF or C2PA in the output.
+        if Tool.available("exiftool") {
+            let listing = try exiftool(result.bytes, ["-a", "-G1", "-s", "-GPS:all", "-JUMBF:all", "-C2PA:all"])
+            #expect(listing.isEmpty, "\(context): exiftool sees \(listing)", sourceLocation: sourceLocation)
+        }
     }
 
     /// Under `none`: content credentials kept on the metadata-only copy, removed with a note wherever the
@@ -215,11 +220,13 @@ struct PrivacyAllowListTests {
 
     // MARK: HEIF / AVIF
 
-    @Test("HEIC and AVIF: the C2PA uuid box and an unknown box go in every mode (always re-encoded; none says so)",
-          arguments: ["heif/mirror.heic", "heif/corners.avif"])
-    func heifContentCredentials(fixture: String) throws {
-        let input = try Plant.heif(fixture, c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        let route = Route(name: "re-encode (\(fixture))", method: .reencoded, format: .jpeg)
+    @Test("HEIC and AVIF: a C2PA uuid box or application/c2pa item and an unknown box go in every mode (always re-encoded; none says so)",
+          arguments: ["heif/mirror.heic", "heif/corners.avif"], Plant.HEIFPlacement.allCases)
+    func heifContentCredentials(fixture: String, placement: Plant.HEIFPlacement) throws {
+        let input = try Plant.heif(fixture, c2pa: Self.c2paMarker, unknown: Self.unknownMarker, placement: placement)
+        let info = try SharePipe.inspect(.bytes(input))
+        #expect(info.metadataKinds.contains(.contentCredentials), "\(placement): \(info.metadataKinds)")
+        let route = Route(name: "re-encode (\(fixture), \(placement))", method: .reencoded, format: .jpeg)
         for mode in Self.modes {
             // The unknown top-level box is never read (no kind to report); content credentials are.
             try expectNothingUnparsedSurvives(input, route: route, mode: mode, unknownKind: .contentCredentials)

@@ -125,15 +125,26 @@ enum Plant {
 
     // MARK: HEIF / AVIF
 
-    /// A copy of a committed HEIF/AVIF with a C2PA `uuid` box holding `marker` and an unknown top-level box
-    /// `prvt` holding `unknownMarker`, appended by scripts/heif-boxes.py (`--top-box`).
-    static func heif(_ fixture: String, c2pa marker: String, unknown unknownMarker: String) throws -> [UInt8] {
+    /// Where a HEIF/AVIF carries its C2PA manifest store.
+    enum HEIFPlacement: String, CaseIterable, Sendable {
+        /// The top-level `uuid` box with the C2PA extended type (the BMFF embedding).
+        case uuidBox
+        /// A `mime` item of content type `application/c2pa` that describes the primary image.
+        case mimeItem
+    }
+
+    /// A copy of a committed HEIF/AVIF with a C2PA manifest store holding `marker` (placed as `placement` says)
+    /// and an unknown top-level box `prvt` holding `unknownMarker`, written by scripts/heif-boxes.py.
+    static func heif(_ fixture: String, c2pa marker: String, unknown unknownMarker: String,
+                     placement: HEIFPlacement = .uuidBox) throws -> [UInt8] {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         try Fixtures.write(manifestStore(payload(marker)), to: directory + "/c2pa.bin")
         try Fixtures.write(payload(unknownMarker), to: directory + "/prvt.bin")
-        let result = try Tool.run("python3", [Fixtures.root + "/scripts/heif-boxes.py", Fixtures.path(fixture), directory + "/out",
-                                              "--top-box", "c2pa:" + directory + "/c2pa.bin", "--top-box", "prvt:" + directory + "/prvt.bin"])
+        let store = placement == .uuidBox ? ["--top-box", "c2pa:" + directory + "/c2pa.bin"]
+                                          : ["--mime-item", "application/c2pa:" + directory + "/c2pa.bin"]
+        let result = try Tool.run("python3", [Fixtures.root + "/scripts/heif-boxes.py", Fixtures.path(fixture), directory + "/out"]
+                                  + store + ["--top-box", "prvt:" + directory + "/prvt.bin"])
         guard result.status == 0 else { throw PlantingFailed(reason: result.stderr) }
         return try Fixtures.bytes(directory + "/out")
     }
