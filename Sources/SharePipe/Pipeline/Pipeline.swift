@@ -68,9 +68,10 @@ enum Pipeline {
         try checkpoint()
 
         // 2. Plan: route, size, output format, metadata, fitting ladder (`PreparePlan`, pure).
+        //    Built once; the source's own quality is read only where it would cap the quality search.
         var plan = PreparePlan(info: info, options: options)
         if plan.capsAtSourceQuality, let quality = input.sourceQuality?(source) {
-            plan = PreparePlan(info: info, options: options, sourceQuality: quality)
+            plan.capQuality(atSource: quality, options: options)
         }
         var driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 
@@ -169,7 +170,10 @@ enum Pipeline {
         case impossible(String)
     }
 
-    /// Climbs the plan's still ladder with the output format's encoder.
+    // MARK: - The still route: decode → resample → orient → encode
+
+    /// Climbs the plan's still ladder with the output format's encoder. At each size the ladder tries, the
+    /// renderer decodes, resamples and orients (`StillRenderer.oriented`); the ladder encodes its rungs.
     static func runStillLadder(_ renderer: StillRenderer, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
                                driver: FittingDriver, checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
         let encoder = FormatRegistry.descriptor(for: plan.outputFormat).encoder(info)
@@ -201,5 +205,33 @@ enum Pipeline {
         } catch SharePipeError.unsupportedFormat(let name, let reason) where name.isEmpty {
             throw SharePipeError.unsupportedFormat(file: file, reason: reason)
         }
+    }
+}
+
+/// The still route's pixels at one size (each size a still ladder tries): decode → resample → orient.
+struct StillRenderer {
+    let source: ImageSource
+    let info: ImageInfo
+    let decoder: any ImageDecoder
+    let limits: ImageLimits
+    let meter: PixelMemoryMeter
+    /// Under `cpuFirst`, the render kept for later sizes and services; nil under `memoryFirst`.
+    let cache: RenderCache?
+
+    /// The image at `size` (stored orientation), upright.
+    func oriented(_ size: PixelSize, warnings: inout [String]) throws -> Bitmap {
+        // Decode and resample: a fresh decode of the source, shrinking on load, its rows streamed into the
+        // resampler (`ImageDecoder.render`); under `cpuFirst`, a resample of the render kept in memory.
+        let bitmap: Bitmap
+        if let cached = cache?.bitmap(covering: size) {
+            bitmap = InMemoryResample.resize(cached, to: size, meter: meter)
+        } else {
+            let rendered = try decoder.render(source, info: info, target: size, limits: limits, meter: meter)
+            warnings += rendered.warnings
+            bitmap = rendered.bitmap
+            cache?.keep(bitmap)
+        }
+        // Orient (the render is held in the meter while the upright copy is made).
+        return meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
     }
 }

@@ -47,7 +47,7 @@ struct PreparePlan: Sendable, Equatable {
     /// the rewriter declines it or the copy is over the byte limit).
     var metadataCopyFirst = false
     /// The ladder searches quality in the input's own format, so the source's quality would cap it: only then
-    /// is it worth reading (`Pipeline` plans again with it).
+    /// is it worth reading (`Pipeline` reads it and calls `capQuality(atSource:options:)`).
     private(set) var capsAtSourceQuality = false
 
     /// Plans preparing an input with `info` under `options`. `sourceQuality` is the input's own encoding
@@ -107,10 +107,10 @@ struct PreparePlan: Sendable, Equatable {
             ladder = .losslessFirst(range: options.minQuality...options.quality, minShortEdge: options.minShortEdge)
         case .qualitySearch:
             // Never spend more quality than the source had: a q73 photo saved at q85 grows for nothing.
+            // (`capQuality(atSource:options:)` below, once the source's quality is known.)
             capsAtSourceQuality = outputFormat == info.format
-            let cap = capsAtSourceQuality ? sourceQuality.flatMap { $0 < options.quality ? $0 : nil } : nil
-            ladder = .quality(range: options.minQuality...max(options.minQuality, cap ?? options.quality),
-                              sourceQualityCap: cap, minShortEdge: options.minShortEdge)
+            ladder = .quality(range: options.minQuality...max(options.minQuality, options.quality),
+                              sourceQualityCap: nil, minShortEdge: options.minShortEdge)
         case .lossless(let efforts, let strongest):
             let jpeg = FormatRegistry.descriptor(for: .jpeg)
             let change = options.allowFormatChange
@@ -130,6 +130,7 @@ struct PreparePlan: Sendable, Equatable {
             route = .still
         }
         if route != .metadataRewrite, let note = contentCredentialsNote { adjustments.append(note) }
+        if let sourceQuality { capQuality(atSource: sourceQuality, options: options) }
     }
 
     /// Said when content credentials the strip mode keeps (`none`) cannot go into the output because its image
@@ -138,6 +139,15 @@ struct PreparePlan: Sendable, Equatable {
     var contentCredentialsNote: String? {
         guard metadata.kept.contains(where: { $0.kind == .contentCredentials }) else { return nil }
         return "content credentials removed (the image data changed, so their signature would no longer match)"
+    }
+
+    /// Lowers the quality search's ceiling to `quality`, the source's own (reported with the range), where the
+    /// ladder keeps the input's format (`capsAtSourceQuality`) and `quality` is below `options.quality`;
+    /// otherwise nothing changes. The plan is built once and the source read only when this can apply.
+    mutating func capQuality(atSource quality: Int, options: PrepareOptions.Checked) {
+        guard capsAtSourceQuality, case .quality(_, _, let minShortEdge) = ladder, quality < options.quality else { return }
+        ladder = .quality(range: options.minQuality...max(options.minQuality, quality), sourceQualityCap: quality,
+                          minShortEdge: minShortEdge)
     }
 }
 

@@ -1,0 +1,62 @@
+/// `FittingLadder.lossless`: for each size, cheapest loss first:
+///   1. the lossless encoder at each effort (the default zlib level, then the strongest settings: "zlib 9");
+///   2. where a format change is allowed and the image has no meaningful alpha (every pixel opaque at
+///      this size), the changed format searched over its quality range: "PNG → JPEG";
+///   3. otherwise a smaller size, by about sqrt(limit / bytes) of the smallest encode at this size.
+/// A smaller size starts where the larger one ended (the strongest effort, or the changed format once
+/// chosen), since what did not fit larger will not fit smaller at a weaker setting.
+struct LosslessLadder: LadderRunner {
+    var sizes: StillSizes
+    let encoder: any ImageEncoder
+    private(set) var efforts: [Int]
+    let strongest: Int
+    let quality: Int
+    let progressive: Bool
+    let metadata: MetadataOutcome
+    let formatChange: FormatChange?
+    let changedEncoder: (any ImageEncoder)?
+    /// The first effort: a fit there is no adjustment.
+    let defaultEffort: Int?
+    private var changesFormat = false
+
+    init(sizes: StillSizes, encoder: any ImageEncoder, efforts: [Int], strongest: Int, quality: Int, progressive: Bool,
+         metadata: MetadataOutcome, formatChange: FormatChange?, changedEncoder: (any ImageEncoder)?) {
+        (self.sizes, self.encoder, self.efforts, self.strongest) = (sizes, encoder, efforts, strongest)
+        (self.quality, self.progressive, self.metadata) = (quality, progressive, metadata)
+        (self.formatChange, self.changedEncoder) = (formatChange, changedEncoder)
+        defaultEffort = efforts.first
+    }
+
+    var warnings: [String] { sizes.warnings }
+
+    mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
+        let oriented = try sizes.render()
+        defer { sizes.release(oriented) }
+        if !changesFormat {
+            for effort in efforts {
+                try checkpoint()
+                let bytes = try encoder.encode(oriented, settings: EncodeSettings(quality: quality, progressive: false, effort: effort),
+                                               metadata: metadata.kept)
+                sizes.smallestAtSize = min(sizes.smallestAtSize, bytes.count)
+                if log.record(size: oriented.size, format: encoder.format, quality: nil, note: "zlib \(effort)", bytes: bytes.count) {
+                    let effortNote = effort == defaultEffort ? [] : ["zlib \(effort)"]
+                    return FittingDriver.Fit(bytes: bytes, format: encoder.format, size: oriented.size, quality: nil,
+                                             metadata: metadata, adjustments: effortNote + sizes.adjustments)
+                }
+            }
+            efforts = [strongest]
+            changesFormat = formatChange != nil && !oriented.hasTransparency
+        }
+        guard changesFormat, let formatChange, let changedEncoder else { return nil }
+        let note = "\(encoder.format.displayName) → \(formatChange.format.displayName)"
+        let search = try log.searchQuality(oriented, encoder: changedEncoder, range: formatChange.range,
+                                           progressive: progressive, metadata: formatChange.metadata.kept,
+                                           note: note, checkpoint: checkpoint)
+        sizes.smallestAtSize = search.smallestBytes
+        guard let best = search.best else { return nil }
+        return FittingDriver.Fit(bytes: best.encoded, format: formatChange.format, size: oriented.size,
+                                 quality: best.quality, metadata: formatChange.metadata, adjustments: [note] + sizes.adjustments)
+    }
+
+    mutating func advance(limit: Int) -> Bool { sizes.shrink(limit: limit) }
+}

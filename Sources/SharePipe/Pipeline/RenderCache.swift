@@ -1,0 +1,21 @@
+/// The `cpuFirst` strategy's memory: one decoded, resized bitmap (stored orientation) reused for every
+/// smaller size the fitting search or a later service asks for, instead of decoding the source again.
+final class RenderCache: @unchecked Sendable {
+    private let lock = Mutex()
+    private var bitmap: Bitmap?
+
+    /// The kept bitmap if it is at least `size` on both edges.
+    func bitmap(covering size: PixelSize) -> Bitmap? {
+        lock.locked {
+            guard let bitmap, bitmap.width >= size.width, bitmap.height >= size.height else { return nil }
+            return bitmap
+        }
+    }
+
+    /// Keeps `candidate` if it is larger than what is kept.
+    func keep(_ candidate: Bitmap) {
+        lock.locked {
+            if bitmap == nil || candidate.size.area > bitmap!.size.area { bitmap = candidate }
+        }
+    }
+}
