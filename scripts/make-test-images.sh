@@ -46,7 +46,9 @@ if [[ ! -f "$ROOT/Package.swift" ]]; then
   echo "run from the repository root" >&2
   exit 2
 fi
-OUT_ROOT="$ROOT/TestImages"
+# OUT_ROOT (set by scripts/make-test-images when it regenerates into a scratch copy) moves the outputs;
+# the helper programs are still read from this repository.
+OUT_ROOT="${OUT_ROOT:-$ROOT/TestImages}"
 # Deliberately broken inputs (truncated, bad headers) for error tests: the demo expects these to fail.
 ROOT_BROKEN="$OUT_ROOT/broken"
 
