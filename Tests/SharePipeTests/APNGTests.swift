@@ -106,7 +106,7 @@ import Testing
     /// ffmpeg's APNG decoder as an outside witness: every composited frame equals its output.
     @Test(arguments: ["dispose-blend.png", "hidden-default.png", "palette.png", "exif-gps-orient6.png"])
     func framesMatchFFmpeg(name: String) throws {
-        try #require(Tool.available("ffmpeg"), "ffmpeg is needed as a witness")
+        try Witness.require("ffmpeg")
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let raw = directory + "/frames.rgba"

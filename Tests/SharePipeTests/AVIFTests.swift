@@ -10,7 +10,7 @@ import Testing
     static let fixtures: String = {
         let directory = NSTemporaryDirectory() + "sharepipe-avif-fixtures-\(getpid())-v2"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let convert = "/usr/bin/convert"
+        let convert = Witness.convert
         func run(_ tool: String, _ arguments: [String]) {
             let output = try? Tool.run(tool, arguments)
             if output?.status != 0 { print("fixture: \(tool) \(arguments) failed: \(output?.stderr ?? "not run")") }
@@ -40,6 +40,7 @@ import Testing
     static func path(_ name: String) -> String { fixtures + "/" + name }
 
     static func bytes(_ name: String) throws -> [UInt8] {
+        try Witness.require(Witness.convert, "avifenc")
         let bytes = try Fixtures.bytes(path(name))
         try #require(!bytes.isEmpty, "\(name) was not made (is avifenc installed? scripts/install-deps)")
         return bytes

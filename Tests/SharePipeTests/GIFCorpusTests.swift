@@ -5,7 +5,7 @@ import Testing
 /// Runs the real-world animated GIFs of the shared corpus (../shared/corpus/gif-animated, listed in its
 /// MANIFEST.tsv) through the CLI and checks every file keeps its frame count, delays and loop count, and shows
 /// the same pictures. Runs only where the corpus exists; the files are never copied into the repository.
-@Suite("GIF corpus", .enabled(if: GIFCorpus.available))
+@Suite("GIF corpus", .enabled(if: GIFCorpus.available, "needs ../shared/corpus/MANIFEST.tsv"))
 struct GIFCorpusTests {
     @Test("every corpus animation keeps frames, delays, loop count and pictures (CLI, default options)")
     func corpusThroughCLI() throws {
@@ -27,7 +27,8 @@ struct GIFCorpusTests {
                 let difference = PictureDifference(a, b)
                 #expect(difference.meanColorError == 0 && difference.alphaMismatch == 0, "\(name) frame \(index): \(difference)")
             }
-            if GIFWitness.available {
+            try GIFWitness.require()
+            do {
                 // gifsicle reports the last of several loop extensions; SharePipe keeps the first.
                 let witness = try GIFWitness.gifsicleInfo(written)
                 #expect(witness.frames == source.frames.count, "\(name): gifsicle frame count")

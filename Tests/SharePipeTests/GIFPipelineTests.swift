@@ -27,7 +27,8 @@ struct GIFPipelineTests {
             let difference = PictureDifference(a, b)
             #expect(difference.meanColorError == 0 && difference.alphaMismatch == 0, "frame \(index): \(difference)")
         }
-        if GIFWitness.available {
+        try GIFWitness.require()
+        do {
             let witness = try GIFWitness.gifsicleInfo(path)
             #expect(witness.frames == source.frames.count)
             let expectedLoop = source.container.loopCount.map { $0 == 0 ? "forever" : String($0) } ?? "none"
@@ -42,7 +43,7 @@ struct GIFPipelineTests {
         defer { Fixtures.cleanUp(FileIO.parentDirectory(of: path)) }
         let output = try DecodedGIF(result.bytes)
         #expect(output.disposals == [1, 0, 2, 3, 1, 0])
-        try #require(GIFWitness.available)
+        try GIFWitness.require()
         #expect(try GIFWitness.delaysAndDisposals(path).map(\.disposal)
                 == ["None", "Undefined", "Background", "Previous", "None", "Undefined"])
         let theirs = try GIFWitness.coalesced(path, size: output.size)
@@ -63,7 +64,8 @@ struct GIFPipelineTests {
         let (result, path) = try GIFFixtures.prepare("delays-loop0.gif")
         defer { Fixtures.cleanUp(FileIO.parentDirectory(of: path)) }
         #expect(try DecodedGIF(result.bytes).delays == [0, 1, 2, 10, 50])
-        if GIFWitness.available {
+        try GIFWitness.require()
+        do {
             #expect(try GIFWitness.delaysAndDisposals(path).map(\.delay) == [0, 1, 2, 10, 50])
         }
     }
@@ -122,7 +124,8 @@ struct GIFPipelineTests {
             #expect(difference.alphaMismatch == 0, "frame \(index): \(difference)")
             #expect(difference.meanColorError < 3, "frame \(index): \(difference)")
         }
-        if GIFWitness.available {
+        try GIFWitness.require()
+        do {
             let theirs = try GIFWitness.coalesced(path, size: target)
             let scaledSource = try GIFWitness.coalesced(GIFFixtures.path("large-1600x1200.gif"),
                                                         size: PixelSize(width: 1600, height: 1200), resizeTo: target)
@@ -156,7 +159,7 @@ struct GIFPipelineTests {
     func interlacedStays() throws {
         let (_, path) = try GIFFixtures.prepare("interlaced.gif")
         defer { Fixtures.cleanUp(FileIO.parentDirectory(of: path)) }
-        try #require(GIFWitness.available)
+        try GIFWitness.require()
         #expect(try GIFWitness.gifsicleInfo(path).interlacedFrames == 3)
     }
 

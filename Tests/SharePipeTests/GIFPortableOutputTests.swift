@@ -64,13 +64,15 @@ struct GIFPortableOutputTests {
             let path = directory + "/out.gif"
             try Fixtures.write(result.bytes, to: path)
             // ImageMagick's -coalesce starts from the background colour: the corner must still be transparent.
-            if GIFWitness.available {
+            try GIFWitness.require()
+            do {
                 let coalesced = try GIFWitness.coalesced(path, size: screen)
                 #expect(coalesced.count == 3)
                 #expect(coalesced.first.map { LenientInputTests.rgba($0, width: screen.width, 0, 0)[3] } == 0, "\(label)")
             }
             // ffmpeg fills what frame 0 leaves uncovered with opaque colour: nothing may be left uncovered.
-            if Tool.available("ffmpeg") {
+            try Witness.require("ffmpeg")
+            do {
                 let frame = try Self.ffmpegFirstFrame(path)
                 let pixels = Array(frame.prefix(screen.area * 4))
                 #expect(pixels.count == screen.area * 4, "\(label)")

@@ -59,7 +59,8 @@ import Testing
                     && !result.keptMetadata.contains(.iptc) && !result.keptMetadata.contains(.other), "\(route)")
             #expect(result.removedMetadata.isSuperset(of: [.xmp, .other]), "\(route)")
         }
-        if Tool.available("exiftool") {
+        try Witness.require("exiftool")
+        do {
             let directory = Fixtures.temporaryDirectory()
             defer { Fixtures.cleanUp(directory) }
             let path = directory + "/out." + route.format.fileExtension

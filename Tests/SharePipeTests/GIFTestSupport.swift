@@ -75,12 +75,12 @@ struct PictureDifference: CustomStringConvertible {
 /// Outside witnesses: gifsicle and ImageMagick (always /usr/bin/convert and /usr/bin/identify: the first
 /// `convert` on PATH may be a stand-in that is not ImageMagick).
 enum GIFWitness {
-    static let convert = "/usr/bin/convert"
-    static let identify = "/usr/bin/identify"
+    static let convert = Witness.convert
+    static let identify = Witness.identify
 
-    static var available: Bool {
-        FileManager.default.isExecutableFile(atPath: convert) && FileManager.default.isExecutableFile(atPath: identify)
-            && Tool.available("gifsicle")
+    /// Fails the calling test when ImageMagick or gifsicle is missing (scripts/install-deps installs them).
+    static func require(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try Witness.require(convert, identify, "gifsicle", sourceLocation: sourceLocation)
     }
 
     /// What `gifsicle --info` says: frame count and loop ("forever", a count, or "none").

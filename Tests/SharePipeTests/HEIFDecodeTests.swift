@@ -71,7 +71,7 @@ import Testing
     /// SharePipe's row conversion agrees with libheif's own YCbCr → RGB (heif-convert) on every pixel.
     @Test(arguments: ["gps-irot.heic", "mirror.heic", "mirror-rotate.heic", "corners-444.heic", "corners.avif", "p3-nclx.heic", "ten-bit.heic"])
     func conversionMatchesLibheif(file: String) throws {
-        guard Tool.available("heif-convert") else { return }
+        try Witness.require("heif-convert")
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let png = directory + "/reference.png"
@@ -123,7 +123,7 @@ import Testing
     /// profile (the one scripts/make-test-images.sh synthesises into jpeg/icc-p3.jpg), and the colours agree
     /// with the P3 → sRGB matrix computed here.
     @Test func nclxBecomesAnEquivalentICCProfile() throws {
-        guard Tool.available("convert") else { return }
+        try Witness.require(Witness.convert)
         let probe = try HEIFDecoding.probe(.file(path: Fixtures.path("heif/p3-nclx.heic")), limits: ImageLimits())
         let nclx = try #require(probe.nclx)
         #expect(nclx.color_primaries == 12 && nclx.transfer_characteristics == 13)
@@ -149,7 +149,7 @@ import Testing
             let png = try PNGEncoder().encode(bitmap, settings: EncodeSettings(quality: 90, progressive: false),
                                               metadata: [.icc(profile)])
             try Fixtures.write(png, to: directory + "/\(name).png")
-            let run = try Tool.run("convert", [directory + "/\(name).png", "-profile", directory + "/srgb.icc",
+            let run = try Tool.run(Witness.convert, [directory + "/\(name).png", "-profile", directory + "/srgb.icc",
                                                "-strip", "PNG24:" + directory + "/\(name)-srgb.png"])
             #expect(run.status == 0, "\(run.stderr)")
             return try Decode.bitmap(try Fixtures.bytes(directory + "/\(name)-srgb.png"))

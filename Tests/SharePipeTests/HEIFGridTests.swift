@@ -58,7 +58,7 @@ import Testing
     /// range (grid-709-limited.heic: BT.709, limited), as HEIFRowConverter does here.
     @Test(arguments: files)
     func fullSizeMatchesLibheifRGBExactly(file: String) throws {
-        guard Tool.available("heif-convert") else { return }
+        try Witness.require("heif-convert")
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let png = directory + "/reference.png"

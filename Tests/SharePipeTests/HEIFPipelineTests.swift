@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func heicBecomesAJPEGWithIrotAppliedOnceAndNoGPS() throws {
-        try #require(Tool.available("exiftool"), "exiftool is installed by scripts/test")
+        try Witness.require("exiftool")
         let result = try Self.prepare("gps-irot.heic")
         #expect(result.format == .jpeg && result.inputFormat == .heif)
         #expect(result.size == PixelSize(width: 600, height: 400))
@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func stripGPSKeepsCameraExifWithOrientationOne() throws {
-        try #require(Tool.available("exiftool"))
+        try Witness.require("exiftool")
         let result = try Self.prepare("gps-irot.heic") { $0.strip = .gps }
         let listing = try Self.exiftool(result.bytes, ["-Make", "-GPS:all", "-XMP:all", "-Orientation#"])
         #expect(listing.contains("SharePipeCam"), "\(listing)")
@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func stripNoneKeepsExifAndXMPWithOrientationReset() throws {
-        try #require(Tool.available("exiftool"))
+        try Witness.require("exiftool")
         let result = try Self.prepare("gps-irot.heic") { $0.strip = .none }
         let listing = try Self.exiftool(result.bytes, ["-GPSLatitude", "-XMP-photoshop:City", "-Orientation#"])
         #expect(listing.contains("GPSLatitude") && listing.contains("Berlin"), "\(listing)")
@@ -100,7 +100,7 @@ import Testing
         let info = try Decode.info(result.bytes)
         #expect(info.metadataKinds.contains(.icc))
         #expect(result.keptMetadata.contains(.icc))
-        guard Tool.available("exiftool") else { return }
+        try Witness.require("exiftool")
         let listing = try Self.exiftool(result.bytes, ["-ICC_Profile:ProfileDescription", "-ICC_Profile:ColorSpaceData",
                                                        "-ICC_Profile:ProfileDateTime"])
         #expect(listing.contains("SharePipe nclx 12/13"), "\(listing)")

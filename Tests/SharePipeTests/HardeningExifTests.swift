@@ -331,7 +331,8 @@ extension Array where Element == UInt8 {
         #expect(!result.bytes.contains(bytes: Array("52.5200".utf8)))
         #expect(!result.bytes.contains(bytes: Array("GPSLatitude".utf8)))
         #expect(!result.bytes.contains(bytes: Array("UNCROPPED".utf8)))
-        if Tool.available("exiftool") {
+        try Witness.require("exiftool")
+        do {
             let directory = Fixtures.temporaryDirectory()
             defer { Fixtures.cleanUp(directory) }
             try Fixtures.write(result.bytes, to: directory + "/out.jpg")

@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func stripAllVerifiedByExiftool() throws {
-        try #require(Tool.available("exiftool"), "exiftool is installed by scripts/test")
+        try Witness.require("exiftool")
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         for name in ["gps-thumb.jpg", "gps-orient6.jpg", "large-4000x3000.jpg"] {
@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func stripGPSKeepsCameraButNotLocationOrThumbnail() throws {
-        try #require(Tool.available("exiftool"))
+        try Witness.require("exiftool")
         var options = PrepareOptions()
         options.strip = .gps
         let result = try SharePipe.prepare(.file(path: Fixtures.path("jpeg/gps-orient6.jpg")), options: options)

@@ -11,7 +11,7 @@ import Testing
     }
 
     @Test func theBinaryDoesNotLinkTheLazyLibraries() throws {
-        guard Tool.available("objdump") else { return }
+        try Witness.require("objdump")
         let run = try Tool.run("objdump", ["-p", Tool.sharepipe])
         #expect(run.status == 0, "\(run.stderr)")
         let needed = run.stdout.split(separator: "\n").filter { $0.contains("NEEDED") }.map { String($0) }

@@ -78,7 +78,8 @@ struct LenientInputTests {
         #expect(Self.rgba(output.pictures[0], width: 40, 20, 15) == [255, 0, 0, 255])
         #expect(Self.rgba(output.pictures[1], width: 40, 20, 15) == [0, 255, 0, 255])
         // gifsicle, as an outside witness, reads the output whole.
-        if GIFWitness.available {
+        try GIFWitness.require()
+        do {
             let directory = Fixtures.temporaryDirectory()
             defer { Fixtures.cleanUp(directory) }
             try Fixtures.write(result.bytes, to: directory + "/out.gif")
@@ -160,7 +161,8 @@ struct LenientInputTests {
         #expect(bitmap.rgb(1070, 1070) == [0, 0, 255])
         #expect(bitmap.rgb(10, 1070) == [128, 128, 128])
         // exiftool, as an outside witness, reads the profile in the output.
-        if Tool.available("exiftool") {
+        try Witness.require("exiftool")
+        do {
             let directory = Fixtures.temporaryDirectory()
             defer { Fixtures.cleanUp(directory) }
             try Fixtures.write(result.bytes, to: directory + "/out.png")

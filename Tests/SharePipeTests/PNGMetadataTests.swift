@@ -48,7 +48,9 @@ struct PNGMetadataTests {
         #expect(result.removedMetadata == [.gps, .time])
         #expect(result.keptMetadata == [.exif, .text])
 
-        if Tool.available("exiftool") {
+        try Witness.require("exiftool")
+
+        do {
             let path = Fixtures.temporaryDirectory() + "/gps.png"
             defer { Fixtures.cleanUp(FileIO.parentDirectory(of: path)) }
             try Fixtures.write(result.bytes, to: path)

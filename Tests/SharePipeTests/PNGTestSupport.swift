@@ -65,10 +65,4 @@ enum PNGFixtures {
 
     /// Centres of the four quadrants of the 61×47 colour-type pictures: TL, TR, BL, BR.
     static let quadrantCentres = [(15, 12), (45, 12), (15, 35), (45, 35)]
-
-    /// Whether ImageMagick 6 is at /usr/bin/convert (the `convert` first on PATH may be a stand-in).
-    static let hasImageMagick: Bool = {
-        guard let output = try? Tool.run("/usr/bin/convert", ["-version"]) else { return false }
-        return output.stdout.contains("ImageMagick")
-    }()
 }

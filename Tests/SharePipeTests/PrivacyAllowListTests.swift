@@ -91,7 +91,8 @@ struct PrivacyAllowListTests {
     func jpegLosslessTurn(mode: StripMode) throws {
         let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
         try expectNothingUnparsedSurvives(input, route: Route(name: "lossless turn", method: .losslessTurn, format: .jpeg), mode: mode)
-        guard mode == .gps, Tool.available("exiftool") else { return }
+        guard mode == .gps else { return }
+        try Witness.require("exiftool")
         let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .gps))
         let witness = try exiftool(result.bytes, ["-a", "-G1", "-s", "-GPS:all", "-Make", "-JUMBF:all", "-APP11:all"])
         #expect(!witness.contains("GPS") && !witness.contains("JUMBF"), "\(witness)")
@@ -253,7 +254,7 @@ struct PrivacyAllowListTests {
         let result = try SharePipe.prepare(.bytes(jpeg), options: PrepareOptions(strip: .gps))
         #expect(result.keptMetadata.contains(.exif) && !result.removedMetadata.contains(.exif), "\(result.removedMetadata)")
         #expect(result.removedMetadata.contains(.gps))
-        guard Tool.available("exiftool") else { return }
+        try Witness.require("exiftool")
         let witness = try exiftool(result.bytes, ["-a", "-G1", "-s", "-GPS:all", "-Make", "-Model", "-DateTimeOriginal"])
         #expect(!witness.contains("GPS"), "\(witness)")
         #expect(witness.contains("SharePipeCam") && witness.contains("TestModel") && witness.contains("DateTimeOriginal"), "\(witness)")

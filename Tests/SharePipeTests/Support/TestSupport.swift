@@ -49,7 +49,10 @@ enum Fixtures {
 enum Tool {
     struct Output { var status: Int32; var stdout: String; var stderr: String }
 
+    /// Runs `executable` (a name on PATH or a path). A missing one throws `Witness.Missing` naming it, so a check
+    /// on a witness's output (say, "exiftool lists no GPS") cannot pass on the empty output of a tool not there.
     static func run(_ executable: String, _ arguments: [String]) throws -> Output {
+        guard Witness.path(executable) != nil else { throw Witness.Missing(tool: executable) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [executable] + arguments
@@ -64,10 +67,8 @@ enum Tool {
                       stderr: String(decoding: errData, as: UTF8.self))
     }
 
-    /// Whether a tool is on PATH.
-    static func available(_ executable: String) -> Bool {
-        (try? run("which", [executable]).status) == 0
-    }
+    /// Whether a tool is on PATH (for tools that are not witnesses; a witness is required with `Witness.require`).
+    static func available(_ executable: String) -> Bool { Witness.path(executable) != nil }
 
     /// The path of the built `sharepipe` executable next to the test bundle.
     static var sharepipe: String {
