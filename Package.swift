@@ -3,6 +3,10 @@ import PackageDescription
 
 let package = Package(
     name: "SharePipe",
+    // Built and tested on Linux (Debian 12) only. macOS 13 is the floor the code would need there
+    // (ContinuousClock in the posting service), but nothing checks that it builds on macOS, and the shim's
+    // lazy loader opens Linux SONAMEs (libheif.so.1, libwebp.so.7, …), so HEIF, WebP and CMYK would be
+    // unavailable there as it stands.
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "SharePipe", targets: ["SharePipe"]),

@@ -58,6 +58,8 @@ import Testing
     }
 
     @Test func everySavedCrasherNowPassesTheHarnessChecks() throws {
+        // No crasher found (the folder moved, emptied, or the root is wrong) would replay nothing and pass.
+        try #require(!Self.crashers.isEmpty, "no saved crashers under \(Fixtures.root)/Fuzz/crashers")
         for name in Self.crashers {
             Self.replay(try Fixtures.bytes(Fixtures.root + "/Fuzz/crashers/" + name), name: name)
         }

@@ -77,14 +77,15 @@ public struct Batch: Sendable {
     public func run(_ inputs: BatchInputs, report: (BatchReport) -> Void) -> BatchWalkSummary {
         let items = BlockingQueue<BatchItem>(capacity: 2 * jobs)
         let reports = BlockingQueue<[BatchReport]>(capacity: 2 * jobs)
-        let summary = LockedBox(BatchWalkSummary())
+        let summary = Locked(BatchWalkSummary())   // set on the walk's thread, read after it ends
         let group = DispatchGroup()
         let threads = DispatchQueue(label: "sharepipe.batch", attributes: .concurrent)
         let walk = BatchWalk(outputDirectory: outputDirectory, recursive: recursive, shard: shard)
         threads.async(group: group) {
-            summary.value = walk.walk(inputs, emit: items.push) { path in
+            let walked = walk.walk(inputs, emit: items.push) { path in
                 reports.push([BatchReport(input: path, error: .unreadable(file: path, reason: "no such file or directory"))])
             }
+            summary.withLock { $0 = walked }
             items.close()
         }
         for _ in 0..<jobs {
@@ -96,7 +97,7 @@ public struct Batch: Sendable {
         while let done = reports.pop() {
             for each in done { report(each) }
         }
-        return summary.value
+        return summary.withLock { $0 }
     }
 
     /// Where an item's output for `target` goes, in `format`.

@@ -5,18 +5,22 @@ import Dispatch
 /// workers and writer talk through two of these, so the number of files in flight never depends on the
 /// number of files in the batch.
 final class BlockingQueue<Element>: @unchecked Sendable {
-    private let lock = Mutex()
     /// Free places (push waits on it) and queued elements (pop waits on it).
     private let places: DispatchSemaphore
     private let queued = DispatchSemaphore(value: 0)
-    private var elements: [Element?]
-    private var head = 0
-    private var count = 0
-    private var closed = false
+    private let ring: Locked<Ring>
+
+    /// The elements in a ring of `capacity` places: `count` of them from `head` on.
+    private struct Ring {
+        var elements: [Element?]
+        var head = 0
+        var count = 0
+        var closed = false
+    }
 
     init(capacity: Int) {
         precondition(capacity > 0)
-        elements = Array(repeating: nil, count: capacity)
+        ring = Locked(Ring(elements: Array(repeating: nil, count: capacity)))
         // Made at zero and raised, not made at `capacity`: libdispatch traps when a semaphore is freed below
         // its initial value, which a queue abandoned with elements in it would be.
         places = DispatchSemaphore(value: 0)
@@ -26,10 +30,10 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     /// Adds `element`, waiting for a free place. Call only before `close`.
     func push(_ element: Element) {
         places.wait()
-        lock.locked {
-            precondition(!closed, "push after close")
-            elements[(head + count) % elements.count] = element
-            count += 1
+        ring.withLock { ring in
+            precondition(!ring.closed, "push after close")
+            ring.elements[(ring.head + ring.count) % ring.elements.count] = element
+            ring.count += 1
         }
         queued.signal()
     }
@@ -37,12 +41,12 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     /// The oldest element, waiting for one; nil when the queue is closed and empty.
     func pop() -> Element? {
         queued.wait()
-        let element: Element? = lock.locked {
-            guard count > 0 else { return nil }   // closed and drained
-            let element = elements[head]
-            elements[head] = nil
-            head = (head + 1) % elements.count
-            count -= 1
+        let element: Element? = ring.withLock { ring in
+            guard ring.count > 0 else { return nil }   // closed and drained
+            let element = ring.elements[ring.head]
+            ring.elements[ring.head] = nil
+            ring.head = (ring.head + 1) % ring.elements.count
+            ring.count -= 1
             return element
         }
         if element == nil {
@@ -55,18 +59,7 @@ final class BlockingQueue<Element>: @unchecked Sendable {
 
     /// No more elements will come: waiting `pop`s return what is left, then nil.
     func close() {
-        lock.locked { closed = true }
+        ring.withLock { $0.closed = true }
         queued.signal()
-    }
-}
-
-/// A value set on one thread and read on another after a `DispatchGroup` wait.
-final class LockedBox<Value>: @unchecked Sendable {
-    private let lock = Mutex()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value {
-        get { lock.locked { stored } }
-        set { lock.locked { stored = newValue } }
     }
 }

@@ -166,10 +166,9 @@ private func closeDescriptor(_ descriptor: Int32) { _ = close(descriptor) }
 /// (`SharePipe.removeTemporaryOutputs()`).
 final class TemporaryFiles: @unchecked Sendable {
     static let shared = TemporaryFiles()
-    private let lock = Mutex()
-    private var paths = Set<String>()
-    /// Set by `removeAll`: the process is exiting and no new temporary output may appear.
-    private var closed = false
+    /// The paths in flight, and `closed`, set by `removeAll`: the process is exiting and no new temporary
+    /// output may appear.
+    private let state = Locked((paths: Set<String>(), closed: false))
 
     private init() {}
 
@@ -178,28 +177,28 @@ final class TemporaryFiles: @unchecked Sendable {
     /// thread cannot create a temporary file just after the signal handler cleaned up and before the
     /// process exits.
     func create(_ path: String, for output: String) throws -> UnsafeMutablePointer<FILE> {
-        try lock.locked {
-            if closed { throw SharePipeError.cancelled(file: output) }
+        try state.withLock { state in
+            if state.closed { throw SharePipeError.cancelled(file: output) }
             guard let handle = fopen(path, "wbx") else {
                 let reason = FileIO.errnoText()
                 throw SharePipeError.unwritable(file: output, reason: "cannot create a file in \(FileIO.parentDirectory(of: output)): \(reason)")
             }
-            paths.insert(path)
+            state.paths.insert(path)
             return handle
         }
     }
 
-    func register(_ path: String) { lock.locked { _ = paths.insert(path) } }
+    func register(_ path: String) { state.withLock { _ = $0.paths.insert(path) } }
 
-    func unregister(_ path: String) { lock.locked { _ = paths.remove(path) } }
+    func unregister(_ path: String) { state.withLock { _ = $0.paths.remove(path) } }
 
     /// Removes every temporary file still in flight and refuses new temporary outputs from then on
     /// (called from the signal handler path, before exit).
     func removeAll() {
-        lock.locked {
-            closed = true
-            for path in paths { unlink(path) }
-            paths.removeAll()
+        state.withLock { state in
+            state.closed = true
+            for path in state.paths { unlink(path) }
+            state.paths.removeAll()
         }
     }
 }

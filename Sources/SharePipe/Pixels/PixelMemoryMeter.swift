@@ -1,27 +1,25 @@
 /// The pipeline's own accounting of pixel memory: every row buffer, resampler window and bitmap is
 /// counted when allocated and uncounted when released, and the peak is reported with each result.
 final class PixelMemoryMeter: @unchecked Sendable {
-    private let lock = Mutex()
-    private var current = 0
-    private var highWater = 0
+    private let counts = Locked((current: 0, highWater: 0))
 
     init() {}
 
     /// Bytes currently counted.
-    var currentBytes: Int { lock.locked { current } }
+    var currentBytes: Int { counts.withLock { $0.current } }
     /// Highest count seen.
-    var peakBytes: Int { lock.locked { highWater } }
+    var peakBytes: Int { counts.withLock { $0.highWater } }
 
     /// Counts an allocation of `bytes`.
     func allocate(_ bytes: Int) {
-        lock.locked {
-            current += bytes
-            highWater = max(highWater, current)
+        counts.withLock {
+            $0.current += bytes
+            $0.highWater = max($0.highWater, $0.current)
         }
     }
 
     /// Uncounts a release of `bytes`.
-    func release(_ bytes: Int) { lock.locked { current -= bytes } }
+    func release(_ bytes: Int) { counts.withLock { $0.current -= bytes } }
 
     /// Counts `bytes` for the duration of `body`.
     func holding<T>(_ bytes: Int, _ body: () throws -> T) rethrows -> T {

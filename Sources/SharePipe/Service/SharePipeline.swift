@@ -436,8 +436,7 @@ struct JobHooks: Sendable {
 
 /// A flag raised from a Task cancellation handler and read on a Dispatch thread.
 final class CancellationFlag: @unchecked Sendable {
-    private let lock = Mutex()
-    private var raised = false
-    var isRaised: Bool { lock.locked { raised } }
-    func raise() { lock.locked { raised = true } }
+    private let raised = Locked(false)
+    var isRaised: Bool { raised.withLock { $0 } }
+    func raise() { raised.withLock { $0 = true } }
 }

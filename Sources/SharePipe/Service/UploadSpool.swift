@@ -15,8 +15,7 @@ enum ReceivedUpload: Sendable {
 final class SpoolFile: @unchecked Sendable {
     /// The file's path.
     let path: String
-    private let lock = Mutex()
-    private var removed = false
+    private let removed = Locked(false)
 
     private init(path: String) {
         self.path = path
@@ -37,7 +36,7 @@ final class SpoolFile: @unchecked Sendable {
 
     /// Unlinks the file (idempotent).
     func remove() {
-        let first = lock.locked { () -> Bool in
+        let first = removed.withLock { removed in
             defer { removed = true }
             return !removed
         }
