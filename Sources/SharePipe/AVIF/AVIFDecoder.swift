@@ -34,9 +34,11 @@ struct AVIFDecoder: ImageDecoder {
                 metadata.append(AVIFDecoding.tiff(exif).map { MetadataBlock.exif($0) } ?? .other(tag: "avif:Exif", data: exif))
             }
             if let xmp = try reader.payload(.xmp, length: xmpLength) { metadata.append(.xmp(xmp)) }
-            // C2PA's BMFF embedding (a top-level `uuid` box), which libavif does not report: found so the job
-            // reports the content credentials it removes.
-            metadata += try ContentCredentials.heifBoxes(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
+            // C2PA manifest stores, which libavif does not report (a top-level `uuid` box, or a `c2pa` item): found
+            // so the job reports the content credentials it removes.
+            let file = try HEIFFileBytes(source)
+            metadata += try ContentCredentials.heifBoxes(file, maxBytes: limits.maxMetadataBytes)
+            metadata += try ContentCredentials.heifItems(file, maxBytes: limits.maxMetadataBytes)
             let embedded = try reader.payload(.icc, length: header.icc_length)
             if let icc = try HEIFColorProfile.iccProfile(embedded: embedded, nclx: header.nclx, file: reader.file) {
                 metadata.append(.icc(icc))

@@ -64,6 +64,15 @@ extension HEIFGrid {
             return (type, body)
         }
 
+        /// A NUL-terminated string (UTF-8), or the rest of the cursor when no NUL follows; moves past the NUL.
+        mutating func cString() -> String {
+            let start = position
+            while position < end, bytes[position] != 0 { position += 1 }
+            let text = String(decoding: bytes[start..<position], as: UTF8.self)
+            if position < end { position += 1 }
+            return text
+        }
+
         /// Version and flags of a full box.
         mutating func fullBoxHeader() throws -> (version: Int, flags: Int) {
             let word = try u32()

@@ -53,6 +53,40 @@ enum ContentCredentials {
         type == "c2pa" || contentType == "application/c2pa"
     }
 
+    /// The items of a HEIF/AVIF file's `meta` box that hold a C2PA manifest store (`isHEIFItem`), for readers
+    /// that do not list items (libavif): a `.other(tag: heifTag)` block each, holding no bytes (the output is
+    /// always re-encoded, so only their kind is reported). Reads the `meta` box (at most `maxBytes`) and its
+    /// `iinf` entries; an entry that cannot be read ends the walk.
+    static func heifItems(_ file: HEIFFileBytes, maxBytes: Int) throws -> [MetadataBlock] {
+        guard let meta = try file.metaBody(maxBytes: maxBytes) else { return [] }
+        var blocks: [MetadataBlock] = []
+        var cursor = HEIFGrid.Cursor(meta)
+        do {
+            while cursor.left >= 8 {
+                var (type, body) = try cursor.box()
+                guard type == "iinf" else { continue }
+                let (version, _) = try body.fullBoxHeader()
+                let count = version == 0 ? try body.u16() : try body.u32()
+                for _ in 0..<count {
+                    var (entryType, entry) = try body.box()
+                    let (entryVersion, _) = try entry.fullBoxHeader()
+                    guard entryType == "infe", entryVersion >= 2 else { continue }
+                    try entry.skip(entryVersion == 2 ? 4 : 6)  // item_ID, item_protection_index
+                    let itemType = try entry.fourCC()
+                    var contentType = ""
+                    if itemType == "mime" {
+                        _ = entry.cString()  // item_name
+                        contentType = entry.cString()
+                    }
+                    if isHEIFItem(type: itemType, contentType: contentType) { blocks.append(.other(tag: heifTag, data: [])) }
+                }
+            }
+        } catch {
+            // A box that runs past its parent: the walk ends there (libavif decides whether the file is whole).
+        }
+        return blocks
+    }
+
     /// The C2PA `uuid` boxes at the top level of a HEIF/AVIF file, each as a `.other(tag: heifTag)` block
     /// holding the box's payload. Reads only box headers (positional reads; the image data is skipped) and
     /// at most `maxBoxes` of them; a payload over `maxBytes` in all is refused as metadata over the limit.
