@@ -12,7 +12,7 @@ import SharePipe
 /// the job: the whole body must arrive within `--read-timeout` (408), and a client that goes away cancels the
 /// job (Hummingbird's `consumeWithCancellationOnInboundClose`), which frees its reservation as soon as the job
 /// reaches its next checkpoint. The connection is closed after the answer (`Connection: close`): the body's
-/// watcher owns the connection's input.
+/// watcher owns the connection's input (`closeAfterAnswer`).
 struct PrepareRoute {
     let server: SharePipeServer
     let request: Request
@@ -35,12 +35,33 @@ struct PrepareRoute {
             let failure = ServerFailure(.internalServerError, "internal", "\(error)")
             routed = Routed(response: failure.response(requestID: id), service: service, failure: failure)
         }
-        // The body was not read to its end (refused early, or the watcher stopped): stop reading it, so a
-        // refused 10 GB upload is not drained, and say the connection closes.
+        // The connection ends with this answer: the body may not have been read to its end (refused early),
+        // and the watcher of the client's disconnect has consumed the connection's input.
         routed.response.headers[.connection] = "close"
-        if routed.failure != nil { context.channel.close(mode: .input, promise: nil) }
+        let body = routed.response.body
+        let channel = context.channel
+        routed.response.body = ResponseBody(contentLength: body.contentLength) { writer in
+            defer { Self.closeAfterAnswer(channel) }
+            try await body.write(writer)
+        }
         if await server.pipeline.budget.usage.reservedBytes == 0 { ProcessMemory.trim() }
         return routed
+    }
+
+    /// How long a connection may stay open after its answer was written, for the client to read it and
+    /// close (a client still sending a refused body is cut off then).
+    static let linger: TimeAmount = .seconds(2)
+
+    /// Ends the connection once the answer is written: the output is shut (FIN) after the pending writes,
+    /// then the whole channel is closed `linger` later unless the client closed it first. Reading stays on
+    /// meanwhile (a refused body is read and dropped), so the client's close is seen and nothing lingers
+    /// in CLOSE-WAIT.
+    static func closeAfterAnswer(_ channel: any Channel) {
+        let outputClosed = channel.eventLoop.makePromise(of: Void.self)
+        channel.close(mode: .output, promise: outputClosed)
+        outputClosed.futureResult.whenComplete { _ in
+            channel.eventLoop.scheduleTask(in: linger) { channel.close(promise: nil) }
+        }
     }
 
     /// The services and the options, checked against every profile before the body is read.

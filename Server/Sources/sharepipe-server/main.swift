@@ -8,6 +8,7 @@ import SharePipeServer
 
 // sharepipe-server [options]: flags over SHAREPIPE_SERVER_* variables over defaults (`--help` lists them).
 // JSON log lines on standard error; exit 0 after SIGTERM/SIGINT, 2 for a bad flag or value.
+ProcessMemory.configureAllocator()
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains("--help") || arguments.contains("-h") {
     print(ServerConfiguration.usage)

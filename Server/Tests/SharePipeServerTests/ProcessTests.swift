@@ -112,11 +112,12 @@ import Testing
 
         // A job in flight when SIGTERM arrives is finished, not cut off.
         let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
-        let services = ProfileCatalog.builtIn.profiles.prefix(4).map { "service=\($0.name)" }.joined(separator: "&")
+        // Every service, one after another in one job: long enough to be seen running.
+        let services = ProfileCatalog.builtIn.profiles.map { "service=\($0.name)" }.joined(separator: "&")
         async let inFlight = LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?\(services)", body: photo)
         #expect(await ServerHarness.eventually {
             (try? await ServerHarness.metrics(port: port))?["sharepipe_jobs_running"] == 1
-        })
+        }, "the job was not seen running")
         kill(process.processIdentifier, SIGTERM)
         let answer = try await inFlight
         #expect(answer.status == 200, "\(answer.text)")

@@ -118,11 +118,34 @@ import Testing
                 return try LoopbackHTTP.parse(socket.receiveAll())
             }
             #expect(response.status == 408 && response.errorKind == "readTimeout", "\(response.text)")
-            #expect(ContinuousClock.now - start < .seconds(10))
+            // The whole body at 10 bytes/s would take hours; the answer comes in seconds.
+            #expect(ContinuousClock.now - start < .seconds(30))
             let metrics = try await ServerHarness.metrics(port: port)
             #expect(metrics["sharepipe_rejections_total{reason=\"read_timeout\"}"] == 1)
             #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.reservedBytes == 0 })
             #expect(server.spool.fileCount() == 0)
+        }
+    }
+
+    @Test func aRefusedUploadsConnectionIsClosedSoonAfterTheAnswerEvenIfTheClientKeepsIt() async throws {
+        try await ServerHarness.withServer { server, port in
+            let start = ContinuousClock.now
+            // A 10 GB body announced, 64 KiB sent, the connection kept open: the server answers 413 without
+            // reading the body and then closes the connection itself (receiveAll returns at its close).
+            let response = try await LoopbackHTTP.onThread {
+                let socket = try LoopbackHTTP.Socket(port: port, receiveTimeout: 30)
+                defer { socket.close() }
+                try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n".utf8))
+                try socket.send([UInt8](repeating: 0xFF, count: 65536))
+                return try LoopbackHTTP.parse(socket.receiveAll())
+            }
+            #expect(response.status == 413 && response.errorKind == "bodyTooLarge", "\(response.text)")
+            #expect(response.headers["connection"] == "close")
+            #expect(ContinuousClock.now - start < .seconds(15))
+            let metrics = try await ServerHarness.metrics(port: port)
+            #expect(metrics["sharepipe_rejections_total{reason=\"body_too_large\"}"] == 1)
+            #expect(metrics["sharepipe_request_body_bytes_total"] == 0)
+            #expect(await server.pipeline.budget.usage.reservedBytes == 0)
         }
     }
 
