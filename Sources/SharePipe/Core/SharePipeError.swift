@@ -22,6 +22,10 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     case invalidOptions(InvalidOption)
     /// The job was cancelled; nothing was written.
     case cancelled(file: String)
+    /// The pipeline is too busy to take the input now: its admission queue was full, or the input waited
+    /// too long for memory (`MemoryBudget.maxWaitingRequests`, `maxWait`). Nothing was decoded; a later
+    /// try may succeed.
+    case overloaded(file: String, reason: OverloadReason)
 
     public var description: String {
         guard let file else { return reason }
@@ -33,7 +37,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self {
         case .unsupportedFormat(let file, _), .corrupt(let file, _), .tooLarge(let file, _),
              .cannotMeetLimit(let file, _, _), .unreadable(let file, _), .unwritable(let file, _),
-             .encodingFailed(let file, _), .cancelled(let file):
+             .encodingFailed(let file, _), .cancelled(let file), .overloaded(let file, _):
             return file
         case .invalidOptions:
             return nil
@@ -53,6 +57,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .encodingFailed(_, let reason): return "encoding the output failed: \(reason)"
         case .invalidOptions(let option): return "invalid options: \(option)"
         case .cancelled: return "cancelled"
+        case .overloaded(_, let reason): return reason.description
         }
     }
 
@@ -68,6 +73,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .encodingFailed: return "encodingFailed"
         case .invalidOptions: return "invalidOptions"
         case .cancelled: return "cancelled"
+        case .overloaded: return "overloaded"
         }
     }
 }

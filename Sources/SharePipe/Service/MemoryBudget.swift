@@ -16,6 +16,8 @@ public enum OversizedJobPolicy: String, Sendable, Codable, CaseIterable {
 /// - `maxConcurrentJobs` caps the reservations that hold a job slot (CPU work); reservations without one
 ///   (receiving an upload) count only bytes.
 /// - A waiter whose task is cancelled leaves the queue and throws `CancellationError`.
+/// - The queue is bounded: past `maxWaitingRequests` waiters, or after waiting `maxWait`, a request is turned
+///   away with `SharePipeError.overloaded` (a server answers 503 and asks the client to retry later).
 ///
 /// ```swift
 /// let budget = MemoryBudget(capacity: 512 << 20)
@@ -28,6 +30,11 @@ public actor MemoryBudget {
     public nonisolated let maxConcurrentJobs: Int
     /// What happens to a request larger than `capacity`.
     public nonisolated let oversizedJobs: OversizedJobPolicy
+    /// Requests that may wait in the queue at once; one more is refused with `overloaded(.queueFull)`.
+    public nonisolated let maxWaitingRequests: Int
+    /// How long a request may wait in the queue before it is refused with `overloaded(.waitTimedOut)`;
+    /// nil waits as long as it takes.
+    public nonisolated let maxWait: Duration?
 
     /// A granted reservation: give it back with `release(_:)`.
     public struct Reservation: Sendable, Hashable {
@@ -55,7 +62,10 @@ public actor MemoryBudget {
 
     private struct Waiter {
         let reservation: Reservation
+        let name: String
         let continuation: CheckedContinuation<Reservation, any Error>
+        /// Refuses the waiter when `maxWait` has passed; cancelled when it leaves the queue.
+        var timer: Task<Void, Never>?
     }
 
     private var reservedBytes = 0
@@ -71,12 +81,19 @@ public actor MemoryBudget {
     ///   - capacity: bytes that may be reserved at once (at least 1).
     ///   - maxConcurrentJobs: job slots (at least 1); `Int.max` means memory alone decides.
     ///   - oversizedJobs: what to do with a request larger than `capacity`.
-    public init(capacity: Int, maxConcurrentJobs: Int = .max, oversizedJobs: OversizedJobPolicy = .runAlone) {
+    ///   - maxWaitingRequests: requests that may wait at once (0: none may wait; default: no bound).
+    ///   - maxWait: how long a request may wait (nil: no limit; otherwise positive).
+    public init(capacity: Int, maxConcurrentJobs: Int = .max, oversizedJobs: OversizedJobPolicy = .runAlone,
+                maxWaitingRequests: Int = .max, maxWait: Duration? = nil) {
         precondition(capacity >= 1, "a memory budget needs a positive capacity")
         precondition(maxConcurrentJobs >= 1, "a memory budget needs at least one job slot")
+        precondition(maxWaitingRequests >= 0, "a memory budget's queue bound cannot be negative")
+        precondition(maxWait.map { $0 > .zero } ?? true, "a memory budget's wait limit must be positive")
         self.capacity = capacity
         self.maxConcurrentJobs = maxConcurrentJobs
         self.oversizedJobs = oversizedJobs
+        self.maxWaitingRequests = maxWaitingRequests
+        self.maxWait = maxWait
     }
 
     /// The current state.
@@ -88,7 +105,8 @@ public actor MemoryBudget {
     /// Reserves `bytes`, waiting in line until they fit.
     ///
     /// - Throws: `CancellationError` when the task is cancelled while waiting; `SharePipeError.tooLarge`
-    ///   when `bytes` exceeds the capacity and `oversizedJobs` is `.refuse`.
+    ///   when `bytes` exceeds the capacity and `oversizedJobs` is `.refuse`; `SharePipeError.overloaded`
+    ///   when it would have to wait behind `maxWaitingRequests` others, or waited `maxWait` in vain.
     public func reserve(_ bytes: Int, holdingJobSlot: Bool = true, for name: String = "<job>") async throws -> Reservation {
         try Task.checkCancellation()
         if bytes > capacity && oversizedJobs == .refuse {
@@ -99,9 +117,19 @@ public actor MemoryBudget {
             admit(reservation)
             return reservation
         }
+        if queue.count >= maxWaitingRequests {
+            throw SharePipeError.overloaded(file: name, reason: .queueFull(waiting: queue.count))
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                queue.append(Waiter(reservation: reservation, continuation: continuation))
+                var waiter = Waiter(reservation: reservation, name: name, continuation: continuation)
+                if let maxWait {
+                    waiter.timer = Task { [weak self] in
+                        guard (try? await Task.sleep(for: maxWait)) != nil else { return }
+                        await self?.expire(reservation.id, after: maxWait)
+                    }
+                }
+                queue.append(waiter)
             }
         } onCancel: {
             Task { await self.withdraw(reservation.id) }
@@ -179,6 +207,7 @@ public actor MemoryBudget {
     private func admitWaiters() {
         while let head = queue.first, fits(head.reservation, releasing: nil) {
             queue.removeFirst()
+            head.timer?.cancel()
             admit(head.reservation)
             head.continuation.resume(returning: head.reservation)
         }
@@ -189,8 +218,37 @@ public actor MemoryBudget {
     private func withdraw(_ id: UInt64) {
         guard let index = queue.firstIndex(where: { $0.reservation.id == id }) else { return }
         let waiter = queue.remove(at: index)
+        waiter.timer?.cancel()
         waiter.continuation.resume(throwing: CancellationError())
         // The head may have been the one blocking the others.
         admitWaiters()
+    }
+
+    /// Refuses a waiter that waited `maxWait` (a no-op when it was admitted or withdrawn meanwhile).
+    private func expire(_ id: UInt64, after wait: Duration) {
+        guard let index = queue.firstIndex(where: { $0.reservation.id == id }) else { return }
+        let waiter = queue.remove(at: index)
+        waiter.continuation.resume(throwing: SharePipeError.overloaded(file: waiter.name, reason: .waitTimedOut(after: wait)))
+        admitWaiters()
+    }
+}
+
+/// Why a busy `MemoryBudget` turned a request away: the payload of `SharePipeError.overloaded`.
+public enum OverloadReason: Sendable, Equatable, CustomStringConvertible {
+    /// `maxWaitingRequests` requests (`waiting`) were already waiting for memory.
+    case queueFull(waiting: Int)
+    /// The request waited `maxWait` for memory without being admitted.
+    case waitTimedOut(after: Duration)
+
+    /// "busy: 32 requests already waiting for memory", "busy: waited 30 s for memory".
+    public var description: String {
+        switch self {
+        case .queueFull(let waiting): return "busy: \(waiting) requests already waiting for memory"
+        case .waitTimedOut(let wait):
+            let (seconds, attoseconds) = wait.components
+            let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+            let text = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+            return "busy: waited \(text) for memory"
+        }
     }
 }

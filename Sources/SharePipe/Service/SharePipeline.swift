@@ -46,6 +46,12 @@ public struct SharePipeline: Sendable {
         /// Options every profile starts from (strip mode, quality, limits); the profile sets the caps and
         /// the byte limit through `ServiceProfile.options(basedOn:)`.
         public var baseOptions: PrepareOptions
+        /// Calls that may wait for memory at once; one more is refused at once with
+        /// `SharePipeError.overloaded` (`MemoryBudget.maxWaitingRequests`). Default: no bound.
+        public var maxWaitingRequests: Int
+        /// How long a call may wait for memory before it is refused with `SharePipeError.overloaded`
+        /// (`MemoryBudget.maxWait`); nil: as long as it takes (the default).
+        public var maxWait: Duration?
 
         /// - Parameters:
         ///   - memoryBudget: bytes the pipeline may hold at once.
@@ -54,9 +60,12 @@ public struct SharePipeline: Sendable {
         ///   - spoolThreshold: uploads above this many bytes go to a spool file (default 1 MiB).
         ///   - spoolDirectory: where spool files go (nil: `$TMPDIR`, else `/tmp`).
         ///   - baseOptions: options every profile starts from.
+        ///   - maxWaitingRequests: calls that may wait for memory at once (default: no bound).
+        ///   - maxWait: how long a call may wait for memory (nil: no limit).
         public init(memoryBudget: Int, maxConcurrentJobs: Int? = nil, oversizedJobs: OversizedJobPolicy = .runAlone,
                     spoolThreshold: Int = 1 << 20, spoolDirectory: String? = nil,
-                    baseOptions: PrepareOptions = PrepareOptions()) {
+                    baseOptions: PrepareOptions = PrepareOptions(), maxWaitingRequests: Int = .max,
+                    maxWait: Duration? = nil) {
             self.memoryBudget = memoryBudget
             self.maxConcurrentJobs = maxConcurrentJobs ?? max(1, ProcessInfo.processInfo.activeProcessorCount)
             self.oversizedJobs = oversizedJobs
@@ -65,6 +74,8 @@ public struct SharePipeline: Sendable {
                 $0.isEmpty ? nil : $0
             } ?? "/tmp"
             self.baseOptions = baseOptions
+            self.maxWaitingRequests = maxWaitingRequests
+            self.maxWait = maxWait
         }
     }
 
@@ -89,6 +100,13 @@ public struct SharePipeline: Sendable {
             throw SharePipeError.invalidOptions(InvalidOption("maxConcurrentJobs", expected: "at least 1",
                                                                found: "\(configuration.maxConcurrentJobs)"))
         }
+        if configuration.maxWaitingRequests < 0 {
+            throw SharePipeError.invalidOptions(InvalidOption("maxWaitingRequests", expected: "0 or more requests",
+                                                               found: "\(configuration.maxWaitingRequests)"))
+        }
+        if let maxWait = configuration.maxWait, maxWait <= .zero {
+            throw SharePipeError.invalidOptions(InvalidOption("maxWait", expected: "a positive duration", found: "\(maxWait)"))
+        }
         if configuration.spoolThreshold < 0 {
             throw SharePipeError.invalidOptions(InvalidOption("spoolThreshold", expected: "0 or more bytes",
                                                                found: "\(configuration.spoolThreshold)"))
@@ -98,7 +116,8 @@ public struct SharePipeline: Sendable {
         _ = try configuration.baseOptions.checked()
         self.configuration = configuration
         self.budget = MemoryBudget(capacity: configuration.memoryBudget, maxConcurrentJobs: configuration.maxConcurrentJobs,
-                                   oversizedJobs: configuration.oversizedJobs)
+                                   oversizedJobs: configuration.oversizedJobs,
+                                   maxWaitingRequests: configuration.maxWaitingRequests, maxWait: configuration.maxWait)
         self.logger = logger
     }
 
@@ -111,17 +130,20 @@ public struct SharePipeline: Sendable {
     ///     counted in the budget while the call runs.
     ///   - name: the input's name in logs and errors (default: the path, or "<memory>").
     ///   - profiles: the services to prepare for; one result each, in the same order.
+    ///   - adjust: changes each profile's options before they are checked (a request's own byte limit or
+    ///     quality, say); an option it makes invalid is `invalidOptions`, before the input is read.
     /// - Returns: one `ServiceResult` per profile; a profile that cannot be met (`cannotMeetLimit`) is a
     ///   failed result, not a thrown error.
     /// - Throws: `SharePipeError` for the input as a whole: `cancelled`, `unsupportedFormat`, `corrupt` or
-    ///   `tooLarge` header, `unreadable`, `invalidOptions`, or `tooLarge` against the budget under `.refuse`.
-    public func prepare(_ source: ImageSource, named name: String? = nil,
-                        for profiles: [ServiceProfile]) async throws -> [ServiceResult] {
+    ///   `tooLarge` header, `unreadable`, `invalidOptions`, `tooLarge` against the budget under `.refuse`, or
+    ///   `overloaded` when the queue is full or the wait for memory timed out.
+    public func prepare(_ source: ImageSource, named name: String? = nil, for profiles: [ServiceProfile],
+                        adjusting adjust: OptionsAdjustment? = nil) async throws -> [ServiceResult] {
         let start = ContinuousClock.now
         let name = name ?? source.displayName
         let residence: InputResidence
         if case .bytes = source { residence = .memory } else { residence = .file }
-        let plans = try plan(source, named: name, residence: residence, profiles: profiles)
+        let plans = try plan(source, named: name, residence: residence, profiles: profiles, adjust: adjust)
         let reservation = try await admit(plans, named: name)
         return try await run(source, named: name, plans: plans, holding: reservation, since: start)
     }
@@ -139,10 +161,12 @@ public struct SharePipeline: Sendable {
     ///   - chunks: the body, as an async sequence of byte chunks (`[UInt8]`, `ArraySlice<UInt8>`, …).
     ///   - name: the upload's name in logs and errors.
     ///   - profiles: the services to prepare for.
-    /// - Throws: as `prepare(_:named:for:)`; also `tooLarge` past `baseOptions.limits.maxInputBytes` and
+    ///   - adjust: changes each profile's options before they are checked, as in `prepare(_:named:for:adjusting:)`.
+    /// - Throws: as `prepare(_:named:for:adjusting:)`; also `tooLarge` past `baseOptions.limits.maxInputBytes` and
     ///   `unreadable` when the sequence throws.
     public func prepare<Chunks: AsyncSequence>(upload chunks: Chunks, named name: String = "<upload>",
-                                               for profiles: [ServiceProfile]) async throws -> [ServiceResult]
+                                               for profiles: [ServiceProfile],
+                                               adjusting adjust: OptionsAdjustment? = nil) async throws -> [ServiceResult]
     where Chunks.Element: Sequence, Chunks.Element.Element == UInt8 {
         let start = ContinuousClock.now
         let receiver = UploadReceiver(threshold: configuration.spoolThreshold, directory: configuration.spoolDirectory,
@@ -167,7 +191,8 @@ public struct SharePipeline: Sendable {
             defer { file.remove() }
             await budget.release(receiving)
             let source = ImageSource.file(path: file.path)
-            let plans = try plan(source, named: name, residence: .file, profiles: profiles, spoolPath: file.path)
+            let plans = try plan(source, named: name, residence: .file, profiles: profiles, adjust: adjust,
+                                 spoolPath: file.path)
             let reservation = try await admit(plans, named: name)
             return try await run(source, named: name, plans: plans, holding: reservation, since: start,
                                  spoolPath: file.path)
@@ -176,7 +201,7 @@ public struct SharePipeline: Sendable {
             received = .memory([])   // `bytes` is now the only reference to the upload
             let plans: [JobPlan]
             do {
-                plans = try plan(.bytes(bytes), named: name, residence: .memory, profiles: profiles)
+                plans = try plan(.bytes(bytes), named: name, residence: .memory, profiles: profiles, adjust: adjust)
             } catch {
                 await budget.release(receiving)
                 throw error   // logged by `plan`
@@ -212,7 +237,7 @@ public struct SharePipeline: Sendable {
 
     /// Probes the header (no pixels) and plans every profile's job. Logs and throws input-level failures.
     private func plan(_ source: ImageSource, named name: String, residence: InputResidence, profiles: [ServiceProfile],
-                      spoolPath: String? = nil) throws -> [JobPlan] {
+                      adjust: OptionsAdjustment?, spoolPath: String? = nil) throws -> [JobPlan] {
         do {
             if profiles.isEmpty {
                 throw SharePipeError.invalidOptions(InvalidOption("profiles", expected: "at least one profile", found: "none"))
@@ -220,7 +245,9 @@ public struct SharePipeline: Sendable {
             if Task.isCancelled { throw SharePipeError.cancelled(file: name) }
             // The options first: invalid ones are reported before the input is read.
             let options = try profiles.map { profile throws(SharePipeError) in
-                try profile.options(basedOn: configuration.baseOptions).checked()
+                var options = profile.options(basedOn: configuration.baseOptions)
+                adjust?(&options)
+                return try options.checked()
             }
             let info = try SharePipe.inspect(source, limits: configuration.baseOptions.limits)
             return zip(profiles, options).map { profile, options in
@@ -354,11 +381,13 @@ public struct SharePipeline: Sendable {
             metadata["removed_metadata"] = "\(image.removedMetadata.sorted().map(\.rawValue).joined(separator: ","))"
             logger.info("job finished", metadata: metadata)
         case .failure(let error):
-            metadata["outcome"] = error.kind == "cancelled" ? "cancelled" : "failed"
+            metadata["outcome"] = error.kind == "cancelled" ? "cancelled" : error.kind == "overloaded" ? "refused" : "failed"
             metadata["error_kind"] = "\(error.kind)"
             metadata["error"] = "\(error)"
             if error.kind == "cancelled" {
                 logger.notice("job cancelled", metadata: metadata)
+            } else if error.kind == "overloaded" {
+                logger.notice("job refused", metadata: metadata)
             } else {
                 logger.warning("job failed", metadata: metadata)
             }
@@ -388,8 +417,15 @@ public struct SharePipeline: Sendable {
         case .encodingFailed(let file, let reason): return .encodingFailed(file: rename(file), reason: reason)
         case .invalidOptions: return error
         case .cancelled(let file): return .cancelled(file: rename(file))
+        case .overloaded(let file, let reason): return .overloaded(file: rename(file), reason: reason)
         }
     }
+}
+
+extension SharePipeline {
+    /// Changes a profile's options for one call (`prepare(…, adjusting:)`): applied after
+    /// `ServiceProfile.options(basedOn:)`, before the options are checked.
+    public typealias OptionsAdjustment = @Sendable (inout PrepareOptions) -> Void
 }
 
 /// One profile's prepared image (or why there is none), with what it was planned to need.

@@ -1,0 +1,378 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import SharePipe
+
+/// `POST /v1/prepare?service=NAME[&service=NAME2…][&options]`: one upload (the body, or the `file` part of a
+/// `multipart/form-data` body) prepared for each service.
+///
+/// The body streams into `SharePipeline.prepare(upload:)` (spooled past 1 MiB) while two watchers run beside
+/// the job: the whole body must arrive within `--read-timeout` (408), and a client that goes away cancels the
+/// job (Hummingbird's `consumeWithCancellationOnInboundClose`), which frees its reservation as soon as the job
+/// reaches its next checkpoint. The connection is closed after the answer (`Connection: close`): the body's
+/// watcher owns the connection's input.
+struct PrepareRoute {
+    let server: SharePipeServer
+    let request: Request
+    let context: ServerRequestContext
+    let id: String
+
+    private var configuration: ServerConfiguration { server.configuration }
+
+    func respond() async -> Routed {
+        var service = ""
+        var routed: Routed
+        do {
+            let (profiles, options) = try readQuery()
+            service = profiles.map(\.name).joined(separator: "+")
+            routed = try await prepare(profiles: profiles, options: options)
+            routed.service = service
+        } catch let failure as ServerFailure {
+            routed = Routed(response: failure.response(requestID: id), service: service, failure: failure)
+        } catch {
+            let failure = ServerFailure(.internalServerError, "internal", "\(error)")
+            routed = Routed(response: failure.response(requestID: id), service: service, failure: failure)
+        }
+        // The body was not read to its end (refused early, or the watcher stopped): stop reading it, so a
+        // refused 10 GB upload is not drained, and say the connection closes.
+        routed.response.headers[.connection] = "close"
+        if routed.failure != nil { context.channel.close(mode: .input, promise: nil) }
+        if await server.pipeline.budget.usage.reservedBytes == 0 { ProcessMemory.trim() }
+        return routed
+    }
+
+    /// The services and the options, checked against every profile before the body is read.
+    private func readQuery() throws(ServerFailure) -> ([ServiceProfile], QueryOptions) {
+        let pairs = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
+        let options: QueryOptions
+        do {
+            options = try QueryOptions(query: pairs)
+        } catch {
+            throw ServerFailure(.badRequest, "invalidParameter", error.description)
+        }
+        let names = pairs.filter { $0.name == "service" }.map(\.value)
+        let known = server.catalog.profiles.map(\.name).joined(separator: ", ")
+        guard !names.isEmpty else {
+            throw ServerFailure(.badRequest, "missingService", "name a service: ?service=NAME (known: \(known))")
+        }
+        var profiles: [ServiceProfile] = []
+        for name in names {
+            guard let profile = server.catalog.named(name) else {
+                throw ServerFailure(.badRequest, "unknownService", "unknown service \"\(name)\" (known: \(known))")
+            }
+            profiles.append(profile)
+        }
+        // As the CLI's entry check: the profile's options with the query's over them, checked now.
+        for profile in profiles {
+            var prepared = profile.options(basedOn: server.pipeline.configuration.baseOptions)
+            options.apply(to: &prepared)
+            do {
+                try prepared.validate()
+            } catch {
+                throw ServerFailure.from(error, queueTimeout: configuration.queueTimeout)
+            }
+        }
+        return (profiles, options)
+    }
+
+    private func prepare(profiles: [ServiceProfile], options: QueryOptions) async throws -> Routed {
+        if server.isDraining {
+            throw ServerFailure.unavailable("draining", "the server is shutting down", rejection: .draining, retryAfter: 5)
+        }
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
+            if length > configuration.maxBodyBytes {
+                throw ServerFailure(.contentTooLarge, "bodyTooLarge",
+                                    "the body is \(length) bytes, over the limit of \(configuration.maxBodyBytes)",
+                                    rejection: .bodyTooLarge)
+            }
+            if length == 0 { throw Self.emptyBody }
+        }
+        let boundary: String?
+        if Multipart.isFormData(request.headers[.contentType]) {
+            guard let found = Multipart.boundary(ofContentType: request.headers[.contentType] ?? "") else {
+                throw ServerFailure(.badRequest, "brokenMultipart", "multipart/form-data needs a boundary parameter (1 to 70 characters)")
+            }
+            boundary = found
+        } else {
+            boundary = nil
+        }
+        let body = BodyProgress(maxBytes: configuration.maxBodyBytes)
+        let start = ContinuousClock.now
+        let outcome: JobOutcome
+        do {
+            outcome = try await request.body.consumeWithCancellationOnInboundClose { stream in
+                try await withThrowingTaskGroup(of: JobOutcome.self) { group in
+                    group.addTask {
+                        await self.runJob(stream, boundary: boundary, profiles: profiles, options: options, body: body)
+                    }
+                    group.addTask { await body.watchDeadline(self.configuration.readTimeout) }
+                    while let next = try await group.next() {
+                        if case .bodyArrived = next { continue }
+                        group.cancelAll()
+                        return next
+                    }
+                    throw CancellationError()
+                }
+            }
+        } catch {
+            // The connection's input closed before the answer: the client went away (or, past the grace
+            // period, the server cancelled the handler). The job was cancelled on the way here.
+            server.metrics.countRequestBody(body.bytes)
+            if Task.isCancelled || server.isDraining {
+                throw ServerFailure.unavailable("draining", "the server is shutting down: the job was cancelled",
+                                                rejection: .draining, retryAfter: 5)
+            }
+            server.metrics.countClientDisconnect()
+            server.logger.notice("client went away; job cancelled",
+                                 metadata: ["request_id": .string(id), "received_bytes": .stringConvertible(body.bytes)])
+            throw ServerFailure(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), "clientClosed",
+                                "the client closed the connection before the answer")
+        }
+        server.metrics.countRequestBody(body.bytes)
+        switch outcome {
+        case .readTimeout:
+            throw ServerFailure(.requestTimeout, "readTimeout",
+                                "the body did not arrive within \(SharePipeServer.seconds(configuration.readTimeout)) s (\(body.bytes) bytes received)",
+                                rejection: .readTimeout)
+        case .bodyArrived:
+            throw CancellationError()   // not returned by the group
+        case .failed(let failure):
+            throw failure
+        case .prepared(let results):
+            server.metrics.observePrepare(seconds: SharePipeServer.seconds(ContinuousClock.now - start))
+            if results.count == 1 {
+                switch results[0].outcome {
+                case .success(let image): return Routed(response: Self.imageResponse(image, service: results[0].profile.name))
+                case .failure(let error): throw ServerFailure.from(error, queueTimeout: configuration.queueTimeout)
+                }
+            }
+            return Routed(response: Self.mixedResponse(results, requestID: id, queueTimeout: configuration.queueTimeout))
+        }
+    }
+
+    static let emptyBody = ServerFailure(.badRequest, "emptyBody", "the request body is empty: post the image as the body")
+
+    /// What the job task or the deadline task ended with.
+    enum JobOutcome: Sendable {
+        case prepared([ServiceResult])
+        case failed(ServerFailure)
+        case readTimeout
+        /// The deadline watcher's answer when the body arrived in time (not an outcome of the request).
+        case bodyArrived
+    }
+
+    /// Streams the body (or its `file` part) into the pipeline. Never throws: a failure is an outcome.
+    private func runJob(_ stream: RequestBody, boundary: String?, profiles: [ServiceProfile], options: QueryOptions,
+                        body: BodyProgress) async -> JobOutcome {
+        let counted = CountedBody(base: stream, progress: body)
+        do {
+            let results: [ServiceResult]
+            let adjust: SharePipeline.OptionsAdjustment? = options.isEmpty ? nil : { @Sendable (prepared: inout PrepareOptions) in options.apply(to: &prepared) }
+            if let boundary {
+                let part = Multipart.FormDataPart(base: counted, boundary: boundary, field: "file")
+                results = try await server.pipeline.prepare(upload: UploadEnd(base: part, progress: body), named: "upload",
+                                                            for: profiles, adjusting: adjust)
+            } else {
+                results = try await server.pipeline.prepare(upload: UploadEnd(base: counted, progress: body), named: "upload",
+                                                            for: profiles, adjusting: adjust)
+            }
+            return .prepared(results)
+        } catch {
+            // The body's own failures first: the pipeline sees them as an unreadable upload.
+            if let failure = body.failure { return .failed(failure) }
+            if body.uploadBytes == 0 && body.ended {
+                return .failed(boundary == nil ? Self.emptyBody
+                               : ServerFailure(.badRequest, "emptyBody", "the file part is empty: put the image in it"))
+            }
+            if let error = error as? SharePipeError {
+                return .failed(ServerFailure.from(error, queueTimeout: configuration.queueTimeout))
+            }
+            return .failed(ServerFailure(.internalServerError, "internal", "\(error)"))
+        }
+    }
+
+    /// `200` with the image and its headers.
+    static func imageResponse(_ image: PreparedImage, service: String) -> Response {
+        var headers = imageHeaders(image, service: service)
+        headers[.contentLength] = String(image.byteCount)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: image.bytes)))
+    }
+
+    /// `Content-Type` and the `X-SharePipe-*` headers of one prepared image.
+    static func imageHeaders(_ image: PreparedImage, service: String) -> HTTPFields {
+        var headers = HTTPFields()
+        headers[.contentType] = image.format.mediaType
+        headers[.sharePipeService] = service
+        headers[.sharePipeWidth] = String(image.size.width)
+        headers[.sharePipeHeight] = String(image.size.height)
+        if let quality = image.quality { headers[.sharePipeQuality] = String(quality) }
+        headers[.sharePipeFormat] = image.format.rawValue
+        let removed = image.removedMetadata.sorted().map(\.rawValue)
+        headers[.sharePipeRemoved] = removed.isEmpty ? "none" : removed.joined(separator: ",")
+        if let changed = changedBeyondRequest(image) { headers[.sharePipeChanged] = changed }
+        return headers
+    }
+
+    /// What was done to the image beyond the request (which asks for a resize and for metadata to go), as
+    /// `X-SharePipe-Changed` tokens: `format=gif->png`, `first-frame-only`, `frames=40->20`; nil for none.
+    static func changedBeyondRequest(_ image: PreparedImage) -> String? {
+        var tokens: [String] = []
+        if image.format != image.inputFormat {
+            tokens.append("format=\(image.inputFormat.rawValue)->\(image.format.rawValue)")
+        }
+        if image.inputFrameCount > 1 && image.frameCount == 1 {
+            tokens.append("first-frame-only")
+        } else if image.frameCount < image.inputFrameCount {
+            tokens.append("frames=\(image.inputFrameCount)->\(image.frameCount)")
+        }
+        return tokens.isEmpty ? nil : tokens.joined(separator: ", ")
+    }
+
+    /// `200` with `multipart/mixed`: one part per service, in the query's order; a service that failed is a
+    /// part with `Content-Type: application/json`, `X-SharePipe-Status` and the JSON error.
+    static func mixedResponse(_ results: [ServiceResult], requestID: String, queueTimeout: Duration) -> Response {
+        let boundary = "sharepipe-" + String(UInt64.random(in: .min ... .max), radix: 16) + String(UInt64.random(in: .min ... .max), radix: 16)
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(results.reduce(0) { $0 + ((try? $1.get().byteCount) ?? 512) + 512 })
+        for result in results {
+            buffer.writeString("--\(boundary)\r\n")
+            let partHeaders: HTTPFields
+            let content: [UInt8]
+            switch result.outcome {
+            case .success(let image):
+                var headers = imageHeaders(image, service: result.profile.name)
+                headers[.contentLength] = String(image.byteCount)
+                partHeaders = headers
+                content = image.bytes
+            case .failure(let error):
+                let failure = ServerFailure.from(error, queueTimeout: queueTimeout)
+                content = Array(failure.body(requestID: requestID).utf8)
+                var headers = HTTPFields()
+                headers[.contentType] = "application/json"
+                headers[.sharePipeService] = result.profile.name
+                headers[.sharePipeStatus] = String(failure.status.code)
+                headers[.contentLength] = String(content.count)
+                partHeaders = headers
+            }
+            for field in partHeaders { buffer.writeString("\(field.name.rawName): \(field.value)\r\n") }
+            buffer.writeString("\r\n")
+            buffer.writeBytes(content)
+            buffer.writeString("\r\n")
+        }
+        buffer.writeString("--\(boundary)--\r\n")
+        var headers = HTTPFields()
+        headers[.contentType] = "multipart/mixed; boundary=\(boundary)"
+        headers[.contentLength] = String(buffer.readableBytes)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: buffer))
+    }
+}
+
+/// How far a request body has come: bytes received, whether reading began and ended, the upload's own
+/// bytes (the `file` part's, for multipart), and a failure of the body itself (too long, broken multipart),
+/// which the pipeline would otherwise only see as an unreadable upload.
+final class BodyProgress: Sendable {
+    private struct State {
+        var bytes = 0
+        var uploadBytes = 0
+        var startedAt: ContinuousClock.Instant?
+        var ended = false
+        var failure: ServerFailure?
+    }
+    private let state = NIOLockedValueBox(State())
+    let maxBytes: Int
+
+    init(maxBytes: Int) { self.maxBytes = maxBytes }
+
+    var bytes: Int { state.withLockedValue { $0.bytes } }
+    var uploadBytes: Int { state.withLockedValue { $0.uploadBytes } }
+    var ended: Bool { state.withLockedValue { $0.ended } }
+    var failure: ServerFailure? { state.withLockedValue { $0.failure } }
+
+    func started() { state.withLockedValue { if $0.startedAt == nil { $0.startedAt = .now } } }
+    func end() { state.withLockedValue { $0.ended = true } }
+
+    /// Counts `count` body bytes; false once past `maxBytes` (the failure is recorded).
+    func received(_ count: Int) -> Bool {
+        state.withLockedValue { state in
+            state.bytes += count
+            guard state.bytes > maxBytes else { return true }
+            state.failure = ServerFailure(.contentTooLarge, "bodyTooLarge",
+                                          "the body passed the limit of \(maxBytes) bytes", rejection: .bodyTooLarge)
+            return false
+        }
+    }
+
+    func uploaded(_ count: Int) { state.withLockedValue { $0.uploadBytes += count } }
+    func fail(_ failure: ServerFailure) { state.withLockedValue { if $0.failure == nil { $0.failure = failure } } }
+
+    /// Returns `.readTimeout` when reading began more than `timeout` ago and the upload has not ended;
+    /// `.bodyArrived` once it ended (or when cancelled). The clock starts with the first read, so time spent
+    /// waiting in the queue before the body is read does not count.
+    func watchDeadline(_ timeout: Duration) async -> PrepareRoute.JobOutcome {
+        while true {
+            let (startedAt, ended) = state.withLockedValue { ($0.startedAt, $0.ended) }
+            if ended { return .bodyArrived }
+            if let startedAt, ContinuousClock.now - startedAt >= timeout { return .readTimeout }
+            let step: Duration = startedAt.map { min(.milliseconds(250), max(.milliseconds(1), timeout - (ContinuousClock.now - $0))) }
+                ?? .milliseconds(250)
+            do { try await Task.sleep(for: step) } catch { return .bodyArrived }
+        }
+    }
+}
+
+/// The request body as byte arrays, counted against the limit; the first read starts the read deadline.
+struct CountedBody: AsyncSequence {
+    typealias Element = [UInt8]
+    let base: RequestBody
+    let progress: BodyProgress
+
+    func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), progress: progress) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var base: RequestBody.AsyncIterator
+        let progress: BodyProgress
+
+        mutating func next() async throws -> [UInt8]? {
+            progress.started()
+            while let buffer = try await base.next() {
+                guard buffer.readableBytes > 0 else { continue }
+                guard progress.received(buffer.readableBytes) else {
+                    throw ServerFailure(.contentTooLarge, "bodyTooLarge", "the body passed the limit")
+                }
+                return Array(buffer.readableBytesView)
+            }
+            return nil
+        }
+    }
+}
+
+/// The upload as the pipeline reads it: marks its end (which stops the read deadline) and counts its bytes;
+/// a broken multipart body is recorded as such.
+struct UploadEnd<Base: AsyncSequence>: AsyncSequence where Base.Element == [UInt8] {
+    typealias Element = [UInt8]
+    let base: Base
+    let progress: BodyProgress
+
+    func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), progress: progress) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let progress: BodyProgress
+
+        mutating func next() async throws -> [UInt8]? {
+            do {
+                guard let chunk = try await base.next() else {
+                    progress.end()
+                    return nil
+                }
+                progress.uploaded(chunk.count)
+                return chunk
+            } catch let broken as Multipart.Broken {
+                progress.fail(ServerFailure(.badRequest, "brokenMultipart", broken.description))
+                throw broken
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ServiceLifecycle
+import SharePipe
+
+/// The request context: Hummingbird's, plus the connection, so a handler can stop reading a body it refused.
+public struct ServerRequestContext: RequestContext, Sendable {
+    public var coreContext: CoreRequestContextStorage
+    /// The client's connection.
+    public let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = CoreRequestContextStorage(source: source)
+        channel = source.channel
+    }
+}
+
+/// `sharepipe-server`: SharePipe over HTTP, for posting services written in any language.
+///
+/// Every upload's memory is priced from its header and reserved from one budget before it is decoded;
+/// requests wait in a bounded queue, and past it (or past its timeout) are answered 503 with `Retry-After`.
+/// Routes, statuses and headers: `Server/openapi.json`, served at `GET /v1/openapi.json`.
+public final class SharePipeServer: Sendable {
+    /// The settings the server was made with.
+    public let configuration: ServerConfiguration
+    /// SharePipe's admission queue and jobs.
+    public let pipeline: SharePipeline
+    /// The services `?service=` may name.
+    public let catalog: ProfileCatalog
+    /// The counters of `GET /metrics`.
+    public let metrics = ServerMetrics()
+    /// The server's own spool folder.
+    public let spool: SpoolFolder
+    /// The server's logger (JSON lines in the executable).
+    public let logger: Logger
+    private let draining = NIOLockedValueBox(false)
+
+    /// The id of the request being handled, for SharePipe's log lines (through `requestMetadata`).
+    @TaskLocal static var requestID: String?
+
+    /// Adds `request_id` to every log line written while a request is handled.
+    public static let requestMetadata = Logger.MetadataProvider {
+        requestID.map { ["request_id": .string($0)] } ?? [:]
+    }
+
+    /// Makes the spool folder, loads the profiles and the pipeline.
+    ///
+    /// - Throws: `ServerConfiguration.UsageError` for a profiles file that cannot be read or a spool folder
+    ///   that cannot be made (the message names it).
+    public init(configuration: ServerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        do {
+            catalog = try ProfileCatalog.load(userFile: configuration.profilesFile)
+        } catch {
+            throw ServerConfiguration.UsageError("\(configuration.profilesFile.map { "--profiles \($0)" } ?? "profiles"): \(error)")
+        }
+        do {
+            spool = try SpoolFolder.make(in: configuration.spoolParent)
+        } catch {
+            throw ServerConfiguration.UsageError("--spool-dir: \(error)")
+        }
+        var base = PrepareOptions()
+        base.limits.maxInputBytes = configuration.maxBodyBytes
+        let pipelineConfiguration = SharePipeline.Configuration(
+            memoryBudget: configuration.budgetBytes, maxConcurrentJobs: configuration.maxJobs,
+            spoolDirectory: spool.path, baseOptions: base,
+            maxWaitingRequests: configuration.queueLength, maxWait: configuration.queueTimeout)
+        var pipelineLogger = logger
+        pipelineLogger.handler.metadataProvider = .multiplex([logger.metadataProvider, Self.requestMetadata].compactMap { $0 })
+        do {
+            pipeline = try SharePipeline(configuration: pipelineConfiguration, logger: pipelineLogger)
+        } catch {
+            spool.remove()
+            throw ServerConfiguration.UsageError("\(error)")
+        }
+    }
+
+    /// Whether the server is shutting down (`/readyz` answers 503, new uploads too).
+    public var isDraining: Bool { draining.withLockedValue { $0 } }
+
+    /// Marks the server as shutting down.
+    public func startDraining() {
+        let first = draining.withLockedValue { value in
+            defer { value = true }
+            return !value
+        }
+        if first { logger.info("draining", metadata: ["grace_seconds": .stringConvertible(Self.seconds(configuration.grace))]) }
+    }
+
+    /// The Hummingbird application; `onServerRunning` gets the listening channel (its port when `port` is 0).
+    public func application(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in })
+        -> some ApplicationProtocol {
+        Application(responder: ServerResponder(server: self),
+                    configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
+                                                            serverName: "sharepipe-server"),
+                    onServerRunning: { [logger, configuration] channel in
+                        logger.info("listening", metadata: [
+                            "host": .string(configuration.host),
+                            "port": .stringConvertible(channel.localAddress?.port ?? configuration.port),
+                            "budget_bytes": .stringConvertible(configuration.budgetBytes),
+                            "max_jobs": .stringConvertible(configuration.maxJobs),
+                            "queue": .stringConvertible(configuration.queueLength),
+                            "spool": .string(self.spool.path),
+                        ])
+                        await onServerRunning(channel)
+                    },
+                    logger: logger)
+    }
+
+    /// Serves until SIGTERM or SIGINT, then drains: stops accepting, lets jobs in flight finish within
+    /// `grace` (then cancels them), removes the spool folder. Returns normally after a signal.
+    public func run(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) async throws {
+        defer {
+            spool.remove()
+            logger.info("stopped")
+        }
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: [.init(service: application(onServerRunning: onServerRunning)),
+                       .init(service: DrainWatcher(server: self), successTerminationBehavior: .ignore)],
+            gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.grace
+        let group = ServiceGroup(configuration: groupConfiguration)
+        do {
+            try await group.run()
+        } catch where isDraining {
+            logger.notice("jobs still running after the grace period were cancelled", metadata: ["error": "\(error)"])
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+/// Sets the server draining when a graceful shutdown begins. Listed after the application, so the
+/// service group signals it first: `/readyz` says 503 before the listener closes.
+struct DrainWatcher: Service {
+    let server: SharePipeServer
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        server.startDraining()
+    }
+}

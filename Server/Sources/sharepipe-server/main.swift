@@ -1,0 +1,52 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+import Logging
+import SharePipeServer
+
+// sharepipe-server [options]: flags over SHAREPIPE_SERVER_* variables over defaults (`--help` lists them).
+// JSON log lines on standard error; exit 0 after SIGTERM/SIGINT, 2 for a bad flag or value.
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(ServerConfiguration.usage)
+    exit(0)
+}
+
+func fail(_ message: String) -> Never {
+    let text = "sharepipe-server: \(message)\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
+    exit(2)
+}
+
+var environment: [String: String] = [:]
+for name in ServerConfiguration.environmentVariables {
+    if let value = getenv(name) { environment[name] = String(cString: value) }
+}
+let configuration: ServerConfiguration
+do {
+    configuration = try ServerConfiguration(arguments: arguments, environment: environment)
+} catch {
+    fail(error.description)
+}
+
+// Every logger writes JSON lines; SharePipe's job lines carry the request id through the metadata provider.
+let level = configuration.logLevel
+LoggingSystem.bootstrap({ _, provider in JSONLogHandler(level: level, metadataProvider: provider) },
+                        metadataProvider: SharePipeServer.requestMetadata)
+let logger = Logger(label: "sharepipe-server")
+
+let server: SharePipeServer
+do {
+    server = try SharePipeServer(configuration: configuration, logger: logger)
+} catch {
+    fail("\(error)")
+}
+do {
+    try await server.run()
+} catch {
+    logger.critical("the server stopped", metadata: ["error": "\(error)"])
+    exit(1)
+}
+exit(0)

@@ -1,0 +1,234 @@
+import Foundation
+import SharePipe
+import SharePipeServer
+import Testing
+
+/// `POST /v1/prepare` on a live server: real images posted over loopback, the answers decoded.
+@Suite struct PrepareRouteTests {
+    @Test func aLargePhotoComesBackStrippedAndDownscaledWithItsHeaders() async throws {
+        let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
+        #expect(try SharePipe.inspect(.bytes(photo)).metadataKinds.contains(.gps), "the fixture carries GPS")
+        let response = try await ServerHarness.withServer { _, port in
+            try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x",
+                                           headers: [("Content-Type", "image/jpeg"), ("X-Request-Id", "photo-1")], body: photo)
+        }
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.headers["content-type"] == "image/jpeg")
+        #expect(response.headers["content-length"] == String(response.body.count))
+        #expect(response.headers["x-sharepipe-service"] == "x")
+        #expect(response.headers["x-sharepipe-width"] == "1440" && response.headers["x-sharepipe-height"] == "1080")
+        #expect(response.headers["x-sharepipe-format"] == "jpeg")
+        #expect(response.headers["x-sharepipe-quality"].flatMap(Int.init).map { (1...100).contains($0) } == true)
+        #expect(response.headers["x-sharepipe-removed"]?.split(separator: ",").contains("gps") == true, "\(response.headers)")
+        #expect(response.headers["x-sharepipe-changed"] == nil)
+        #expect(response.headers["x-request-id"] == "photo-1")
+        #expect(response.headers["connection"] == "close")
+        let info = try SharePipe.inspect(.bytes(response.body))
+        #expect(info.format == .jpeg && info.size == PixelSize(width: 1440, height: 1080))
+        #expect(info.metadataKinds.isDisjoint(with: [.exif, .gps, .xmp, .iptc, .comment]), "\(info.metadataKinds)")
+        #expect(response.body.count <= ServiceProfile.x.maxStillBytes)
+        // Every scanline decodes (a re-preparation reads them all).
+        let decoded = try await SharePipe.prepare(.bytes(response.body), options: PrepareOptions(maxShortEdge: 270))
+        #expect(decoded.size == PixelSize(width: 360, height: 270))
+    }
+
+    @Test func aGIFForAServiceWithoutGIFSaysWhatChangedAndAChunkedBodyWorks() async throws {
+        let gif = try ServerHarness.image("gif/disposals.gif")
+        let response = try await ServerHarness.withServer { _, port in
+            try await LoopbackHTTP.postChunked(port: port, path: "/v1/prepare?service=bluesky", body: gif, chunkSize: 1000)
+        }
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.headers["content-type"] == "image/png" && response.headers["x-sharepipe-format"] == "png")
+        #expect(response.headers["x-sharepipe-changed"] == "format=gif->png, first-frame-only")
+        #expect(response.headers["x-sharepipe-quality"] == nil)
+        let info = try SharePipe.inspect(.bytes(response.body))
+        #expect(info.format == .png && info.frameCount == 1)
+        #expect("\(info.size.width)" == response.headers["x-sharepipe-width"])
+    }
+
+    @Test func queryOptionsOverrideTheProfile() async throws {
+        let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
+        let response = try await ServerHarness.withServer { _, port in
+            try await LoopbackHTTP.request(port: port, method: "POST",
+                                           path: "/v1/prepare?service=x&max_short_edge=300&strip=gps&quality=70&min_quality=50&progressive=true",
+                                           body: photo)
+        }
+        #expect(response.status == 200, "\(response.text)")
+        let info = try SharePipe.inspect(.bytes(response.body))
+        #expect(info.size == PixelSize(width: 400, height: 300))
+        #expect(info.progressive)
+        // strip=gps keeps Exif without its location.
+        #expect(info.metadataKinds.contains(.exif) && !info.metadataKinds.contains(.gps), "\(info.metadataKinds)")
+        #expect(Int(response.headers["x-sharepipe-quality"] ?? "") ?? 0 <= 70)
+    }
+
+    @Test func aMultipartFormUploadIsReadFromItsFilePart() async throws {
+        let photo = try ServerHarness.image("jpeg/orient-6.jpg")
+        let boundary = "----form-boundary-7MA4YWxkTrZu0gW"
+        var form = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\nmy cat\r\n".utf8)
+        form += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cat.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n".utf8)
+        form += photo
+        form += Array("\r\n--\(boundary)--\r\n".utf8)
+        let body = form
+        let broken = Array(body[..<(body.count - 40)])   // cut inside the file part
+        let noFile = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\nhi\r\n--\(boundary)--\r\n".utf8)
+        let responses = try await ServerHarness.withServer { _, port in
+            [
+                try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=mastodon",
+                                               headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body),
+                try await LoopbackHTTP.postChunked(port: port, path: "/v1/prepare?service=mastodon",
+                                                   headers: [("Content-Type", "multipart/form-data; boundary=\"\(boundary)\"")],
+                                                   body: body, chunkSize: 7),
+                try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=mastodon",
+                                               headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: broken),
+                try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=mastodon",
+                                               headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: noFile),
+                try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=mastodon",
+                                               headers: [("Content-Type", "multipart/form-data")], body: body),
+            ]
+        }
+        let direct = try await SharePipe.prepare(.bytes(photo), options: ServiceProfile.mastodon.options())
+        for response in responses.prefix(2) {
+            #expect(response.status == 200, "\(response.text)")
+            // The same image as the library makes from the file itself: the part was cut out exactly.
+            #expect(response.body == direct.bytes)
+        }
+        #expect(responses[2].status == 400 && responses[2].errorKind == "brokenMultipart", "\(responses[2].text)")
+        #expect(responses[3].status == 400 && responses[3].errorMessage.contains("no part named \"file\""), "\(responses[3].text)")
+        #expect(responses[4].status == 400 && responses[4].errorMessage.contains("boundary"), "\(responses[4].text)")
+    }
+
+    @Test func severalServicesAnswerMultipartMixedInQueryOrderWithAFailedServiceAsAJSONPart() async throws {
+        let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
+        let folder = NSTemporaryDirectory() + "sharepipe-server-test-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A service no photo can meet: under 1 KB at quality 90 or more.
+        try #"{"profiles": [{"name": "tiny", "maxStillBytes": 1024, "minQuality": 90, "maxQuality": 95}]}"#
+            .write(toFile: folder + "/profiles.json", atomically: true, encoding: .utf8)
+        let configuration = ServerHarness.configuration { $0.profilesFile = folder + "/profiles.json" }
+        let response = try await ServerHarness.withServer(configuration) { _, port in
+            try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=bluesky&service=tiny&service=x",
+                                           body: photo)
+        }
+        #expect(response.status == 200, "\(response.text)")
+        let contentType = try #require(response.headers["content-type"])
+        #expect(contentType.hasPrefix("multipart/mixed; boundary="))
+        let boundary = String(contentType.dropFirst("multipart/mixed; boundary=".count))
+        let parts = try LoopbackHTTP.parts(of: response.body, boundary: boundary)
+        #expect(parts.map { $0.headers["x-sharepipe-service"] } == ["bluesky", "tiny", "x"])
+        for index in [0, 2] {
+            let part = parts[index]
+            #expect(part.headers["content-type"] == "image/jpeg")
+            let info = try SharePipe.inspect(.bytes(part.content))
+            #expect(info.size == PixelSize(width: 1440, height: 1080))
+            #expect(part.headers["x-sharepipe-width"] == "1440" && part.headers["content-length"] == String(part.content.count))
+        }
+        #expect(parts[0].content.count <= ServiceProfile.bluesky.maxStillBytes)
+        let failed = parts[1]
+        #expect(failed.headers["content-type"] == "application/json")
+        #expect(failed.headers["x-sharepipe-status"] == "422", "\(failed.headers)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(failed.content)) as? [String: Any])
+        let error = try #require(json["error"] as? [String: Any])
+        #expect(error["status"] as? Int == Int(failed.headers["x-sharepipe-status"] ?? ""))
+        #expect(json["request_id"] as? String == response.headers["x-request-id"])
+    }
+
+    @Test func everyErrorHasItsStatusAndAJSONBodyNamingTheProblem() async throws {
+        let photo = try ServerHarness.image("jpeg/orient-1.jpg")
+        let configuration = ServerHarness.configuration { $0.maxBodyBytes = 200_000 }
+        let large = try ServerHarness.image("jpeg/large-4000x3000.jpg")
+        #expect(large.count > 200_000)
+        let responses = try await ServerHarness.withServer(configuration) { _, port in
+            func post(_ path: String, _ body: [UInt8], _ headers: [(String, String)] = []) async throws -> LoopbackHTTP.Response {
+                try await LoopbackHTTP.request(port: port, method: "POST", path: path, headers: headers, body: body)
+            }
+            return [
+                "unknown service": try await post("/v1/prepare?service=myspace", photo),
+                "no service": try await post("/v1/prepare", photo),
+                "max_bytes": try await post("/v1/prepare?service=x&max_bytes=10", photo),
+                "min_quality": try await post("/v1/prepare?service=x&quality=50&min_quality=60", photo),
+                "strip": try await post("/v1/prepare?service=x&strip=some", photo),
+                "progressive": try await post("/v1/prepare?service=x&progressive=yes", photo),
+                "max_short_edge": try await post("/v1/prepare?service=x&max_short_edge=big", photo),
+                "unknown parameter": try await post("/v1/prepare?service=x&max_pixels=10", photo),
+                "empty": try await post("/v1/prepare?service=x", []),
+                "empty chunked": try await LoopbackHTTP.postChunked(port: port, path: "/v1/prepare?service=x", body: []),
+                "text": try await post("/v1/prepare?service=x", Array("not an image at all".utf8)),
+                "truncated": try await post("/v1/prepare?service=x", try ServerHarness.image("broken/truncated.png")),
+                "bomb": try await post("/v1/prepare?service=x", try ServerHarness.image("broken/huge-ihdr.png")),
+                "length": try await post("/v1/prepare?service=x", large),
+                "chunked": try await LoopbackHTTP.postChunked(port: port, path: "/v1/prepare?service=x", body: large),
+                "not found": try await LoopbackHTTP.request(port: port, path: "/v2/prepare"),
+                "get prepare": try await LoopbackHTTP.request(port: port, path: "/v1/prepare?service=x"),
+                "post health": try await post("/healthz", [1]),
+            ]
+        }
+        let expected: [String: (Int, String, String)] = [
+            "unknown service": (400, "unknownService", "myspace"),
+            "no service": (400, "missingService", "service="),
+            "max_bytes": (400, "invalidOptions", "for max_bytes, got 10"),
+            "min_quality": (400, "invalidOptions", "for min_quality, got 60"),
+            "strip": (400, "invalidParameter", "strip must be all, gps or none"),
+            "progressive": (400, "invalidParameter", "progressive must be true or false"),
+            "max_short_edge": (400, "invalidParameter", "max_short_edge must be an integer"),
+            "unknown parameter": (400, "invalidParameter", "unknown query parameter max_pixels"),
+            "empty": (400, "emptyBody", "empty"),
+            "empty chunked": (400, "emptyBody", "empty"),
+            "text": (415, "unsupportedFormat", "upload"),
+            "truncated": (422, "corrupt", "upload"),
+            "bomb": (413, "tooLarge", "100000"),
+            "length": (413, "bodyTooLarge", "200000"),
+            "chunked": (413, "bodyTooLarge", "200000"),
+            "not found": (404, "notFound", "/v2/prepare"),
+            "get prepare": (405, "methodNotAllowed", "POST"),
+            "post health": (405, "methodNotAllowed", "GET"),
+        ]
+        for (name, (status, kind, fragment)) in expected {
+            let response = try #require(responses[name])
+            #expect(response.status == status, "\(name): \(response.status) \(response.text)")
+            #expect(response.headers["content-type"] == "application/json", "\(name)")
+            #expect(response.errorKind == kind, "\(name): \(response.text)")
+            #expect(response.errorMessage.contains(fragment), "\(name): \(response.errorMessage)")
+            let error = response.json["error"] as? [String: Any]
+            #expect(error?["status"] as? Int == status, "\(name)")
+            #expect((response.json["request_id"] as? String).map { !$0.isEmpty && $0 == response.headers["x-request-id"] } == true, "\(name)")
+        }
+        #expect(responses["get prepare"]?.headers["allow"] == "POST")
+        #expect(responses["post health"]?.headers["allow"] == "GET")
+    }
+
+    @Test func aFullQueueOrATimedOutWaitIs503WithRetryAfterAndNothingIsLeftReserved() async throws {
+        let photo = try ServerHarness.image("jpeg/orient-1.jpg")
+        let configuration = ServerHarness.configuration {
+            $0.budgetBytes = 64 << 20
+            $0.queueLength = 1
+            $0.queueTimeout = .seconds(2)
+        }
+        try await ServerHarness.withServer(configuration) { server, port in
+            // The whole budget held: a first upload waits (and times out), a second one finds the queue full.
+            let blocker = try await server.pipeline.budget.reserve(64 << 20)
+            async let waiting = LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.waitingRequests == 1 })
+            let ready = try await LoopbackHTTP.request(port: port, path: "/readyz")
+            let refused = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            let timedOut = try await waiting
+            #expect(ready.status == 503 && ready.headers["retry-after"] != nil)
+            #expect(refused.status == 503 && refused.errorKind == "overloaded" && refused.headers["retry-after"] == "1", "\(refused.text)")
+            #expect(refused.errorMessage.contains("waiting"))
+            #expect(timedOut.status == 503 && timedOut.errorMessage.contains("waited 2 s"), "\(timedOut.text)")
+            #expect(Int(timedOut.headers["retry-after"] ?? "") ?? 0 >= 1)
+            await server.pipeline.budget.release(blocker)
+            // Free again: the same upload is prepared, and the metrics counted both rejections.
+            let prepared = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            #expect(prepared.status == 200)
+            let metrics = try await ServerHarness.metrics(port: port)
+            #expect(metrics["sharepipe_rejections_total{reason=\"queue_full\"}"] == 1)
+            #expect(metrics["sharepipe_rejections_total{reason=\"queue_timeout\"}"] == 1)
+            #expect(metrics["sharepipe_budget_reserved_bytes"] == 0)
+            #expect(metrics["sharepipe_requests_total{route=\"/v1/prepare\",status=\"503\",service=\"x\"}"] == 2)
+            #expect(metrics["sharepipe_requests_total{route=\"/v1/prepare\",status=\"200\",service=\"x\"}"] == 1)
+            #expect((try await LoopbackHTTP.request(port: port, path: "/readyz")).status == 200)
+        }
+    }
+}

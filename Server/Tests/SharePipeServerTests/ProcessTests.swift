@@ -1,0 +1,186 @@
+import Foundation
+import SharePipe
+import SharePipeServer
+import Testing
+
+/// The settings, the log lines, and the `sharepipe-server` executable itself: listening line, SIGTERM drain.
+@Suite struct ProcessTests {
+    @Test func flagsWinOverTheEnvironmentWhichWinsOverTheDefaults() throws {
+        let defaults = try ServerConfiguration(arguments: [], environment: [:])
+        #expect(defaults.host == "127.0.0.1" && defaults.port == 8080 && defaults.budgetBytes == 256 << 20)
+        #expect(defaults.queueLength == 32 && defaults.queueTimeout == .seconds(30) && defaults.maxBodyBytes == 104_857_600)
+        #expect(defaults.readTimeout == .seconds(60) && defaults.grace == .seconds(25) && defaults.token == nil)
+        #expect(defaults.maxJobs == max(1, ProcessInfo.processInfo.activeProcessorCount))
+        let environment = ["SHAREPIPE_SERVER_HOST": "0.0.0.0", "SHAREPIPE_SERVER_PORT": "9000", "SHAREPIPE_SERVER_BUDGET_MIB": "128",
+                           "SHAREPIPE_SERVER_MAX_JOBS": "3", "SHAREPIPE_SERVER_QUEUE": "5", "SHAREPIPE_SERVER_QUEUE_TIMEOUT": "1.5",
+                           "SHAREPIPE_SERVER_MAX_BODY_BYTES": "1000", "SHAREPIPE_SERVER_READ_TIMEOUT": "7",
+                           "SHAREPIPE_SERVER_GRACE": "2", "SHAREPIPE_SERVER_SPOOL_DIR": "/var/tmp", "SHAREPIPE_SERVER_TOKEN": "t",
+                           "SHAREPIPE_PROFILES": "/etc/p.json", "SHAREPIPE_SERVER_LOG_LEVEL": "debug"]
+        let fromEnvironment = try ServerConfiguration(arguments: [], environment: environment)
+        #expect(fromEnvironment.host == "0.0.0.0" && fromEnvironment.port == 9000 && fromEnvironment.budgetBytes == 128 << 20)
+        #expect(fromEnvironment.maxJobs == 3 && fromEnvironment.queueLength == 5 && fromEnvironment.queueTimeout == .milliseconds(1500))
+        #expect(fromEnvironment.maxBodyBytes == 1000 && fromEnvironment.readTimeout == .seconds(7) && fromEnvironment.grace == .seconds(2))
+        #expect(fromEnvironment.spoolParent == "/var/tmp" && fromEnvironment.token == "t" && fromEnvironment.profilesFile == "/etc/p.json")
+        #expect(fromEnvironment.logLevel == .debug)
+        let fromFlags = try ServerConfiguration(arguments: ["--port", "0", "--budget-mib=64", "--queue", "0", "--host", "::1"],
+                                                environment: environment)
+        #expect(fromFlags.port == 0 && fromFlags.budgetBytes == 64 << 20 && fromFlags.queueLength == 0 && fromFlags.host == "::1")
+        #expect(fromFlags.maxJobs == 3, "a variable no flag overrides still applies")
+    }
+
+    @Test func aBadFlagOrValueNamesIt() {
+        let cases: [([String], [String: String], String)] = [
+            (["--port", "70000"], [:], "--port"),
+            ([], ["SHAREPIPE_SERVER_PORT": "http"], "SHAREPIPE_SERVER_PORT"),
+            (["--budget-mib", "0"], [:], "--budget-mib"),
+            (["--queue-timeout", "-1"], [:], "--queue-timeout"),
+            (["--read-timeout", "soon"], [:], "--read-timeout"),
+            (["--log-level", "loud"], [:], "--log-level"),
+            (["--grace"], [:], "--grace"),
+            (["--verbose"], [:], "--verbose"),
+            (["8080"], [:], "8080"),
+        ]
+        for (arguments, environment, named) in cases {
+            do {
+                _ = try ServerConfiguration(arguments: arguments, environment: environment)
+                Issue.record("\(arguments) \(environment) was accepted")
+            } catch {
+                #expect(error.description.contains(named), "\(error.description)")
+            }
+        }
+    }
+
+    @Test func helpListsEveryFlagItsVariableAndDefault() {
+        let usage = ServerConfiguration.usage
+        for setting in ServerConfiguration.settings {
+            #expect(usage.contains(setting.flag) && usage.contains(setting.variable) && usage.contains("default \(setting.defaultText)"),
+                    "\(setting.flag)")
+        }
+        #expect(ServerConfiguration.settings.count == 13)
+    }
+
+    @Test func logLinesAreJSONAndEveryLineAboutARequestCarriesItsID() async throws {
+        let logs = LogLines()
+        let photo = try ServerHarness.image("jpeg/orient-1.jpg")
+        try await ServerHarness.withServer(logs: logs) { _, port in
+            _ = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x",
+                                               headers: [("X-Request-Id", "first")], body: photo)
+            _ = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x",
+                                               headers: [("X-Request-Id", "second")], body: Array("not an image".utf8))
+        }
+        #expect(logs.objects.count == logs.all.count, "every line is a JSON object")
+        for object in logs.objects {
+            #expect(object["ts"] is String && object["level"] is String && object["message"] is String)
+        }
+        let listening = try #require(logs.objects.first { $0["message"] as? String == "listening" })
+        #expect(listening["host"] as? String == "127.0.0.1" && (listening["port"] as? Int ?? 0) > 0)
+        for id in ["first", "second"] {
+            let lines = logs.objects.filter { $0["request_id"] as? String == id }
+            #expect(lines.contains { $0["message"] as? String == "request" }, "\(id)")
+            #expect(lines.contains { ($0["message"] as? String)?.hasPrefix("job ") == true }, "\(id): SharePipe's job line")
+        }
+        let failed = try #require(logs.objects.first { $0["request_id"] as? String == "second" && $0["message"] as? String == "request" })
+        #expect(failed["status"] as? Int == 415 && failed["error_kind"] as? String == "unsupportedFormat")
+    }
+
+    /// The built executable beside the test bundle.
+    static var executable: String {
+        let bundle = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        return bundle.deletingLastPathComponent().appendingPathComponent("sharepipe-server").path
+    }
+
+    @Test func theExecutableListensDrainsOnSIGTERMRemovesItsSpoolFolderAndExitsZero() async throws {
+        let parent = NSTemporaryDirectory() + "sharepipe-server-process-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.arguments = ["--port", "0", "--grace", "20"]
+        process.environment = ["SHAREPIPE_SERVER_SPOOL_DIR": parent, "SHAREPIPE_SERVER_BUDGET_MIB": "128", "PATH": "/usr/bin:/bin"]
+        let errorPipe = Pipe()
+        process.standardError = errorPipe
+        try process.run()
+        let lines = StderrLines(errorPipe.fileHandleForReading)
+        defer { if process.isRunning { process.terminate() } }
+
+        let listening = try #require(await lines.first { $0["message"] as? String == "listening" })
+        let port = try #require(listening["port"] as? Int)
+        #expect(port > 0)
+        let spoolFolders = try FileManager.default.contentsOfDirectory(atPath: parent)
+        #expect(spoolFolders.count == 1 && spoolFolders[0].hasPrefix("sharepipe-server-"), "\(spoolFolders)")
+        #expect(try await LoopbackHTTP.request(port: port, path: "/readyz").status == 200)
+
+        // A job in flight when SIGTERM arrives is finished, not cut off.
+        let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
+        let services = ProfileCatalog.builtIn.profiles.prefix(4).map { "service=\($0.name)" }.joined(separator: "&")
+        async let inFlight = LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?\(services)", body: photo)
+        #expect(await ServerHarness.eventually {
+            (try? await ServerHarness.metrics(port: port))?["sharepipe_jobs_running"] == 1
+        })
+        kill(process.processIdentifier, SIGTERM)
+        let answer = try await inFlight
+        #expect(answer.status == 200, "\(answer.text)")
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent).isEmpty, "the spool folder was removed")
+        let messages = lines.all.compactMap { $0["message"] as? String }
+        #expect(messages.contains("draining") && messages.contains("stopped"), "\(messages)")
+    }
+
+    @Test func theExecutableRefusesABadFlagWithStatus2AndPrintsHelp() throws {
+        for (arguments, status) in [(["--port", "x"], Int32(2)), (["--help"], Int32(0))] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.executable)
+            process.arguments = arguments
+            let output = Pipe(), error = Pipe()
+            process.standardOutput = output
+            process.standardError = error
+            try process.run()
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let complained = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == status, "\(arguments)")
+            if status == 2 { #expect(complained.contains("--port")) } else { #expect(printed.contains("SHAREPIPE_SERVER_QUEUE_TIMEOUT")) }
+        }
+    }
+}
+
+/// The JSON lines a child process writes to standard error, read as they come on a Dispatch thread.
+final class StderrLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private var ended = false
+
+    init(_ handle: FileHandle) {
+        DispatchQueue.global().async { [self] in
+            var pending = Data()
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                pending += data
+                while let newline = pending.firstIndex(of: 10) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending = Data(pending[(newline + 1)...])
+                    lock.withLock { lines.append(line) }
+                }
+            }
+            lock.withLock { ended = true }
+        }
+    }
+
+    /// Every line read so far that is a JSON object.
+    var all: [[String: Any]] {
+        lock.withLock { lines }.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
+
+    /// The first line matching `predicate`, waiting up to 60 s for it (nil when the process ends first).
+    func first(where predicate: ([String: Any]) -> Bool) async -> [String: Any]? {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if let found = all.first(where: predicate) { return found }
+            if lock.withLock({ ended }) { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+}

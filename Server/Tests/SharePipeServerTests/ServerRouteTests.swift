@@ -1,0 +1,176 @@
+import Foundation
+import SharePipe
+import SharePipeServer
+import Testing
+
+/// The other routes, the token, the metrics, the read deadline and disconnecting clients, on a live server.
+@Suite struct ServerRouteTests {
+    @Test func theServedDocumentIsTheCommittedFileByteForByte() async throws {
+        let committed = try [UInt8](Data(contentsOf: URL(fileURLWithPath: ServerHarness.repository + "/Server/openapi.json")))
+        let response = try await ServerHarness.withServer { _, port in
+            try await LoopbackHTTP.request(port: port, path: "/v1/openapi.json")
+        }
+        #expect(response.status == 200 && response.headers["content-type"] == "application/json")
+        #expect(response.body == committed, "run Server/update-openapi.sh after editing Server/openapi.json")
+        // It describes every route the server has, with the methods it takes.
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(committed)) as? [String: Any])
+        #expect(document["openapi"] as? String == "3.1.0")
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        #expect(Set(paths.keys) == Set(ServerResponder.routes.keys))
+        for (path, method) in ServerResponder.routes {
+            #expect(paths[path]?[method.rawValue.lowercased()] != nil, "\(path) \(method)")
+        }
+        let prepare = try #require(paths["/v1/prepare"]?["post"] as? [String: Any])
+        let parameters = (prepare["parameters"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        for name in QueryOptions.parameters { #expect(parameters.contains(name), "\(name)") }
+        let statuses = Set((prepare["responses"] as? [String: Any] ?? [:]).keys)
+        #expect(statuses.isSuperset(of: ["200", "400", "401", "405", "408", "413", "415", "422", "500", "503"]))
+    }
+
+    @Test func servicesAreTheProfilesAsTheCLIPrintsThem() async throws {
+        let response = try await ServerHarness.withServer { _, port in
+            try await LoopbackHTTP.request(port: port, path: "/v1/services")
+        }
+        #expect(response.status == 200)
+        let profiles = try JSONDecoder().decode([ServiceProfile].self, from: Data(response.body))
+        #expect(profiles.map(\.name) == ProfileCatalog.builtIn.profiles.map(\.name))
+        #expect(profiles == ProfileCatalog.builtIn.profiles)
+    }
+
+    @Test func theTokenGuardsEveryRouteButTheProbesAndIsComparedWhole() async throws {
+        let photo = try ServerHarness.image("jpeg/orient-1.jpg")
+        let configuration = ServerHarness.configuration { $0.token = "s3cret-token" }
+        try await ServerHarness.withServer(configuration) { _, port in
+            let good = [("Authorization", "Bearer s3cret-token")]
+            for (header, expected) in [(nil, 401), ("Bearer s3cret-toke", 401), ("Bearer s3cret-token-", 401),
+                                       ("Basic s3cret-token", 401), ("Bearer s3cret-token", 200), ("bearer s3cret-token", 200)] {
+                let response = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x",
+                                                              headers: header.map { [("Authorization", $0)] } ?? [], body: photo)
+                #expect(response.status == expected, "\(header ?? "none"): \(response.text)")
+                if expected == 401 {
+                    #expect(response.headers["www-authenticate"] == "Bearer" && response.errorKind == "unauthorized")
+                }
+            }
+            for path in ["/v1/services", "/metrics", "/v1/openapi.json"] {
+                #expect(try await LoopbackHTTP.request(port: port, path: path).status == 401, "\(path)")
+                #expect(try await LoopbackHTTP.request(port: port, path: path, headers: good).status == 200, "\(path)")
+            }
+            for path in ["/healthz", "/readyz"] {
+                #expect(try await LoopbackHTTP.request(port: port, path: path).status == 200, "\(path)")
+            }
+            let metrics = try await ServerHarness.metrics(port: port, headers: good)
+            #expect(metrics["sharepipe_rejections_total{reason=\"unauthorized\"}"] == 7)
+        }
+        #expect(ServerResponder.authorized("Bearer abc", token: "abc"))
+        #expect(!ServerResponder.authorized("Bearer abd", token: "abc"))
+        #expect(!ServerResponder.authorized("Bearer ", token: "abc"))
+        #expect(!ServerResponder.authorized(nil, token: "abc"))
+    }
+
+    @Test func metricsParseCountRequestsAndBytesAndTheBudgetReturnsToZero() async throws {
+        let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
+        try await ServerHarness.withServer { server, port in
+            let before = try await ServerHarness.metrics(port: port)
+            #expect(before["sharepipe_budget_capacity_bytes"] == Double(256 << 20))
+            #expect(before["sharepipe_budget_reserved_bytes"] == 0)
+            #expect(before["process_resident_memory_bytes"].map { $0 > Double(1 << 20) } == true)
+            #expect(before["sharepipe_spool_files"] == 0)
+            // Four uploads at once (spooled: the photo is over 1 MiB).
+            let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        let response = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+                        #expect(response.status == 200)
+                        return response.body.count
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let after = try await ServerHarness.metrics(port: port)
+            #expect(after["sharepipe_requests_total{route=\"/v1/prepare\",status=\"200\",service=\"x\"}"] == 4)
+            #expect(after["sharepipe_request_body_bytes_total"] == Double(4 * photo.count))
+            #expect(after["sharepipe_response_body_bytes_total"].map { $0 >= Double(sizes.reduce(0, +)) } == true)
+            #expect(after["sharepipe_prepare_duration_seconds_count"] == 4)
+            #expect(after["sharepipe_prepare_duration_seconds_bucket{le=\"+Inf\"}"] == 4)
+            #expect(after["sharepipe_budget_reserved_bytes"] == 0)
+            #expect(after["sharepipe_jobs_running"] == 0 && after["sharepipe_queue_waiting"] == 0)
+            #expect(after["sharepipe_budget_peak_reserved_bytes"].map { $0 > 0 && $0 <= Double(256 << 20) } == true)
+            #expect(after["sharepipe_spool_files"] == 0)
+            #expect(after["process_peak_resident_memory_bytes"]! >= after["process_resident_memory_bytes"]!)
+            #expect(server.spool.fileCount() == 0)
+        }
+    }
+
+    @Test func aBodySlowerThanTheReadTimeoutIs408AndFreesEverything() async throws {
+        let photo = try ServerHarness.image("jpeg/orient-1.jpg")
+        let configuration = ServerHarness.configuration { $0.readTimeout = .seconds(1) }
+        try await ServerHarness.withServer(configuration) { server, port in
+            let start = ContinuousClock.now
+            let response = try await LoopbackHTTP.onThread {
+                let socket = try LoopbackHTTP.Socket(port: port)
+                defer { socket.close() }
+                try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8))
+                // One byte every 100 ms: the whole body would take minutes; the answer must come after ~1 s.
+                for byte in photo.prefix(40) {
+                    try socket.send([byte])
+                    usleep(100_000)
+                }
+                return try LoopbackHTTP.parse(socket.receiveAll())
+            }
+            #expect(response.status == 408 && response.errorKind == "readTimeout", "\(response.text)")
+            #expect(ContinuousClock.now - start < .seconds(10))
+            let metrics = try await ServerHarness.metrics(port: port)
+            #expect(metrics["sharepipe_rejections_total{reason=\"read_timeout\"}"] == 1)
+            #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.reservedBytes == 0 })
+            #expect(server.spool.fileCount() == 0)
+        }
+    }
+
+    @Test func aClientThatGoesAwayDuringTheUploadCancelsItsJobAndFreesItsReservation() async throws {
+        let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
+        try await ServerHarness.withServer { server, port in
+            try await LoopbackHTTP.onThread {
+                let socket = try LoopbackHTTP.Socket(port: port)
+                try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8))
+                try socket.send(Array(photo.prefix(photo.count / 2)))   // past the 1 MiB spool threshold
+                usleep(300_000)
+                socket.close()
+            }
+            #expect(await ServerHarness.eventually {
+                (try? await ServerHarness.metrics(port: port))?["sharepipe_client_disconnects_total"] == 1
+            })
+            #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.reservedBytes == 0 })
+            #expect(await ServerHarness.eventually { server.spool.fileCount() == 0 })
+            // The server goes on serving.
+            let response = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            #expect(response.status == 200)
+        }
+    }
+
+    @Test func aClientThatGoesAwayWhileItsJobRunsCancelsIt() async throws {
+        let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
+        let logs = LogLines()
+        // Every service, one after another in one job: long enough to be running when the client leaves.
+        let names = ProfileCatalog.builtIn.profiles.map(\.name)
+        let services = names.map { "service=\($0)" }.joined(separator: "&")
+        try await ServerHarness.withServer(logs: logs) { server, port in
+            let socket = try await LoopbackHTTP.onThread {
+                let socket = try LoopbackHTTP.Socket(port: port)
+                try socket.send(Array("POST /v1/prepare?\(services) HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8))
+                try socket.send(photo)
+                return socket
+            }
+            #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.runningJobs == 1 })
+            socket.close()
+            #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.reservedBytes == 0 })
+            let key = "sharepipe_requests_total{route=\"/v1/prepare\",status=\"499\",service=\"\(names.joined(separator: "+"))\"}"
+            #expect(await ServerHarness.eventually { (try? await ServerHarness.metrics(port: port))?[key] == 1 })
+            #expect(try await ServerHarness.metrics(port: port)["sharepipe_client_disconnects_total"] == 1)
+            #expect(server.spool.fileCount() == 0)
+        }
+        // The job stopped early: fewer services finished than were asked for, and a line says it was cancelled.
+        let finished = logs.objects.filter { $0["message"] as? String == "job finished" }.count
+        #expect(finished < names.count, "\(finished) of \(names.count) finished")
+        #expect(logs.objects.contains { $0["message"] as? String == "job cancelled" })
+    }
+}
