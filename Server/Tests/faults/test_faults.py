@@ -582,6 +582,53 @@ class Faults(SharedServerTest):
         self.assertTrue(response.body.startswith(b"\x89PNG"))
 
 
+class FullQueue(unittest.TestCase):
+    """A refusal while the body is still arriving, on a server of its own (--max-jobs 1 --queue 1)."""
+
+    def test_queue_full_during_the_upload_is_503_at_once(self):
+        server = ServerProcess(["--max-jobs", "1", "--queue", "1"])
+        try:
+            self.refuse_during_upload(server)
+        finally:
+            server.cleanup()
+
+    def refuse_during_upload(self, server):
+        slow = images()["slow"]
+        answers = []
+        threads = [threading.Thread(target=lambda: answers.append(http(server.port, "POST", PREPARE, slow, timeout=120).status))
+                   for _ in range(2)]
+        for t in threads:
+            t.start()
+            time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while True:   # one job running, one waiting: the queue is full
+            values = metrics(server.port)
+            if metric(values, "sharepipe_jobs_running") >= 1 and metric(values, "sharepipe_queue_waiting") >= 1:
+                break
+            self.assertLess(time.monotonic(), deadline, "the queue never filled")
+            time.sleep(0.05)
+        start = time.monotonic()
+        try:
+            response = http(server.port, "POST", PREPARE, slow, timeout=20)   # 36 MB: more than the socket buffers hold
+        except OSError as error:
+            self.fail("no answer to an upload refused for a full queue within 20 s (%s: %s); log tail:\n%s"
+                      % (type(error).__name__, error, server.log_tail()))
+        self.assertErrorBody(response, 503)
+        self.assertIsNotNone(response.header("Retry-After"))
+        self.assertLess(time.monotonic() - start, 10)
+        for t in threads:
+            t.join(120)
+        self.assertEqual(sorted(answers), [200, 200])
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            status = server.process.wait(GRACE + 5)
+        except subprocess.TimeoutExpired:
+            status = None
+        self.assertEqual(status, 0, "exit status after SIGTERM (None: still running after %d s)" % (GRACE + 5))
+
+    assertErrorBody = SharedServerTest.assertErrorBody
+
+
 class Shutdown(unittest.TestCase):
     """SIGTERM in the middle of a load, on a server of its own."""
 
