@@ -129,12 +129,19 @@ struct PrepareRoute {
                         await self.runJob(stream, boundary: boundary, profiles: profiles, options: options, body: body)
                     }
                     group.addTask { await body.watchDeadline(self.configuration.readTimeout) }
+                    var outcome: JobOutcome?
                     while let next = try await group.next() {
                         if case .bodyArrived = next { continue }
                         group.cancelAll()
-                        return next
+                        outcome = next
+                        break
                     }
-                    throw CancellationError()
+                    // A job refused before it read the body (queue full, say) never made the body's iterator:
+                    // make one and drop it, which ends the body stream, or Hummingbird's reader of the
+                    // connection waits for room in it forever (and with it this handler).
+                    if !body.iteratorMade { _ = stream.makeAsyncIterator() }
+                    guard let outcome else { throw CancellationError() }
+                    return outcome
                 }
             }
         } catch {
@@ -298,6 +305,7 @@ final class BodyProgress: Sendable {
         var bytes = 0
         var uploadBytes = 0
         var startedAt: ContinuousClock.Instant?
+        var iteratorMade = false
         var ended = false
         var failure: ServerFailure?
     }
@@ -311,6 +319,8 @@ final class BodyProgress: Sendable {
     var ended: Bool { state.withLockedValue { $0.ended } }
     var failure: ServerFailure? { state.withLockedValue { $0.failure } }
 
+    var iteratorMade: Bool { state.withLockedValue { $0.iteratorMade } }
+    func madeIterator() { state.withLockedValue { $0.iteratorMade = true } }
     func started() { state.withLockedValue { if $0.startedAt == nil { $0.startedAt = .now } } }
     func end() { state.withLockedValue { $0.ended = true } }
 
@@ -349,7 +359,10 @@ struct CountedBody: AsyncSequence {
     let base: RequestBody
     let progress: BodyProgress
 
-    func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), progress: progress) }
+    func makeAsyncIterator() -> Iterator {
+        progress.madeIterator()
+        return Iterator(base: base.makeAsyncIterator(), progress: progress)
+    }
 
     struct Iterator: AsyncIteratorProtocol {
         var base: RequestBody.AsyncIterator
