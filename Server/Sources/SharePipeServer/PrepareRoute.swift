@@ -22,6 +22,7 @@ struct PrepareRoute {
     private var configuration: ServerConfiguration { server.configuration }
 
     func respond() async -> Routed {
+        server.answerStarted()
         var service = ""
         var routed: Routed
         do {
@@ -40,8 +41,12 @@ struct PrepareRoute {
         routed.response.headers[.connection] = "close"
         let body = routed.response.body
         let channel = context.channel
+        let server = self.server
         routed.response.body = ResponseBody(contentLength: body.contentLength) { writer in
-            defer { Self.closeAfterAnswer(channel) }
+            defer {
+                Self.closeAfterAnswer(channel)
+                server.answerWritten()
+            }
             try await body.write(writer)
         }
         if await server.pipeline.budget.usage.reservedBytes == 0 { ProcessMemory.trim() }
@@ -88,8 +93,8 @@ struct PrepareRoute {
         // As the CLI's entry check: the profile's options with the query's over them, checked now.
         for profile in profiles {
             var prepared = profile.options(basedOn: server.pipeline.configuration.baseOptions)
-            options.apply(to: &prepared)
             do {
+                try options.apply(to: &prepared)
                 try prepared.validate()
             } catch {
                 throw ServerFailure.from(error, queueTimeout: configuration.queueTimeout)
@@ -197,7 +202,7 @@ struct PrepareRoute {
         let counted = CountedBody(base: stream, progress: body)
         do {
             let results: [ServiceResult]
-            let adjust: SharePipeline.OptionsAdjustment? = options.isEmpty ? nil : { @Sendable (prepared: inout PrepareOptions) in options.apply(to: &prepared) }
+            let adjust: SharePipeline.OptionsAdjustment? = options.isEmpty ? nil : { @Sendable (prepared: inout PrepareOptions) throws(SharePipeError) in try options.apply(to: &prepared) }
             if let boundary {
                 let part = Multipart.FormDataPart(base: counted, boundary: boundary, field: "file")
                 results = try await server.pipeline.prepare(upload: UploadEnd(base: part, progress: body), named: "upload",

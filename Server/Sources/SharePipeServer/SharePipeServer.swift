@@ -42,6 +42,8 @@ public final class SharePipeServer: Sendable {
     /// The server's logger (JSON lines in the executable).
     public let logger: Logger
     private let draining = NIOLockedValueBox(false)
+    /// `/v1/prepare` requests whose answer is not yet written to the connection.
+    private let answersInFlight = NIOLockedValueBox(0)
 
     /// The id of the request being handled, for SharePipe's log lines (through `requestMetadata`).
     @TaskLocal static var requestID: String?
@@ -96,6 +98,21 @@ public final class SharePipeServer: Sendable {
         if first { logger.info("draining", metadata: ["grace_seconds": .stringConvertible(Self.seconds(configuration.grace))]) }
     }
 
+    /// Counts an upload whose answer is on its way (`answerWritten()` when it has been written).
+    func answerStarted() { answersInFlight.withLockedValue { $0 += 1 } }
+
+    /// Counts an answer as written (or given up: its connection is gone).
+    func answerWritten() { answersInFlight.withLockedValue { $0 -= 1 } }
+
+    /// Waits until every upload's answer has been written, or `deadline` passes. The drain waits here before
+    /// Hummingbird's own graceful shutdown, which closes a connection as soon as its response is handed over
+    /// and so cut large answers short.
+    func waitForAnswers(until deadline: ContinuousClock.Instant) async {
+        while answersInFlight.withLockedValue({ $0 }) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     /// The Hummingbird application; `onServerRunning` gets the listening channel (its port when `port` is 0).
     public func application(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in })
         -> some ApplicationProtocol {
@@ -142,13 +159,17 @@ public final class SharePipeServer: Sendable {
     }
 }
 
-/// Sets the server draining when a graceful shutdown begins. Listed after the application, so the
-/// service group signals it first: `/readyz` says 503 before the listener closes.
+/// Sets the server draining when a graceful shutdown begins, then waits until the uploads in flight have
+/// written their answers (at most the grace period less a second). Listed after the application, so the
+/// service group signals it first and signals the application only once it has returned: `/readyz` and new
+/// uploads say 503 while the listener is still open, and no answer is cut short by the listener's shutdown.
 struct DrainWatcher: Service {
     let server: SharePipeServer
 
     func run() async throws {
         try? await gracefulShutdown()
+        let deadline = ContinuousClock.now + server.configuration.grace - .seconds(1)
         server.startDraining()
+        await server.waitForAnswers(until: deadline)
     }
 }

@@ -717,6 +717,16 @@ def main():
     failing = {getattr(t, "test_case", t).id() for t, _ in result.failures + result.errors}
     failing |= {t.id() for t in result.unexpectedSuccesses}
     run_and_failed = {name for name in failing if "Module" not in name}
+    # Some of these tests need a moment of the server's timing (a job running while another waits): a test
+    # that failed is run once more, and counts as failed only when it fails again. Both runs are printed.
+    if run_and_failed and len(run_and_failed) == len(failing):
+        print("running once more: %s" % ", ".join(sorted(run_and_failed)))
+        again = unittest.TextTestRunner(verbosity=verbosity, stream=sys.stdout).run(
+            loader.loadTestsFromNames(sorted(name.replace("__main__.", "") for name in run_and_failed), module))
+        still = {getattr(t, "test_case", t).id() for t, _ in again.failures + again.errors}
+        failing = {name for name in run_and_failed if name in still or "Module" in name} | \
+                  {name for name in still if "Module" in name}
+        run_and_failed = {name for name in failing if "Module" not in name}
     passed = result.testsRun - len(result.skipped) - len(run_and_failed)
     failed = len(failing)
     print("%d passed, %d failed" % (max(0, passed), failed))

@@ -246,7 +246,7 @@ public struct SharePipeline: Sendable {
             // The options first: invalid ones are reported before the input is read.
             let options = try profiles.map { profile throws(SharePipeError) in
                 var options = profile.options(basedOn: configuration.baseOptions)
-                adjust?(&options)
+                try adjust?(&options)
                 return try options.checked()
             }
             let info = try SharePipe.inspect(source, limits: configuration.baseOptions.limits)
@@ -424,8 +424,9 @@ public struct SharePipeline: Sendable {
 
 extension SharePipeline {
     /// Changes a profile's options for one call (`prepare(…, adjusting:)`): applied after
-    /// `ServiceProfile.options(basedOn:)`, before the options are checked.
-    public typealias OptionsAdjustment = @Sendable (inout PrepareOptions) -> Void
+    /// `ServiceProfile.options(basedOn:)`, before the options are checked. It may throw `invalidOptions`
+    /// (options given as text that do not parse: `PrepareOptions.applying(textValues:)`).
+    public typealias OptionsAdjustment = @Sendable (inout PrepareOptions) throws(SharePipeError) -> Void
 }
 
 /// One profile's prepared image (or why there is none), with what it was planned to need.
