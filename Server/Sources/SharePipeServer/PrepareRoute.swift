@@ -22,7 +22,7 @@ struct PrepareRoute {
     private var configuration: ServerConfiguration { server.configuration }
 
     func respond() async -> Routed {
-        server.answerStarted()
+        let ticket = server.answerStarted()
         var service = ""
         var routed: Routed
         do {
@@ -41,14 +41,15 @@ struct PrepareRoute {
         routed.response.headers[.connection] = "close"
         let body = routed.response.body
         let channel = context.channel
-        let server = self.server
         routed.response.body = ResponseBody(contentLength: body.contentLength) { writer in
             defer {
                 Self.closeAfterAnswer(channel)
-                server.answerWritten()
+                ticket.finish()
             }
             try await body.write(writer)
         }
+        // A client that went away gets no answer: nothing to wait for when draining.
+        if routed.response.status.code == 499 { ticket.finish() }
         if await server.pipeline.budget.usage.reservedBytes == 0 { ProcessMemory.trim() }
         return routed
     }

@@ -98,11 +98,12 @@ public final class SharePipeServer: Sendable {
         if first { logger.info("draining", metadata: ["grace_seconds": .stringConvertible(Self.seconds(configuration.grace))]) }
     }
 
-    /// Counts an upload whose answer is on its way (`answerWritten()` when it has been written).
-    func answerStarted() { answersInFlight.withLockedValue { $0 += 1 } }
-
-    /// Counts an answer as written (or given up: its connection is gone).
-    func answerWritten() { answersInFlight.withLockedValue { $0 -= 1 } }
+    /// Counts an upload whose answer is on its way, until the ticket's `finish()` (once its answer has been
+    /// written, or its client is known to be gone).
+    func answerStarted() -> AnswerTicket {
+        answersInFlight.withLockedValue { $0 += 1 }
+        return AnswerTicket { [answersInFlight] in answersInFlight.withLockedValue { $0 -= 1 } }
+    }
 
     /// Waits until every upload's answer has been written, or `deadline` passes. The drain waits here before
     /// Hummingbird's own graceful shutdown, which closes a connection as soon as its response is handed over
@@ -156,6 +157,23 @@ public final class SharePipeServer: Sendable {
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+/// One upload's place among the answers in flight (`SharePipeServer.answerStarted()`): `finish()` gives it
+/// back, the first time only.
+final class AnswerTicket: Sendable {
+    private let finished = NIOLockedValueBox(false)
+    private let release: @Sendable () -> Void
+
+    init(release: @escaping @Sendable () -> Void) { self.release = release }
+
+    func finish() {
+        let first = finished.withLockedValue { done in
+            defer { done = true }
+            return !done
+        }
+        if first { release() }
     }
 }
 

@@ -203,7 +203,9 @@ import Testing
         let configuration = ServerHarness.configuration {
             $0.budgetBytes = 64 << 20
             $0.queueLength = 1
-            $0.queueTimeout = .seconds(2)
+            // Long enough for /readyz and the refused upload to be answered while the first upload waits,
+            // also on a loaded machine (2 s was not).
+            $0.queueTimeout = .seconds(6)
         }
         try await ServerHarness.withServer(configuration) { server, port in
             // The whole budget held: a first upload waits (and times out), a second one finds the queue full.
@@ -216,7 +218,7 @@ import Testing
             #expect(ready.status == 503 && ready.headers["retry-after"] != nil)
             #expect(refused.status == 503 && refused.errorKind == "overloaded" && refused.headers["retry-after"] == "1", "\(refused.text)")
             #expect(refused.errorMessage.contains("waiting"))
-            #expect(timedOut.status == 503 && timedOut.errorMessage.contains("waited 2 s"), "\(timedOut.text)")
+            #expect(timedOut.status == 503 && timedOut.errorMessage.contains("waited 6 s"), "\(timedOut.text)")
             #expect(Int(timedOut.headers["retry-after"] ?? "") ?? 0 >= 1)
             await server.pipeline.budget.release(blocker)
             // Free again: the same upload is prepared, and the metrics counted both rejections.

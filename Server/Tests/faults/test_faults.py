@@ -595,7 +595,10 @@ class FullQueue(unittest.TestCase):
     def refuse_during_upload(self, server):
         slow = images()["slow"]
         answers = []
-        threads = [threading.Thread(target=lambda: answers.append(http(server.port, "POST", PREPARE, slow, timeout=120).status))
+        # Each fitted under 300 kB: noise takes several encodes and smaller sizes, so the first job runs long
+        # enough for the second to be seen waiting behind it.
+        fitted = PREPARE + "&max_bytes=300000"
+        threads = [threading.Thread(target=lambda: answers.append(http(server.port, "POST", fitted, slow, timeout=120).status))
                    for _ in range(2)]
         for t in threads:
             t.start()
