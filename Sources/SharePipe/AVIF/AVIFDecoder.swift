@@ -71,18 +71,8 @@ struct AVIFDecoder: ImageDecoder {
                 throw SharePipeError.corrupt(file: reader.file, reason: "the AVIF has no image")
             }
             let converter = try AVIFDecoding.converter(image.planes, header: header, file: reader.file)
-            let outputTarget = PixelSize(width: min(target.width, size.width), height: min(target.height, size.height))
-            var resampler = LanczosResampler(from: size, to: outputTarget, layout: converter.layout, meter: meter)
-            var row = [Float](repeating: 0, count: size.width * converter.layout.channels)
-            meter.holding(row.count * MemoryLayout<Float>.stride) {
-                row.withUnsafeMutableBufferPointer { buffer in
-                    for y in 0..<size.height {
-                        converter.convertRow(y, into: buffer.baseAddress!)
-                        resampler.push(row: UnsafeBufferPointer(buffer))
-                    }
-                }
-            }
-            return RenderedImage(bitmap: try resampler.finish(), warnings: AVIFDecoding.warnings(header))
+            let bitmap = try converter.resampled(size: size, to: target, meter: meter)
+            return RenderedImage(bitmap: bitmap, warnings: AVIFDecoding.warnings(header))
         }
     }
 }

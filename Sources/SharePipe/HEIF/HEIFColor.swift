@@ -219,3 +219,23 @@ enum HEIFColorProfile {
         [1, 2].contains(Int(nclx.color_primaries)) && [2, 13].contains(Int(nclx.transfer_characteristics))
     }
 }
+
+extension HEIFRowConverter {
+    /// Every row of the `size` image converted in turn into one Float row and pushed into a Lanczos resampler
+    /// to `target` (never larger than `size`): the whole-image decoders' (libheif's and libavif's) path from
+    /// YCbCr planes to the output bitmap, with the row buffer metered.
+    func resampled(size: PixelSize, to target: PixelSize, meter: PixelMemoryMeter) throws -> Bitmap {
+        let outputTarget = PixelSize(width: min(target.width, size.width), height: min(target.height, size.height))
+        var resampler = LanczosResampler(from: size, to: outputTarget, layout: layout, meter: meter)
+        var row = [Float](repeating: 0, count: size.width * layout.channels)
+        meter.holding(row.count * MemoryLayout<Float>.stride) {
+            row.withUnsafeMutableBufferPointer { buffer in
+                for y in 0..<size.height {
+                    convertRow(y, into: buffer.baseAddress!)
+                    resampler.push(row: UnsafeBufferPointer(buffer))
+                }
+            }
+        }
+        return try resampler.finish()
+    }
+}

@@ -164,18 +164,7 @@ enum HEIFDecoding {
                                                        reason: "HEIF matrix coefficients \(nclx.matrix_coefficients) are not supported")
             }
             let converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: info.premultiplied_alpha != 0)
-            let outputTarget = PixelSize(width: min(target.width, size.width), height: min(target.height, size.height))
-            var resampler = LanczosResampler(from: size, to: outputTarget, layout: converter.layout, meter: meter)
-            var row = [Float](repeating: 0, count: size.width * converter.layout.channels)
-            meter.holding(row.count * MemoryLayout<Float>.stride) {
-                row.withUnsafeMutableBufferPointer { buffer in
-                    for y in 0..<size.height {
-                        converter.convertRow(y, into: buffer.baseAddress!)
-                        resampler.push(row: UnsafeBufferPointer(buffer))
-                    }
-                }
-            }
-            let bitmap = try resampler.finish()
+            let bitmap = try converter.resampled(size: size, to: target, meter: meter)
             return RenderedImage(bitmap: bitmap, warnings: [])
         }
     }
