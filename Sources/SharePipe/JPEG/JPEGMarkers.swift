@@ -5,6 +5,20 @@ enum JPEGMarkers {
     static let xmpPrefix: [UInt8] = Array("http://ns.adobe.com/xap/1.0/\0".utf8)
     static let extendedXMPPrefix: [UInt8] = Array("http://ns.adobe.com/xmp/extension/\0".utf8)
     static let iccPrefix: [UInt8] = Array("ICC_PROFILE\0".utf8)
+    static let jfifPrefix: [UInt8] = Array("JFIF\0".utf8)
+    /// The JFIF APP0 header without a thumbnail: identifier, version, units, densities, thumbnail size.
+    static let jfifHeaderLength = 14
+    /// The tag of the block that stands for a thumbnail inside the JFIF APP0 header.
+    static let jfifThumbnailTag = "JFIF thumbnail"
+    /// The part of an Adobe APP14 payload libjpeg reads: identifier, version, flags, colour transform.
+    static let adobeLength = 12
+
+    /// Bytes of RGB thumbnail the JFIF APP0 `payload` declares (width × height × 3), 0 when it has none.
+    static func jfifThumbnailBytes(_ payload: [UInt8]) -> Int {
+        guard payload.count >= jfifHeaderLength else { return 0 }
+        return Int(payload[12]) * Int(payload[13]) * 3
+    }
+
     /// Largest payload of one marker segment (the 16-bit length counts itself).
     static let maxPayload = 65533
     /// ICC bytes per APP2 chunk: the payload less the 14-byte "ICC_PROFILE\0" + sequence + count header.
@@ -42,10 +56,14 @@ enum JPEGMarkers {
                 blocks.append(.iptc(payload))
             case com:
                 blocks.append(.comment(payload))
-            case app0 where payload.starts(with: Array("JFIF\0".utf8)) || payload.starts(with: Array("JFXX\0".utf8)):
-                continue  // structure, not metadata (JFXX thumbnails are dropped with it)
+            case app0 where payload.starts(with: jfifPrefix):
+                // The header is structure; an RGB thumbnail in it is a picture of the photo, kept only under
+                // `none` (the metadata rewrite writes the header without it otherwise).
+                if jfifThumbnailBytes(payload) > 0 { blocks.append(.other(tag: jfifThumbnailTag, data: payload)) }
+            case app0 where payload.starts(with: Array("JFXX\0".utf8)):
+                blocks.append(.other(tag: "APP0 JFXX", data: payload))  // a JFIF extension thumbnail
             case app14 where payload.starts(with: Array("Adobe".utf8)):
-                continue  // colour transform flag, read by libjpeg
+                continue  // colour transform flag, read by libjpeg (its first `adobeLength` bytes are written)
             default:
                 blocks.append(.other(tag: "APP\(code - app0)", data: payload))
             }

@@ -2,9 +2,10 @@
 /// loss, and the output is never larger than the input plus the kept metadata. Used when the image needs
 /// no resize and no rotation.
 ///
-/// Segments before and between scans are sorted into structure (kept: DQT, DHT, SOFn, DRI, SOS, JFIF
-/// APP0, Adobe APP14) and metadata (dropped: APP1–APP13, APP15, COM, JFXX thumbnails); the kept metadata
-/// blocks are written once, after SOI or the JFIF APP0. Everything after EOI (multi-picture trailers,
+/// Segments before and between scans are sorted into structure (kept: DQT, DHT, SOFn, DRI, SOS, the JFIF
+/// APP0 header without its thumbnail, the 12 bytes of Adobe APP14 that libjpeg reads) and metadata (dropped
+/// unless kept: APP1–APP13, APP15, COM, JFIF and JFXX thumbnails); the kept metadata blocks are written once,
+/// after SOI or the JFIF APP0. Everything after EOI (multi-picture trailers,
 /// vendor data) is dropped.
 ///
 /// The markers are found as libjpeg finds them (`next_marker` in jdmarker.c): bytes up to an 0xFF are
@@ -42,6 +43,9 @@ enum JPEGRewriter {
                 out += [0xFF, UInt8(code), UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)]
                 out += payload
             }
+        }
+        func segment(_ code: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            [0xFF, code, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
         }
         var pending: UInt8? = nil  // a marker code found while copying entropy-coded data
         while true {
@@ -81,12 +85,20 @@ enum JPEGRewriter {
             let isAdobe = code == 0xEE && payload.starts(with: Array("Adobe".utf8))
             let isMetadata = (0xE0...0xEF).contains(code) && !isJFIF && !isAdobe || code == 0xFE
             if isJFIF {
-                out += [0xFF, code, UInt8(high), UInt8(low)] + payload
+                // The header stays; its thumbnail only when the kept blocks hold it (strip none).
+                let keepsThumbnail = blocks.contains { if case .other(JPEGMarkers.jfifThumbnailTag, _) = $0 { true } else { false } }
+                let header = keepsThumbnail || JPEGMarkers.jfifThumbnailBytes(payload) == 0
+                    ? payload : Array(payload[..<(JPEGMarkers.jfifHeaderLength - 2)]) + [0, 0]
+                out += segment(code, header)
                 writeMetadata()
                 continue
             }
             writeMetadata()
             if isMetadata { continue }
+            if isAdobe && payload.count > JPEGMarkers.adobeLength {
+                out += segment(code, Array(payload[..<JPEGMarkers.adobeLength]))  // bytes past what libjpeg reads go
+                continue
+            }
             out += [0xFF, code, UInt8(high), UInt8(low)] + payload
             if code == 0xDA {  // SOS: copy entropy-coded data up to the next real marker
                 while true {
