@@ -2,7 +2,15 @@
 // libFuzzer targets for SharePipe's decoders: one executable per format, each feeding the public pipeline
 // `.bytes(data)` with small limits. Build and run them with `scripts/fuzz` (see Fuzz/README.md); they link
 // only with `-Xswiftc -sanitize=fuzzer` (which brings libFuzzer's driver).
+//
+// Every folder Sources/Fuzz<Name> (but FuzzSupport) is a target: a new format's fuzz target is its folder
+// and main.swift, nothing here (FormatRegistryTests checks every format is fed by one).
+import Foundation
 import PackageDescription
+
+let fuzzTargets = ((try? FileManager.default.contentsOfDirectory(atPath: Context.packageDirectory + "/Sources")) ?? [])
+    .filter { $0.hasPrefix("Fuzz") && $0 != "FuzzSupport" }
+    .sorted()
 
 let package = Package(
     name: "SharePipeFuzz",
@@ -14,11 +22,7 @@ let package = Package(
         // The shared entry: options, invariants checked on every output.
         .target(name: "CFuzzDriver"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzDriver", .product(name: "SharePipe", package: "SharePipe")]),
-        .executableTarget(name: "FuzzJPEG", dependencies: ["FuzzSupport"]),
-        .executableTarget(name: "FuzzPNG", dependencies: ["FuzzSupport"]),
-        .executableTarget(name: "FuzzGIF", dependencies: ["FuzzSupport"]),
-        .executableTarget(name: "FuzzHEIF", dependencies: ["FuzzSupport", .product(name: "SharePipe", package: "SharePipe")]),
-        .executableTarget(name: "FuzzWebP", dependencies: ["FuzzSupport"]),
-        .executableTarget(name: "FuzzAPNG", dependencies: ["FuzzSupport"]),
-    ]
+    ] + fuzzTargets.map {
+        .executableTarget(name: $0, dependencies: ["FuzzSupport", .product(name: "SharePipe", package: "SharePipe")])
+    }
 )

@@ -73,19 +73,78 @@ struct PrivacyAllowListTests {
         }
     }
 
-    // MARK: JPEG
+    // MARK: Every written format
 
-    static let jpegRoutes: [Route] = [
-        Route(name: "metadata rewrite", method: .metadataRewrite, format: .jpeg),
-        Route(name: "re-encode", configure: { $0.maxShortEdge = 200 }, method: .reencoded, format: .jpeg),
-        Route(name: "format change", configure: { $0.acceptedFormats = [.png] }, method: .reencoded, format: .png),
+    /// A written format's still with a C2PA store and an unknown segment planted: what its metadata rewrite,
+    /// re-encode and format change must drop. The formats SharePipe writes (a metadata rewriter in their
+    /// descriptor) are exactly these (`everyWrittenFormatIsPlanted`); the input-only ones are below.
+    struct PlantedFormat: CustomStringConvertible, Sendable {
+        var format: ImageFormat
+        /// What the planted markers sit in: "APP11 C2PA and an unknown APP15".
+        var what: String
+        var fixture: String
+        var plant: @Sendable (_ image: [UInt8], _ c2pa: String, _ unknown: String) -> [UInt8]
+        /// A short edge small enough to re-encode the fixture.
+        var reencodeShortEdge: Int
+        /// The other format a format change writes.
+        var changedTo: ImageFormat
+        var description: String { "\(format.displayName): \(what)" }
+
+        func input() throws -> [UInt8] {
+            plant(try Fixtures.bytes(Fixtures.path(fixture)), PrivacyAllowListTests.c2paMarker, PrivacyAllowListTests.unknownMarker)
+        }
+
+        var routes: [Route] {
+            [Route(name: "metadata rewrite", method: .metadataRewrite, format: format),
+             Route(name: "re-encode", configure: { [reencodeShortEdge] in $0.maxShortEdge = reencodeShortEdge }, method: .reencoded,
+                   format: format),
+             Route(name: "format change", configure: { [changedTo] in $0.acceptedFormats = [changedTo] }, method: .reencoded,
+                   format: changedTo)]
+        }
+    }
+
+    static let planted: [PlantedFormat] = [
+        PlantedFormat(format: .jpeg, what: "APP11 C2PA and an unknown APP15", fixture: "jpeg/orient-1.jpg",
+                      plant: { Plant.jpeg($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 200, changedTo: .png),
+        PlantedFormat(format: .png, what: "caBX and an unknown safe-to-copy chunk", fixture: "png/rgb-8.png",
+                      plant: { Plant.png($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 30, changedTo: .jpeg),
+        PlantedFormat(format: .gif, what: "the C2PA_GIF extension and an unknown application extension", fixture: "gif/single-frame.gif",
+                      plant: { Plant.gif($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 100, changedTo: .png),
+        PlantedFormat(format: .webp, what: "the C2PA chunk and an unknown chunk", fixture: "webp/icc.webp",
+                      plant: { Plant.webp($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 100, changedTo: .jpeg),
     ]
 
-    @Test("JPEG: APP11 C2PA and an unknown APP15 go under all and gps on every route", arguments: jpegRoutes, modes)
-    func jpegOnEveryRoute(route: Route, mode: StripMode) throws {
-        let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectNothingUnparsedSurvives(input, route: route, mode: mode)
+    @Test("Every written format: the planted C2PA store and unknown segment go under all and gps on every route",
+          arguments: planted, modes)
+    func onEveryRoute(format: PlantedFormat, mode: StripMode) throws {
+        let input = try format.input()
+        for route in format.routes {
+            try expectNothingUnparsedSurvives(input, route: route, mode: mode)
+        }
     }
+
+    @Test("Every written format under none: C2PA kept by the metadata rewrite, removed (and said) by the re-encode",
+          arguments: planted)
+    func contentCredentialsUnderNone(format: PlantedFormat) throws {
+        let input = try format.input()
+        try expectContentCredentialsUnderNone(input, route: format.routes[0], keptOnCopy: true)
+        try expectContentCredentialsUnderNone(input, route: format.routes[1], keptOnCopy: false)
+    }
+
+    @Test("Every format SharePipe writes has a planted input above; every input-only one a HEIF-family case below")
+    func everyWrittenFormatIsPlanted() {
+        let written = FormatRegistry.all.filter { $0.metadataRewriter != nil }.map(\.format)
+        #expect(Set(Self.planted.map(\.format)) == Set(written))
+        #expect(Set(Self.heifFamilyFixtures.compactMap { ImageFormat.sniff(try! Fixtures.bytes(Fixtures.path($0))) })
+                == Set(FormatRegistry.all.filter { $0.writtenAs != nil && Self.keepsMetadata($0) }.map(\.format)))
+    }
+
+    /// Whether a format keeps any metadata under gps (one without metadata has nothing to plant).
+    static func keepsMetadata(_ descriptor: FormatDescriptor) -> Bool {
+        (descriptor.metadataPolicy as? StandardMetadataPolicy).map { !$0.table.keeps(.gps).isEmpty } ?? true
+    }
+
+    // MARK: JPEG
 
     @Test("JPEG: the lossless turn drops APP11 C2PA and the unknown APP15; gps keeps the camera Exif without GPS", arguments: modes)
     func jpegLosslessTurn(mode: StripMode) throws {
@@ -106,47 +165,25 @@ struct PrivacyAllowListTests {
         let info = try SharePipe.inspect(.bytes(input))
         let credentials = info.metadata.filter { $0.kind == .contentCredentials }
         #expect(credentials.count == 2, "\(info.metadata.map(\.kind))")
-        try expectNothingUnparsedSurvives(input, route: Self.jpegRoutes[0], mode: .gps)
-        try expectContentCredentialsUnderNone(input, route: Self.jpegRoutes[0], keptOnCopy: true)
+        try expectNothingUnparsedSurvives(input, route: Self.planted[0].routes[0], mode: .gps)
+        try expectContentCredentialsUnderNone(input, route: Self.planted[0].routes[0], keptOnCopy: true)
     }
 
-    @Test("JPEG under none: C2PA kept by the metadata rewrite, removed (and said) by the re-encode and the lossless turn")
+    @Test("JPEG under none: the lossless turn removes C2PA (and says so); the unknown segment stays in a JPEG output")
     func jpegNone() throws {
-        let plain = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectContentCredentialsUnderNone(plain, route: Self.jpegRoutes[0], keptOnCopy: true)
-        try expectContentCredentialsUnderNone(plain, route: Self.jpegRoutes[1], keptOnCopy: false)
         let turned = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
         try expectContentCredentialsUnderNone(turned, route: Route(name: "lossless turn", method: .losslessTurn), keptOnCopy: false)
-        // The unknown segment is kept under none wherever the output is a JPEG.
+        let plain = try Self.planted[0].input()
         let kept = try SharePipe.prepare(.bytes(plain), options: PrepareOptions(maxShortEdge: 200, strip: .none))
         LeakScanner.expectPresent(Self.unknownMarker, in: kept.bytes)
     }
 
     // MARK: PNG
 
-    static let pngRoutes: [Route] = [
-        Route(name: "metadata rewrite", method: .metadataRewrite, format: .png),
-        Route(name: "re-encode", configure: { $0.maxShortEdge = 30 }, method: .reencoded, format: .png),
-        Route(name: "format change", configure: { $0.acceptedFormats = [.jpeg] }, method: .reencoded, format: .jpeg),
-    ]
-
-    @Test("PNG: caBX and an unknown safe-to-copy chunk go under all and gps on every route", arguments: pngRoutes, modes)
-    func pngOnEveryRoute(route: Route, mode: StripMode) throws {
-        let input = Plant.png(try Fixtures.bytes(Fixtures.path("png/rgb-8.png")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectNothingUnparsedSurvives(input, route: route, mode: mode)
-    }
-
     @Test("APNG → animated GIF: caBX and the unknown chunk go under all and gps", arguments: modes)
     func apngAnimation(mode: StripMode) throws {
         let input = Plant.png(try Fixtures.bytes(Fixtures.path("apng/palette.png")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
         try expectNothingUnparsedSurvives(input, route: Route(name: "animation", format: .gif), mode: mode)
-    }
-
-    @Test("PNG under none: caBX kept by the metadata rewrite, removed (and said) by the re-encode")
-    func pngNone() throws {
-        let input = Plant.png(try Fixtures.bytes(Fixtures.path("png/rgb-8.png")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectContentCredentialsUnderNone(input, route: Self.pngRoutes[0], keptOnCopy: true)
-        try expectContentCredentialsUnderNone(input, route: Self.pngRoutes[1], keptOnCopy: false)
     }
 
     @Test("PNG gps keeps the parsed text and tIME, drops what it cannot parse")
@@ -165,45 +202,13 @@ struct PrivacyAllowListTests {
 
     // MARK: WebP
 
-    static let webpRoutes: [Route] = [
-        Route(name: "metadata rewrite", method: .metadataRewrite, format: .webp),
-        Route(name: "re-encode", configure: { $0.maxShortEdge = 100 }, method: .reencoded, format: .webp),
-        Route(name: "format change", configure: { $0.acceptedFormats = [.jpeg] }, method: .reencoded, format: .jpeg),
-    ]
-
-    @Test("WebP: the C2PA chunk and an unknown chunk go under all and gps on every route", arguments: webpRoutes, modes)
-    func webpOnEveryRoute(route: Route, mode: StripMode) throws {
-        let input = Plant.webp(try Fixtures.bytes(Fixtures.path("webp/icc.webp")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectNothingUnparsedSurvives(input, route: route, mode: mode)
-    }
-
     @Test("Animated WebP → GIF: the C2PA chunk and an unknown chunk go under all and gps", arguments: modes)
     func webpAnimation(mode: StripMode) throws {
         let input = Plant.webp(try Fixtures.bytes(Fixtures.path("webp/animated.webp")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
         try expectNothingUnparsedSurvives(input, route: Route(name: "animation", format: .gif), mode: mode)
     }
 
-    @Test("WebP under none: the C2PA chunk kept by the metadata rewrite, removed (and said) by the re-encode")
-    func webpNone() throws {
-        let input = Plant.webp(try Fixtures.bytes(Fixtures.path("webp/icc.webp")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectContentCredentialsUnderNone(input, route: Self.webpRoutes[0], keptOnCopy: true)
-        try expectContentCredentialsUnderNone(input, route: Self.webpRoutes[1], keptOnCopy: false)
-    }
-
     // MARK: GIF
-
-    static let gifRoutes: [Route] = [
-        Route(name: "metadata rewrite", method: .metadataRewrite, format: .gif),
-        Route(name: "re-encode", configure: { $0.maxShortEdge = 100 }, method: .reencoded, format: .gif),
-        Route(name: "format change", configure: { $0.acceptedFormats = [.png] }, method: .reencoded, format: .png),
-    ]
-
-    @Test("GIF: the C2PA_GIF extension and an unknown application extension go under all and gps on every route",
-          arguments: gifRoutes, modes)
-    func gifOnEveryRoute(route: Route, mode: StripMode) throws {
-        let input = Plant.gif(try Fixtures.bytes(Fixtures.path("gif/single-frame.gif")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectNothingUnparsedSurvives(input, route: route, mode: mode)
-    }
 
     @Test("Animated GIF: the extensions go on the metadata copy and on the re-written animation", arguments: modes)
     func gifAnimation(mode: StripMode) throws {
@@ -212,17 +217,12 @@ struct PrivacyAllowListTests {
         try expectNothingUnparsedSurvives(input, route: Route(name: "animation", configure: { $0.maxShortEdge = 60 }, format: .gif), mode: mode)
     }
 
-    @Test("GIF under none: the C2PA extension kept by the metadata copy, removed (and said) by the re-encode")
-    func gifNone() throws {
-        let input = Plant.gif(try Fixtures.bytes(Fixtures.path("gif/single-frame.gif")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectContentCredentialsUnderNone(input, route: Self.gifRoutes[0], keptOnCopy: true)
-        try expectContentCredentialsUnderNone(input, route: Self.gifRoutes[1], keptOnCopy: false)
-    }
-
     // MARK: HEIF / AVIF
 
+    static let heifFamilyFixtures = ["heif/mirror.heic", "heif/corners.avif"]
+
     @Test("HEIC and AVIF: a C2PA uuid box or application/c2pa item and an unknown box go in every mode (always re-encoded; none says so)",
-          arguments: ["heif/mirror.heic", "heif/corners.avif"], Plant.HEIFPlacement.allCases)
+          arguments: heifFamilyFixtures, Plant.HEIFPlacement.allCases)
     func heifContentCredentials(fixture: String, placement: Plant.HEIFPlacement) throws {
         let input = try Plant.heif(fixture, c2pa: Self.c2paMarker, unknown: Self.unknownMarker, placement: placement)
         let info = try SharePipe.inspect(.bytes(input))

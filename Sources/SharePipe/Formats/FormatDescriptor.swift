@@ -17,6 +17,15 @@ struct FormatDescriptor: Sendable {
         -> LosslessTurnOutcome
 
     let format: ImageFormat
+    /// The format's name in the message for a file no format matches ("not a JPEG, PNG, …, HEIC or AVIF").
+    let signatureName: String
+    /// The usual file extension, without the dot (`ImageFormat.fileExtension`).
+    let fileExtension: String
+    /// The media type (`ImageFormat.mediaType`).
+    let mediaType: String
+    /// Whether the first bytes of a file (up to 64; fewer for a short file) are this format's signature.
+    /// `ImageFormat.sniff` asks the registry's formats in order; no two may claim the same bytes.
+    let matches: @Sendable (_ prefix: [UInt8]) -> Bool
     /// Reads the header (`probe`) and renders the image (or an animation's first frame) scaled.
     let decoder: any ImageDecoder
     /// The encoder for an output in this format. It sees the input's probe, so an encoder can carry

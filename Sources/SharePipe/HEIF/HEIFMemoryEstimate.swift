@@ -1,31 +1,3 @@
-/// HEIF/HEIC and AVIF as formats: input only. No service takes them, so an output is a JPEG, or a PNG where
-/// the image has alpha (then, if the service refuses PNG, its accepted formats decide as for any PNG).
-enum HEIFFormat {
-    /// The format a HEIF/AVIF input is written as before the service's accepted formats apply.
-    static func outputFormat(for info: ImageInfo) -> ImageFormat { info.hasAlpha ? .png : .jpeg }
-
-    /// The descriptor shared by `.heif` and `.avif` (one libheif-backed decoder).
-    static func descriptor(_ format: ImageFormat) -> FormatDescriptor {
-        FormatDescriptor(
-            format: format,
-            decoder: HEIFDecoder(format: format),
-            // Never asked for: `writtenAs` sends every output to JPEG or PNG. The JPEG encoder stands here
-            // only because a descriptor must name one.
-            encoder: { _ in JPEGEncoder() },
-            // all: the ICC profile (the file's, or one for its nclx) · gps: it and Exif (cleaned) · none: everything
-            // that the JPEG or PNG output can hold (always re-encoded: content credentials never survive)
-            metadataPolicy: StandardMetadataPolicy(keeps: MetadataKeepTable(gps: [.colourProfile, .exif])),
-            writableMetadata: { kept, present in kept.writtenAsJPEG(present: present) },
-            metadataRewriter: nil,
-            losslessTurn: nil,
-            sourceQuality: nil,
-            fitting: .qualitySearch,
-            animation: nil,
-            memory: MemoryEstimate.heif,
-            writtenAs: { outputFormat(for: $0) })
-    }
-}
-
 extension MemoryEstimate {
     /// HEIF/AVIF (`HEIFDecoding.render`): libheif decodes the whole primary image to YCbCr planes (metered,
     /// twice while decoding: the codec's picture and libheif's planes), rows are converted to Float and
