@@ -128,7 +128,7 @@ struct GIFRegionResampleTests {
                         let area = changes.map { changed in
                             canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: changed) }
                         } ?? .empty
-                        let whole = AnimatedGIFPass.picture(of: canvas, at: size, meter: PixelMemoryMeter())
+                        let whole = try AnimatedGIFPass.picture(of: canvas, at: size, meter: PixelMemoryMeter())
                         #expect(sameBytes(resampler.output, whole), "\(name) → \(size), frame \(index): region update differs")
                         // The previous picture with only `area` taken from the new one is the new one.
                         var patched = before

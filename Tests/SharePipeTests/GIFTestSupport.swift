@@ -39,7 +39,7 @@ struct DecodedGIF {
     func pictures(scaledTo size: PixelSize) -> [[UInt8]] {
         pictures.map { pixels in
             let bitmap = Bitmap(size: self.size, layout: .rgba, pixels: pixels)
-            return InMemoryResample.resize(bitmap, to: size, meter: PixelMemoryMeter()).pixels
+            return try! InMemoryResample.resize(bitmap, to: size, meter: PixelMemoryMeter()).pixels  // no checkpoint: cannot throw
         }
     }
 }

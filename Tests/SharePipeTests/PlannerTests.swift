@@ -73,17 +73,17 @@ import Testing
 
 /// The resampler on synthetic pixels.
 @Suite struct ResamplerTests {
-    @Test func onePixelCheckerboardReducedThreeTimesIsFlatGrey() {
+    @Test func onePixelCheckerboardReducedThreeTimesIsFlatGrey() throws {
         let size = PixelSize(width: 300, height: 300)
         var pixels = [UInt8](repeating: 0, count: size.area)
         for y in 0..<300 { for x in 0..<300 where (x + y) % 2 == 0 { pixels[y * 300 + x] = 255 } }
         let bitmap = Bitmap(size: size, layout: .gray, pixels: pixels)
-        let small = InMemoryResample.resize(bitmap, to: PixelSize(width: 100, height: 100), meter: PixelMemoryMeter())
+        let small = try InMemoryResample.resize(bitmap, to: PixelSize(width: 100, height: 100), meter: PixelMemoryMeter())
         let values = small.pixels.map(Int.init)
         #expect(values.min()! >= 118 && values.max()! <= 137, "range \(values.min()!)...\(values.max()!)")
     }
 
-    @Test func transparentNeighboursDoNotBleedIntoEdges() {
+    @Test func transparentNeighboursDoNotBleedIntoEdges() throws {
         // A red opaque square on a fully transparent green background.
         let size = PixelSize(width: 64, height: 64)
         var pixels = [UInt8](repeating: 0, count: size.area * 4)
@@ -93,7 +93,7 @@ import Testing
                 if (16..<48).contains(x) && (16..<48).contains(y) { pixels[i] = 255; pixels[i + 3] = 255 } else { pixels[i + 1] = 255 }
             }
         }
-        let small = InMemoryResample.resize(Bitmap(size: size, layout: .rgba, pixels: pixels),
+        let small = try InMemoryResample.resize(Bitmap(size: size, layout: .rgba, pixels: pixels),
                                             to: PixelSize(width: 21, height: 21), meter: PixelMemoryMeter())
         for y in 0..<21 {
             for x in 0..<21 {
@@ -106,7 +106,7 @@ import Testing
     @Test func meterReturnsToZeroAndCountsTheWindow() throws {
         let meter = PixelMemoryMeter()
         let bitmap = Bitmap(size: PixelSize(width: 400, height: 300), layout: .rgb)
-        _ = InMemoryResample.resize(bitmap, to: PixelSize(width: 100, height: 75), meter: meter)
+        _ = try InMemoryResample.resize(bitmap, to: PixelSize(width: 100, height: 75), meter: meter)
         #expect(meter.currentBytes == 0)
         #expect(meter.peakBytes > 100 * 75 * 3)
         #expect(meter.peakBytes < 400 * 300 * 3)   // a window, not the whole input

@@ -239,6 +239,61 @@ import Testing
         #expect(logs.records.map { $0.metadata["outcome"] } == ["cancelled"])
     }
 
+    /// Writes a 24 MP PNG (6000×4000 RGB, colours enough to stay truecolour) into `directory`.
+    static func writeLargePNG(in directory: String) throws -> String {
+        let size = PixelSize(width: 6000, height: 4000)
+        var pixels = [UInt8](repeating: 0, count: size.area * 3)
+        for y in 0..<size.height {
+            for x in 0..<size.width {
+                let i = (y * size.width + x) * 3
+                pixels[i] = UInt8(truncatingIfNeeded: x); pixels[i + 1] = UInt8(truncatingIfNeeded: y)
+                pixels[i + 2] = UInt8(truncatingIfNeeded: x ^ y)
+            }
+        }
+        let png = try PNGEncoder().encode(Bitmap(size: size, layout: .rgb, pixels: pixels),
+                                          settings: EncodeSettings(quality: 90, progressive: false, effort: 1), metadata: [])
+        let path = directory + "/large-24mp.png"
+        try Data(png).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func cancellingInTheMiddleOfADecodeStopsWithinItsRowsAndFreesTheBudget() async throws {
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        let path = try Self.writeLargePNG(in: directory)
+        let logs = CapturedLogs()
+        var pipeline = try Self.pipeline(budget: 1 << 30, logs: logs)
+        let checkpoints = TestCounter()
+        pipeline.hooks.checkpoint = { _ = checkpoints.increment() }
+        let watched = pipeline
+        // The whole job once, for the time a cancellation used to wait for (the next step's checkpoint).
+        let whole = ContinuousClock.now
+        _ = try await pipeline.prepare(.file(path: path), named: "whole.png", for: [.x])
+        let wholeDuration = ContinuousClock.now - whole
+        let checkpointsInAJob = checkpoints.value
+        // The steps' own checkpoints are a handful; the rest are the rows' (every 16 of 4,000).
+        #expect(checkpointsInAJob > 200, "row checkpoints: \(checkpointsInAJob)")
+
+        let before = checkpoints.value
+        let task = Task { try await watched.prepare(.file(path: path), named: "cancelled.png", for: [.x]) }
+        // Wait until the decode is well under way (rows flowing into the resampler), then cancel.
+        #expect(await eventually { checkpoints.value - before >= 20 })
+        let cancelledAt = ContinuousClock.now
+        task.cancel()
+        let outcome = await task.result
+        let returnedAfter = ContinuousClock.now - cancelledAt
+        #expect(await eventually { await pipeline.budget.usage.reservedBytes == 0 })
+        let freedAfter = ContinuousClock.now - cancelledAt
+        guard case .failure(let error) = outcome else { Issue.record("a cancelled job must not succeed"); return }
+        #expect(error as? SharePipeError == .cancelled(file: "cancelled.png"))
+        #expect(checkpoints.value - before < checkpointsInAJob / 2, "the job stopped before its decode was half done")
+        let usage = await pipeline.budget.usage
+        #expect(usage.reservedBytes == 0 && usage.runningJobs == 0)
+        print("24 MP PNG: whole job \(wholeDuration); cancelled mid-decode: returned after \(returnedAfter), budget 0 after \(freedAfter)")
+        #expect(freedAfter < .milliseconds(500) && freedAfter < wholeDuration / 4,
+                "budget freed \(freedAfter) after the cancellation (whole job: \(wholeDuration))")
+    }
+
     @Test func cancellingWhileWaitingForMemoryThrowsCancelled() async throws {
         let pipeline = try Self.pipeline(budget: 1 << 30)
         let blocker = try await pipeline.budget.reserve(1 << 30)

@@ -10,6 +10,6 @@ enum APNGStill {
         let canvas = try frames.firstFrame(file: source.displayName).canvas
         let outputTarget = PixelSize(width: min(target.width, canvas.width), height: min(target.height, canvas.height))
         // "First frame only" is the plan's adjustment (`PreparePlan`), reported with the result.
-        return RenderedImage(bitmap: InMemoryResample.resize(canvas, to: outputTarget, meter: meter), warnings: [])
+        return RenderedImage(bitmap: try InMemoryResample.resize(canvas, to: outputTarget, meter: meter), warnings: [])
     }
 }

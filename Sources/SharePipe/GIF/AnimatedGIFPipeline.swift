@@ -99,7 +99,7 @@ struct AnimatedGIFPass {
                         } ?? .empty
                         pixels = resampler.output
                     } else {
-                        pixels = Self.picture(of: canvas, at: plan.size, meter: meter)
+                        pixels = try Self.picture(of: canvas, at: plan.size, meter: meter)
                         changed = nil
                     }
                     let mayDrop = clearedSinceLastPicture.map { Self.outputArea(of: $0, from: screen, to: plan.size) }
@@ -139,8 +139,8 @@ struct AnimatedGIFPass {
     }
 
     /// The canvas at the output size: Lanczos on RGBA (premultiplied inside the resampler), or a copy.
-    static func picture(of canvas: GIFCanvas, at size: PixelSize, meter: PixelMemoryMeter) -> [UInt8] {
-        InMemoryResample.resize(Bitmap(size: canvas.size, layout: .rgba, pixels: canvas.pixels), to: size, meter: meter).pixels
+    static func picture(of canvas: GIFCanvas, at size: PixelSize, meter: PixelMemoryMeter) throws -> [UInt8] {
+        try InMemoryResample.resize(Bitmap(size: canvas.size, layout: .rgba, pixels: canvas.pixels), to: size, meter: meter).pixels
     }
 }
 

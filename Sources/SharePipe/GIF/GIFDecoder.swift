@@ -112,12 +112,12 @@ struct GIFDecoder: ImageDecoder {
                             for c in 0..<channels { out[x * channels + c] = lookup[entry + c] }
                         }
                     }
-                    row.withUnsafeBufferPointer { resampler.push(row: $0) }
+                    try row.withUnsafeBufferPointer { try resampler.push(row: $0) }
                 }
             } else {
                 let canvas = GIFCanvas(size: screen, meter: meter)
                 try canvas.draw(frame, globalPalette: stream.container.globalPalette, from: stream)
-                canvas.pixels.withUnsafeBufferPointer { pixels in
+                try canvas.pixels.withUnsafeBufferPointer { pixels in
                     for y in 0..<screen.height {
                         let start = y * screen.width * 4
                         row.withUnsafeMutableBufferPointer { out in
@@ -125,7 +125,7 @@ struct GIFDecoder: ImageDecoder {
                                 for c in 0..<channels { out[x * channels + c] = pixels[start + x * 4 + c] }
                             }
                         }
-                        row.withUnsafeBufferPointer { resampler.push(row: $0) }
+                        try row.withUnsafeBufferPointer { try resampler.push(row: $0) }
                     }
                 }
             }

@@ -228,11 +228,11 @@ extension HEIFRowConverter {
         let outputTarget = PixelSize(width: min(target.width, size.width), height: min(target.height, size.height))
         var resampler = LanczosResampler(from: size, to: outputTarget, layout: layout, meter: meter)
         var row = [Float](repeating: 0, count: size.width * layout.channels)
-        meter.holding(row.count * MemoryLayout<Float>.stride) {
-            row.withUnsafeMutableBufferPointer { buffer in
+        try meter.holding(row.count * MemoryLayout<Float>.stride) {
+            try row.withUnsafeMutableBufferPointer { buffer in
                 for y in 0..<size.height {
                     convertRow(y, into: buffer.baseAddress!)
-                    resampler.push(row: UnsafeBufferPointer(buffer))
+                    try resampler.push(row: UnsafeBufferPointer(buffer))
                 }
             }
         }

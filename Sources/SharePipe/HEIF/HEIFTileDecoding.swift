@@ -84,6 +84,7 @@ enum HEIFTileDecoding {
         defer { resampler.discard() }
 
         for tileRow in 0..<grid.rows {
+            try meter.checkCancellation()   // a row of tiles is a libde265 decode: check before each
             let top = tileRow * tileHeight
             let rowsHere = min(tileHeight, grid.size.height - top)
             // The row's coded data: each tile's parameter sets, then its own NAL units.
@@ -157,7 +158,7 @@ enum HEIFTileDecoding {
                 }
             }
             let rowMatrix = matrix
-            withUnsafeBufferPointers(luma, cb, cr) { y, cbPlane, crPlane in
+            try withUnsafeBufferPointers(luma, cb, cr) { y, cbPlane, crPlane in
                 var planes = sp_heif_planes()
                 planes.width = Int32(width)
                 planes.height = Int32(tileHeight)   // the whole buffer: the converter infers subsampling from it
@@ -173,10 +174,10 @@ enum HEIFTileDecoding {
                 planes.chroma_width = Int32(chromaWidth)
                 planes.chroma_height = Int32(chromaHeight)
                 let converter = HEIFRowConverter(planes: planes, matrix: rowMatrix, premultiplied: false)
-                row.withUnsafeMutableBufferPointer { buffer in
+                try row.withUnsafeMutableBufferPointer { buffer in
                     for y in 0..<rowsHere {
                         converter.convertRow(y, into: buffer.baseAddress!)
-                        resampler.push(row: UnsafeBufferPointer(buffer))
+                        try resampler.push(row: UnsafeBufferPointer(buffer))
                     }
                 }
             }

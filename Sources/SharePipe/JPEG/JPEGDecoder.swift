@@ -77,7 +77,7 @@ struct JPEGDecoder: ImageDecoder {
                 }
                 if got == 0 { break }
                 for r in 0..<got {
-                    rows.withUnsafeBufferPointer { all in
+                    try rows.withUnsafeBufferPointer { all in
                         let row = UnsafeBufferPointer(rebasing: all[r * rowBytes..<(r + 1) * rowBytes])
                         if isCMYK {
                             rgbRow.withUnsafeMutableBufferPointer { rgb in
@@ -87,9 +87,9 @@ struct JPEGDecoder: ImageDecoder {
                                     CMYKConversion.toRGB(row, into: rgb, pixels: decoded.width, inverted: inverted)
                                 }
                             }
-                            rgbRow.withUnsafeBufferPointer { resampler.push(row: $0) }
+                            try rgbRow.withUnsafeBufferPointer { try resampler.push(row: $0) }
                         } else {
-                            resampler.push(row: row)
+                            try resampler.push(row: row)
                         }
                     }
                 }

@@ -91,7 +91,7 @@ struct PNGDecoder: ImageDecoder {
                     for _ in 0..<stored.height {
                         try row.withUnsafeMutableBufferPointer { buffer in
                             try reader.readRow(into: buffer.baseAddress!)
-                            feeder.push(UnsafePointer(buffer.baseAddress!))
+                            try feeder.push(UnsafePointer(buffer.baseAddress!))
                         }
                     }
                 }
@@ -164,9 +164,9 @@ struct PNGRowFeeder {
     }
 
     /// Pushes one full-width decoded row.
-    mutating func push(_ row: UnsafePointer<UInt8>) {
+    mutating func push(_ row: UnsafePointer<UInt8>) throws {
         guard sixteenBit else {
-            resampler.push(row: UnsafeBufferPointer(start: row, count: samplesPerRow))
+            try resampler.push(row: UnsafeBufferPointer(start: row, count: samplesPerRow))
             return
         }
         let count = samplesPerRow
@@ -176,7 +176,7 @@ struct PNGRowFeeder {
                 out[i] = Float(value) * (1 / 257)
             }
         }
-        floats.withUnsafeBufferPointer { resampler.push(row: $0) }
+        try floats.withUnsafeBufferPointer { try resampler.push(row: $0) }
     }
 
     /// Reads an Adam7 image with libpng's interlace handling and pushes its rows in order. Passes 1–6 touch
@@ -193,16 +193,18 @@ struct PNGRowFeeder {
                     for pass in 0..<passes {
                         let isLastPass = pass == passes - 1
                         for y in 0..<height {
+                            // Passes 1–6 push nothing into the resampler (which checks as it goes): check here.
+                            if !isLastPass, y % PixelMemoryMeter.rowsPerCheck == 0 { try meter.checkCancellation() }
                             let evenRow = evenBase + (y / 2) * rowBytes
                             if y % 2 == 1 {
                                 try reader.readRow(into: oddBase)
                                 if isLastPass {
-                                    feeder.push(UnsafePointer(evenBase + (y - 1) / 2 * rowBytes))
-                                    feeder.push(UnsafePointer(oddBase))
+                                    try feeder.push(UnsafePointer(evenBase + (y - 1) / 2 * rowBytes))
+                                    try feeder.push(UnsafePointer(oddBase))
                                 }
                             } else if isLastPass {
                                 try reader.readRow(into: nil)  // pass 7 has no even rows
-                                if y == height - 1 { feeder.push(UnsafePointer(evenRow)) }
+                                if y == height - 1 { try feeder.push(UnsafePointer(evenRow)) }
                             } else {
                                 try reader.readRow(into: evenRow)
                             }

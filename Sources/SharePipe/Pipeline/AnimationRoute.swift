@@ -208,7 +208,7 @@ struct AnimationFramesPass {
             let delay = clock.advance(milliseconds: frame.durationMilliseconds)
             if index % plan.keepEvery == 0 {
                 let canvas = orientation == .up ? frame.canvas : frame.canvas.applying(orientation)
-                let picture = InMemoryResample.resize(canvas, to: plan.size, meter: meter)
+                let picture = try InMemoryResample.resize(canvas, to: plan.size, meter: meter)
                 // A composited canvas may turn any pixel transparent from one frame to the next.
                 let source = GIFFrame(rect: whole, localPalette: nil, interlaced: false,
                                       control: GIFGraphicsControl(delay: delay))

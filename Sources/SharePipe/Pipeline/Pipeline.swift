@@ -14,14 +14,15 @@
 /// Each step that reads pixels opens the source afresh and closes it before the next step. Formats are
 /// reached only through `FormatRegistry`.
 enum Pipeline {
-    /// A hook called between steps and between fitting attempts; throws to cancel.
+    /// A hook called between steps, between fitting attempts and, through the job's `PixelMemoryMeter`,
+    /// every few rows, bands, tiles or frames inside a step; throws to cancel.
     typealias Checkpoint = () throws -> Void
 
     /// Prepares `source` once per options value (one per service), each from a freshly opened source; a
     /// target whose options failed their check is that target's failure. Under `cpuFirst` the services
     /// share one render: the largest is decoded first and the others are resampled from it in memory.
     static func prepare(_ source: ImageSource, forEach targets: [Result<PrepareOptions.Checked, SharePipeError>],
-                        checkpoint: Checkpoint = {}) -> [Result<PreparedImage, SharePipeError>] {
+                        checkpoint: @escaping Checkpoint = {}) -> [Result<PreparedImage, SharePipeError>] {
         let cache = RenderCache()
         // Largest output first, so the shared render can serve every later one.
         let edges = targets.map { (try? $0.get().maxShortEdge) ?? 0 }
@@ -42,7 +43,7 @@ enum Pipeline {
     }
 
     static func prepare(_ source: ImageSource, options: PrepareOptions.Checked,
-                        checkpoint: Checkpoint = {}, cache: RenderCache? = nil) throws -> PreparedImage {
+                        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil) throws -> PreparedImage {
         do {
             return try prepareSteps(source, options: options, checkpoint: checkpoint, cache: cache)
         } catch let failure as EncoderFailure {
@@ -52,9 +53,9 @@ enum Pipeline {
     }
 
     private static func prepareSteps(_ source: ImageSource, options: PrepareOptions.Checked,
-                                     checkpoint: Checkpoint, cache: RenderCache?) throws -> PreparedImage {
+                                     checkpoint: @escaping Checkpoint, cache: RenderCache?) throws -> PreparedImage {
         let file = source.displayName
-        let meter = PixelMemoryMeter()
+        let meter = PixelMemoryMeter(checkpoint: checkpoint)
 
         // 1. Detect the format by magic bytes and read the header: no pixels yet.
         let inputBytes = try source.byteCount()
@@ -224,7 +225,7 @@ struct StillRenderer {
         // resampler (`ImageDecoder.render`); under `cpuFirst`, a resample of the render kept in memory.
         let bitmap: Bitmap
         if let cached = cache?.bitmap(covering: size) {
-            bitmap = InMemoryResample.resize(cached, to: size, meter: meter)
+            bitmap = try InMemoryResample.resize(cached, to: size, meter: meter)
         } else {
             let rendered = try decoder.render(source, info: info, target: size, limits: limits, meter: meter)
             warnings += rendered.warnings

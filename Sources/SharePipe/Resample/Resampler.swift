@@ -59,7 +59,10 @@ struct LanczosResampler {
         return floats * MemoryLayout<Float>.stride + target.area * channels
     }
 
-    mutating func push(row: UnsafeBufferPointer<UInt8>) {
+    /// Pushes the next 8-bit row. Every `PixelMemoryMeter.rowsPerCheck` rows it runs the job's checkpoint
+    /// (`PixelMemoryMeter.checkCancellation()`), so a cancelled job stops in the middle of an image.
+    mutating func push(row: UnsafeBufferPointer<UInt8>) throws {
+        if rowsIn % PixelMemoryMeter.rowsPerCheck == 0 { try meter.checkCancellation() }
         precondition(row.count >= source.width * channels)
         let count = source.width * channels
         inputRow.withUnsafeMutableBufferPointer { floats in
@@ -68,7 +71,9 @@ struct LanczosResampler {
         consumeInputRow()
     }
 
-    mutating func push(row: UnsafeBufferPointer<Float>) {
+    /// Pushes the next Float row (checks for cancellation as the 8-bit `push(row:)` does).
+    mutating func push(row: UnsafeBufferPointer<Float>) throws {
+        if rowsIn % PixelMemoryMeter.rowsPerCheck == 0 { try meter.checkCancellation() }
         precondition(row.count >= source.width * channels)
         let count = source.width * channels
         inputRow.withUnsafeMutableBufferPointer { floats in

@@ -19,8 +19,9 @@ import Logging
 /// upload: its profiles run one after another inside one reservation of the input plus the largest
 /// profile's estimate, so the input is counted once and no call ever waits while holding memory (no
 /// deadlock). Work runs on Dispatch threads, so the Swift concurrency pool stays free for I/O, and
-/// Task cancellation is honoured while waiting, between pipeline steps and between fitting attempts: a
-/// cancelled call throws `SharePipeError.cancelled`, releases its reservation and removes its spool file.
+/// Task cancellation is honoured while waiting, between pipeline steps, between fitting attempts and every
+/// few rows, tiles or frames inside a decode or resample (the checkpoint reaches the row loops through the
+/// job's `PixelMemoryMeter`): a cancelled call throws `SharePipeError.cancelled`, releases its reservation and removes its spool file.
 ///
 /// ```swift
 /// let pipeline = SharePipeline(configuration: .init(memoryBudget: 512 << 20))
@@ -319,7 +320,8 @@ public struct SharePipeline: Sendable {
     }
 
     /// Runs the synchronous pipeline on a Dispatch thread; Task cancellation raises a flag that the
-    /// pipeline's checkpoints (between steps and between fitting attempts) turn into `cancelled`.
+    /// pipeline's checkpoints (between steps, between fitting attempts and every few rows, tiles or frames
+    /// inside a step) turn into `cancelled`.
     private func runBlocking(_ source: ImageSource, options: PrepareOptions.Checked, name: String) async throws -> PreparedImage {
         let flag = CancellationFlag()
         let checkpointHook = hooks.checkpoint
@@ -467,7 +469,8 @@ struct JobHooks: Sendable {
     var willRun: (@Sendable (String) async -> Void)?
     /// Called after each profile's job ends, however it ended.
     var didRun: (@Sendable (String) async -> Void)?
-    /// Called on the job's thread at every pipeline checkpoint, before the cancellation check.
+    /// Called on the job's thread at every pipeline checkpoint (row checkpoints included), before the
+    /// cancellation check.
     var checkpoint: (@Sendable () -> Void)?
 }
 

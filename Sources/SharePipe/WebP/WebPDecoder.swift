@@ -63,9 +63,9 @@ struct WebPDecoder: ImageDecoder {
             var rowsPushed = 0
             let complete = try WebPInput.stream(source) { chunk in
                 let (done, rowsReady) = try decoder.append(chunk)
-                decoder.withRows { rows, stride in
+                try decoder.withRows { rows, stride in
                     while rowsPushed < min(rowsReady, decoded.height) {
-                        resampler.push(row: UnsafeBufferPointer(start: rows + rowsPushed * stride, count: decoded.width * channels))
+                        try resampler.push(row: UnsafeBufferPointer(start: rows + rowsPushed * stride, count: decoded.width * channels))
                         rowsPushed += 1
                     }
                 }
@@ -103,7 +103,7 @@ struct WebPDecoder: ImageDecoder {
         var animation = try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
         defer { animation.close() }
         let frame = try animation.firstFrame(file: source.displayName)
-        return RenderedImage(bitmap: InMemoryResample.resize(frame.canvas, to: target, meter: meter),
+        return RenderedImage(bitmap: try InMemoryResample.resize(frame.canvas, to: target, meter: meter),
                              warnings: Self.warnings(header))
     }
 
