@@ -19,6 +19,8 @@ final class AVIFAnimationSource: AnimationFrameSource {
     let loopCount: Int? = 0
     private let reader: AVIFReader
     private let header: sp_avif_info
+    /// What the file's boxes say about HDR (a PQ or HLG sequence is tone-mapped frame by frame).
+    private let hdr: HEIFHDRBoxes
     private let meter: PixelMemoryMeter
     private var canvas: [UInt8]
     private var row: [Float]
@@ -39,6 +41,7 @@ final class AVIFAnimationSource: AnimationFrameSource {
         header = try reader.info()
         let size = PixelSize(width: Int(header.width), height: Int(header.height))
         try limits.check(width: size.width, height: size.height, file: reader.file)
+        hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
         frameCount = max(Int(header.image_count), 1)
         try limits.checkAnimation(frames: frameCount, canvas: size, file: reader.file)
         let needed = Self.meteredBytes(info)
@@ -87,7 +90,7 @@ final class AVIFAnimationSource: AnimationFrameSource {
 
     /// Converts the decoded frame into the canvas (RGBA8, straight alpha, opaque without alpha).
     private func draw(_ planes: sp_heif_planes) throws {
-        let converter = try AVIFDecoding.converter(planes, header: header, file: reader.file)
+        let converter = try AVIFDecoding.converter(planes, header: header, hdr: hdr, file: reader.file)
         let width = canvasSize.width
         let channels = converter.layout.channels
         @inline(__always) func byte(_ value: Float) -> UInt8 { UInt8(min(max(value + 0.5, 0), 255)) }

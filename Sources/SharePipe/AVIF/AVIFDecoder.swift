@@ -45,11 +45,17 @@ struct AVIFDecoder: ImageDecoder {
             }
             let monochrome = header.chroma == HEIFChroma.monochrome
             let alpha = header.has_alpha != 0
-            return ImageInfo(format: .avif, size: size,
-                             colorModel: monochrome ? (alpha ? .grayAlpha : .gray) : (alpha ? .rgba : .rgb),
-                             bitDepth: max(Int(header.depth), 8), progressive: false,
-                             orientation: AVIFDecoding.orientation(header), storedOrientationValue: nil,
-                             frameCount: frames, hasAlpha: alpha, metadata: metadata, byteCount: byteCount)
+            var info = ImageInfo(format: .avif, size: size,
+                                 colorModel: monochrome ? (alpha ? .grayAlpha : .gray) : (alpha ? .rgba : .rgb),
+                                 bitDepth: max(Int(header.depth), 8), progressive: false,
+                                 orientation: AVIFDecoding.orientation(header), storedOrientationValue: nil,
+                                 frameCount: frames, hasAlpha: alpha, metadata: metadata, byteCount: byteCount)
+            let hdr = try HEIFHDRBoxes.read(file, maxBytes: limits.maxMetadataBytes)
+            if let toneMap = AVIFDecoding.toneMap(header.nclx, header: header, boxes: hdr) {
+                info.probeAdjustments.append(toneMap.description)
+            }
+            if let note = hdr.gainMapNote { info.probeAdjustments.append(note) }
+            return info
         }
     }
 
@@ -70,7 +76,8 @@ struct AVIFDecoder: ImageDecoder {
             guard let image = try reader.nextImage() else {
                 throw SharePipeError.corrupt(file: reader.file, reason: "the AVIF has no image")
             }
-            let converter = try AVIFDecoding.converter(image.planes, header: header, file: reader.file)
+            let hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
+            let converter = try AVIFDecoding.converter(image.planes, header: header, hdr: hdr, file: reader.file)
             let bitmap = try converter.resampled(size: size, to: target, meter: meter)
             return RenderedImage(bitmap: bitmap, warnings: AVIFDecoding.warnings(header))
         }
@@ -121,8 +128,15 @@ enum AVIFDecoding {
                                   monochrome: header.chroma == HEIFChroma.monochrome, chroma444: header.chroma != HEIFChroma.yuv420)
     }
 
-    /// The row converter for decoded planes, after checking they are the parsed size and readable.
-    static func converter(_ planes: sp_heif_planes, header: sp_avif_info, file: String) throws -> HEIFRowConverter {
+    /// The tone map for an image with this CICP (PQ or HLG) and no ICC profile (an ICC profile wins over the
+    /// CICP, as in browsers), with the content peak from `boxes`; nil for SDR.
+    static func toneMap(_ nclx: sp_heif_nclx, header: sp_avif_info, boxes: HEIFHDRBoxes) -> HDRToneMap? {
+        header.icc_length > 0 ? nil : HDRToneMap(nclx: nclx, peak: boxes.peakLuminance)
+    }
+
+    /// The row converter for decoded planes, after checking they are the parsed size and readable; PQ and HLG
+    /// images are tone-mapped (`hdr`: what the file's boxes say about them).
+    static func converter(_ planes: sp_heif_planes, header: sp_avif_info, hdr: HEIFHDRBoxes, file: String) throws -> HEIFRowConverter {
         guard Int(planes.width) == Int(header.width), Int(planes.height) == Int(header.height) else {
             throw SharePipeError.corrupt(file: file, reason: "decoded image is \(planes.width)×\(planes.height), "
                                          + "the header says \(header.width)×\(header.height)")
@@ -133,7 +147,9 @@ enum AVIFDecoding {
         guard let matrix = YCbCrMatrix(nclx: planes.nclx) else {
             throw SharePipeError.unsupportedFormat(file: file, reason: "AVIF matrix coefficients \(planes.nclx.matrix_coefficients) are not supported")
         }
-        return HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: header.premultiplied_alpha != 0)
+        var converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: header.premultiplied_alpha != 0)
+        converter.toneMap = toneMap(planes.nclx, header: header, boxes: hdr)
+        return converter
     }
 
     /// What the report should say about the reading: a clean aperture left out, as browsers leave it.

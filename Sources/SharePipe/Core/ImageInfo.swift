@@ -56,6 +56,9 @@ public struct ImageInfo: Sendable {
     var pngAnimation: APNGAnimation? = nil
     /// What the header read noticed and worked around (a broken APNG animation shown as its still image).
     var probeWarnings: [String] = []
+    /// Changes the decoder will make that were not asked for, known from the header (HDR tone-mapped to SDR,
+    /// a gain map left out): the plan reports them with its own adjustments.
+    var probeAdjustments: [String] = []
 
     /// Whether the stored image data is what viewers show. Not for an APNG whose default image is not part of
     /// its animation: browsers show the animation's first frame (even when it is the only one), so a

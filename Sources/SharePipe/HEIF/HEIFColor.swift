@@ -76,6 +76,8 @@ struct HEIFRowConverter {
     /// Colour is premultiplied by alpha in the file (`prem` reference): divided out here.
     let premultiplied: Bool
     let layout: PixelLayout
+    /// PQ or HLG: each converted row is tone-mapped to SDR after the matrix (and alpha) conversion.
+    var toneMap: HDRToneMap? = nil
 
     private let yScale: Float, yOffset: Float, cScale: Float, cOffset: Float
     private let alphaScale: Float
@@ -125,6 +127,7 @@ struct HEIFRowConverter {
         let channels = layout.channels
         let lumaRow = planes.y! + y * Int(planes.y_stride)
         let wide = planes.bits > 8
+        defer { toneMap?.apply(out, width: width, channels: channels) }
         @inline(__always) func sample(_ row: UnsafePointer<UInt8>, _ x: Int, _ wide: Bool) -> Float {
             wide ? Float(UnsafeRawPointer(row).load(fromByteOffset: 2 * x, as: UInt16.self)) : Float(row[x])
         }
@@ -195,15 +198,24 @@ enum HEIFColorProfile {
     /// The ICC profile for the image: the file's own (`colr` prof/rICC) when present; otherwise, for an nclx
     /// that is not plain sRGB, an equivalent ICC profile built by Little CMS from its primaries, white point
     /// and transfer curve (the pixels are carried unchanged, as with an embedded profile). nil means sRGB.
-    /// Throws `unsupportedFormat` for transfers no ICC curve can describe (PQ, HLG).
+    /// PQ and HLG (which no ICC curve describes) are tone-mapped to SDR by `HDRToneMap`: the profile is that of
+    /// its output (Display P3, or sRGB for BT.709 primaries). Throws `unsupportedFormat` for other transfers
+    /// no ICC curve can describe (logarithmic).
     static func iccProfile(embedded: [UInt8]?, nclx: sp_heif_nclx, file: String) throws -> [UInt8]? {
         if let embedded { return embedded }
         guard nclx.present != 0, !isSRGB(nclx) else { return nil }
+        if let toneMap = HDRToneMap(nclx: nclx, peak: nil) {
+            return try profile(for: toneMap.output.nclx, description: "SharePipe \(toneMap.output.rawValue)", file: file)
+        }
+        return try profile(for: nclx, description: "SharePipe nclx \(nclx.color_primaries)/\(nclx.transfer_characteristics)", file: file)
+    }
+
+    /// An ICC profile built by Little CMS for an nclx's primaries, white point and transfer curve.
+    private static func profile(for nclx: sp_heif_nclx, description: String, file: String) throws -> [UInt8] {
         var copy = nclx
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
         var message = shimMessageBuffer()
-        let description = "SharePipe nclx \(nclx.color_primaries)/\(nclx.transfer_characteristics)"
         let status = sp_heif_icc_from_nclx(&copy, description, &out, &length, &message)
         if status == SP_ERR_ARGUMENT {
             throw SharePipeError.unsupportedFormat(file: file, reason: "HEIF colour (nclx primaries \(nclx.color_primaries), "

@@ -24,6 +24,8 @@ struct HEIFProbe {
     var otherImages: Int, thumbnails: Int, hasDepth: Bool, auxiliaryImages: Int
     /// The grid the tile route decodes (`HEIFTileDecoding`), nil when libheif decodes the image.
     var grid: HEIFGrid? = nil
+    /// Changes the render will make that were not asked for (HDR tone-mapped, a gain map left out).
+    var adjustments: [String] = []
 }
 
 /// HEIF (HEIC) and AVIF through libheif, primary image only.
@@ -84,6 +86,11 @@ enum HEIFDecoding {
                              metadata: metadata, exifOrientationValue: exifOrientation, nclx: nclx,
                              otherImages: max(Int(info.top_level_images) - 1, 0), thumbnails: Int(info.thumbnails),
                              hasDepth: info.has_depth != 0, auxiliaryImages: Int(info.auxiliary_images))
+            let hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
+            if info.icc_length == 0, let toneMap = HDRToneMap(nclx: info.nclx, peak: hdr.peakLuminance) {
+                probe.adjustments.append(toneMap.description)
+            }
+            if let note = hdr.gainMapNote { probe.adjustments.append(note) }
             probe.grid = try tileRoute(source, info: info, limits: limits)
             return probe
         }
@@ -163,7 +170,12 @@ enum HEIFDecoding {
                 throw SharePipeError.unsupportedFormat(file: reader.file,
                                                        reason: "HEIF matrix coefficients \(nclx.matrix_coefficients) are not supported")
             }
-            let converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: info.premultiplied_alpha != 0)
+            var converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: info.premultiplied_alpha != 0)
+            if info.icc_length == 0 {
+                // PQ or HLG without an ICC profile (which would win, as in browsers): tone-mapped to SDR.
+                let hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
+                converter.toneMap = HDRToneMap(nclx: nclx, peak: hdr.peakLuminance)
+            }
             let bitmap = try converter.resampled(size: size, to: target, meter: meter)
             return RenderedImage(bitmap: bitmap, warnings: [])
         }
@@ -172,7 +184,7 @@ enum HEIFDecoding {
     /// The grid the tile route decodes for this primary image, nil when libheif decodes it: not a grid of
     /// 8-bit HEVC tiles, alpha, or transforms that leave another displayed size (`clap`).
     static func tileRoute(_ source: ImageSource, info: sp_heif_info, limits: ImageLimits) throws -> HEIFGrid? {
-        guard info.has_alpha == 0, info.luma_bits <= 8, info.chroma_bits <= 8,
+        guard info.has_alpha == 0, info.luma_bits <= 8, info.chroma_bits <= 8, HDRToneMap.Transfer(info.nclx) == nil,
               let grid = try HEIFGrid.plan(HEIFFileBytes(source), limits: limits),
               grid.displayedSize == PixelSize(width: Int(info.width), height: Int(info.height)) else { return nil }
         return grid
@@ -205,6 +217,7 @@ struct HEIFDecoder: ImageDecoder {
                          storedOrientationValue: nil, frameCount: 1, hasAlpha: probe.hasAlpha,
                          metadata: probe.metadata, byteCount: byteCount)
         info.heifGrid = probe.grid
+        info.probeAdjustments = probe.adjustments
         return info
     }
 

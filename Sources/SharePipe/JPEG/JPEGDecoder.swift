@@ -45,8 +45,44 @@ struct JPEGDecoder: ImageDecoder {
                                  storedOrientationValue: storedOrientation, frameCount: 1, hasAlpha: false,
                                  metadata: metadata, byteCount: byteCount)
             info.jpegAdobeInverted = header.saw_adobe_marker != 0
+            if let note = Self.gainMapNote(metadata) {
+                // The MPF index would point past the end of any output: it goes with the gain map.
+                info.probeAdjustments.append(note)
+                info.metadata.removeAll { Self.isMPF($0) }
+            }
             return info
         }
+    }
+
+    /// The report's line when the JPEG carries an HDR gain map: an MPF (APP2) multi-picture index whose
+    /// secondary image is the gain map, announced by Ultra HDR's `hdrgm` XMP or an ISO 21496-1 APP2. The
+    /// secondary image follows the primary's EOI, which no route writes (the re-encode writes new pixels, the
+    /// metadata-only copy stops at EOI), and the probe leaves the MPF segment out of the metadata, so no strip
+    /// mode writes it; browsers on an SDR display show the primary image, which is what is prepared. nil when
+    /// there is no gain map.
+    static func gainMapNote(_ metadata: [MetadataBlock]) -> String? {
+        let iso21496 = Array("urn:iso:std:iso:ts:21496:-1".utf8)
+        var hasMPF = false, ultraHDR = false, iso = false
+        for block in metadata {
+            switch block {
+            case .other(let tag, let data) where tag == "APP2":
+                if isMPF(block) { hasMPF = true }
+                if data.starts(with: iso21496) { iso = true }
+            case .xmp(let data):
+                if data.firstRange(of: Array("http://ns.adobe.com/hdr-gain-map/".utf8)) != nil { ultraHDR = true }
+            default:
+                break
+            }
+        }
+        guard hasMPF, ultraHDR || iso else { return nil }
+        let kind = ultraHDR ? "Ultra HDR: hdrgm XMP" : "ISO 21496-1"
+        return "gain map removed (\(kind), MPF secondary image): the SDR base image is prepared, as browsers show it on an SDR display"
+    }
+
+    /// An APP2 multi-picture (MPF) index segment.
+    static func isMPF(_ block: MetadataBlock) -> Bool {
+        if case .other("APP2", let data) = block { return data.starts(with: Array("MPF\0".utf8)) }
+        return false
     }
 
     func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,

@@ -77,6 +77,7 @@ struct PreparePlan: Sendable, Equatable {
             if info.format != outputFormat {
                 adjustments.append("\(info.format.displayName) → \(outputFormat.displayName) (animation)")
             }
+            adjustments += info.probeAdjustments
             if initial.size != capped {
                 adjustments.append("reduced to \(initial.size) (caps allow \(capped)) for the animation's total pixel limit")
             }
@@ -102,6 +103,7 @@ struct PreparePlan: Sendable, Equatable {
         if outputFormat != info.format {
             adjustments.append("\(info.format.displayName) → \(outputFormat.displayName) (accepted formats)")
         }
+        adjustments += info.probeAdjustments
         switch (outputFormat == info.format ? output.sameFormatFitting?(info) : nil) ?? output.fitting {
         case .losslessFirst:
             ladder = .losslessFirst(range: options.minQuality...options.quality, minShortEdge: options.minShortEdge)

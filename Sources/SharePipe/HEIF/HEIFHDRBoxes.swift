@@ -1,0 +1,80 @@
+/// What a HEIF/AVIF file's `meta` box says about HDR beyond the nclx: the content light level (`clli`) or
+/// mastering display (`mdcv`) properties, and a gain map (an ISO 21496-1 `tmap` derived item, or an
+/// auxiliary image whose `auxC` type names an HDR gain map, as Apple's and Samsung's HEICs carry).
+///
+/// Neither libheif 1.15 nor libavif 0.11.1 reads them: their decoders show the primary image, which in a
+/// gain-map file is the SDR base. So the gain map is never applied, and the job says it was removed.
+/// The properties are read from `ipco` without following their association: a file holds one image with
+/// HDR properties (the gain map's own image has none that change this).
+struct HEIFHDRBoxes: Equatable {
+    /// MaxCLL (`clli`), else the mastering display's peak (`mdcv`), in cd/m²; nil when neither is present.
+    var peakLuminance: Float?
+    /// How the gain map is stored, for the report; nil when there is none.
+    var gainMap: String?
+
+    /// The report's line for a removed gain map.
+    var gainMapNote: String? {
+        gainMap.map { "gain map removed (\($0)): the SDR base image is prepared, as browsers show it on an SDR display" }
+    }
+
+    /// Reads the `meta` box of `file` (at most `maxBytes` of it). A box that runs past its parent ends the
+    /// walk: the decoders decide whether the file is whole.
+    static func read(_ file: HEIFFileBytes, maxBytes: Int) throws -> HEIFHDRBoxes {
+        var result = HEIFHDRBoxes()
+        guard let meta = try file.metaBody(maxBytes: maxBytes) else { return result }
+        var cursor = HEIFGrid.Cursor(meta)
+        var maxCLL: Int?, masteringPeak: Int?
+        do {
+            while cursor.left >= 8 {
+                var (type, body) = try cursor.box()
+                switch type {
+                case "iinf":
+                    let (version, _) = try body.fullBoxHeader()
+                    let count = version == 0 ? try body.u16() : try body.u32()
+                    for _ in 0..<count {
+                        var (entryType, entry) = try body.box()
+                        let (entryVersion, _) = try entry.fullBoxHeader()
+                        guard entryType == "infe", entryVersion >= 2 else { continue }
+                        try entry.skip(entryVersion == 2 ? 4 : 6)  // item_ID, item_protection_index
+                        if try entry.fourCC() == "tmap", result.gainMap == nil {
+                            result.gainMap = "ISO 21496-1 tone-map item (tmap)"
+                        }
+                    }
+                case "iprp":
+                    while body.left >= 8 {
+                        var (propertiesType, properties) = try body.box()
+                        guard propertiesType == "ipco" else { continue }
+                        while properties.left >= 8 {
+                            var (property, content) = try properties.box()
+                            switch property {
+                            case "auxC":
+                                _ = try content.fullBoxHeader()
+                                let urn = content.cString()
+                                if urn.hasSuffix(":hdrgainmap") || urn.contains("21496") {
+                                    result.gainMap = "auxiliary gain map image \(urn)"
+                                }
+                            case "clli" where maxCLL == nil:
+                                maxCLL = try content.u16()
+                            case "mdcv" where masteringPeak == nil:
+                                try content.skip(16)  // display primaries and white point
+                                masteringPeak = try content.u32()  // 0.0001 cd/m²
+                            default:
+                                break
+                            }
+                        }
+                    }
+                default:
+                    break
+                }
+            }
+        } catch {
+            // The walk ends at the broken box; what was found stands.
+        }
+        if let maxCLL, maxCLL > 0 {
+            result.peakLuminance = Float(maxCLL)
+        } else if let masteringPeak, masteringPeak > 0 {
+            result.peakLuminance = Float(masteringPeak) / 10000
+        }
+        return result
+    }
+}

@@ -1,0 +1,302 @@
+import CSharePipe
+import Foundation
+import Testing
+@testable import SharePipe
+
+/// HDR inputs (issue 19, item 3): PQ and HLG AVIFs tone-mapped to SDR as Chromium shows them on an SDR
+/// display, written as 8-bit Display P3 with its ICC profile and reported; gain maps (Ultra HDR JPEG, a
+/// HEIF `tmap` item or auxiliary gain map image) removed with the SDR base prepared, and reported.
+///
+/// The AVIFs are made here, once per run: a 16-bit PNG of ten grey patches at known PQ (0…10000 cd/m²) or
+/// HLG signal levels above ten colour patches, encoded by `avifenc --cicp 9/16/9` or `9/18/9` (12-bit,
+/// 4:4:4, quantizer 0). The expected greys are what Chromium 156 showed for the same files
+/// (`browser_frames.py`, canvas pixels at each patch's centre).
+@Suite(.serialized) struct HDRTests {
+    static let patch = 16
+    /// cd/m² of the PQ grey patches.
+    static let pqNits: [Double] = [0, 5, 20, 50, 100, 203, 400, 1000, 2000, 10000]
+    /// Signal levels of the HLG grey patches.
+    static let hlgSignals: [Double] = [0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.85, 0.95, 1.0]
+    /// What Chromium 156 showed for those patches (sRGB canvas; greys are the same in Display P3).
+    static let chromiumPQGreys = [0, 29, 63, 98, 136, 187, 223, 255, 255, 255]
+    static let chromiumHLGGreys = [0, 9, 43, 76, 99, 126, 187, 221, 245, 255]
+    /// The colour patches: BT.2020 linear ratios, at 400 cd/m² (PQ) or half of HLG's scene range.
+    static let colours: [[Double]] = [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [0, 1, 1], [1, 0, 1],
+                                      [1, 0.5, 0.25], [0.25, 0.5, 1], [0.5, 0.5, 0.5], [0.2, 0.1, 0.05]]
+
+    static func pq(_ nits: Double) -> Double {
+        let m1 = 2610.0 / 16384, m2 = 2523.0 / 4096 * 128, c1 = 3424.0 / 4096, c2 = 2413.0 / 4096 * 32, c3 = 2392.0 / 4096 * 32
+        let y = pow(nits / 10000, m1)
+        return pow((c1 + c2 * y) / (1 + c3 * y), m2)
+    }
+
+    static func hlg(_ scene: Double) -> Double {
+        let a = 0.17883277, b = 1 - 4 * a, c = 0.5 - a * log(4 * a)
+        return scene <= 1.0 / 12 ? (3 * scene).squareRoot() : a * log(12 * scene - b) + c
+    }
+
+    /// The folder of generated inputs (made once per test process).
+    static let fixtures: String = {
+        let directory = NSTemporaryDirectory() + "sharepipe-hdr-fixtures-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func patches(_ greys: [Double], _ colour: (Double) -> Double) -> [UInt8] {
+            let width = greys.count * patch, height = 2 * patch
+            var rows: [[UInt16]] = []
+            for y in 0..<height {
+                var row: [UInt16] = []
+                for x in 0..<width {
+                    let i = x / patch
+                    let values = y < patch ? [greys[i], greys[i], greys[i]] : colours[i].map(colour)
+                    row += values.map { UInt16(($0 * 65535).rounded()) }
+                }
+                rows.append(row)
+            }
+            return PNG16.rgb(width: width, height: height, rows: rows)
+        }
+        let pqPNG = patches(pqNits.map(pq)) { pq($0 * 400) }
+        let hlgPNG = patches(hlgSignals) { hlg($0 * 0.5) }
+        FileManager.default.createFile(atPath: directory + "/pq.png", contents: Data(pqPNG))
+        FileManager.default.createFile(atPath: directory + "/hlg.png", contents: Data(hlgPNG))
+        let exact = ["--min", "0", "--max", "0", "-y", "444", "-d", "12"]
+        for (name, cicp) in [("pq", "9/16/9"), ("hlg", "9/18/9")] {
+            let output = try? Tool.run("avifenc", exact + ["--cicp", cicp, directory + "/\(name).png", directory + "/\(name).avif"])
+            if output?.status != 0 { print("fixture: avifenc \(name) failed: \(output?.stderr ?? "not run")") }
+        }
+        return directory
+    }()
+
+    static func bytes(_ name: String) throws -> [UInt8] {
+        try Witness.require("avifenc")
+        let bytes = try Fixtures.bytes(fixtures + "/" + name)
+        try #require(!bytes.isEmpty, "\(name) was not made (is avifenc installed? scripts/install-deps)")
+        return bytes
+    }
+
+    /// The centre pixel of grey patch `i` (top row) or colour patch `i` (bottom row).
+    static func patchCentre(_ bitmap: Bitmap, _ i: Int, colour: Bool) -> [Int] {
+        Array(bitmap.rgb(i * patch + patch / 2, (colour ? patch : 0) + patch / 2).prefix(3))
+    }
+
+    @Test(arguments: [("pq.avif", "PQ"), ("hlg.avif", "HLG")])
+    func greysLandWhereChromiumShowsThem(name: String, transfer: String) throws {
+        var options = PrepareOptions()
+        options.quality = 100
+        let result = try SharePipe.prepare(.bytes(try Self.bytes(name)), options: options)
+        #expect(result.format == .jpeg && result.size == PixelSize(width: 160, height: 32))
+        let report = result.adjustments.first { $0.hasPrefix("HDR (\(transfer)) tone-mapped to SDR") }
+        #expect(report != nil, "\(result.adjustments)")
+        #expect(report?.contains("Display P3") == true && report?.contains("203 cd/m²") == true)
+        let decoded = try Decode.bitmap(result.bytes)
+        let expected = transfer == "PQ" ? Self.chromiumPQGreys : Self.chromiumHLGGreys
+        for (i, grey) in expected.enumerated() {
+            let got = Self.patchCentre(decoded, i, colour: false)
+            // Within 3 of Chromium on each channel (measured: within 1).
+            #expect(close(got, [grey, grey, grey], tolerance: 3), "patch \(i): \(got), Chromium \(grey)")
+        }
+        // Reference white (203 cd/m², HLG 75%) at half the SDR range in linear light: sRGB-encoded 188.
+        let white = Self.patchCentre(decoded, transfer == "PQ" ? 5 : 6, colour: false)[0]
+        #expect(abs(white - 188) <= 2, "\(white)")
+    }
+
+    @Test func aBrightColourIsToneMappedByItsLargestComponentInDisplayP3() throws {
+        var options = PrepareOptions()
+        options.quality = 100
+        let result = try SharePipe.prepare(.bytes(try Self.bytes("pq.avif")), options: options)
+        let decoded = try Decode.bitmap(result.bytes)
+        // Orange (1, 0.5, 0.25) × 400 cd/m² in BT.2020: largest component 400 / 203 = 1.97 of reference white,
+        // which the curve maps to 0.7407 (Bézier from (1, 0.5) through (1.65, 0.825) to (4.93, 1)); the
+        // components keep their ratios, then BT.2020 → Display P3 (the matrix of SMPTE EG 432-1's primaries).
+        let rec2020 = [1.0, 0.5, 0.25].map { $0 * 0.7407 }
+        let toP3 = [[1.3435783, -0.2821797, -0.0613986], [-0.0652975, 1.0757879, -0.0104905], [0.0028218, -0.0195985, 1.0167767]]
+        let p3 = toP3.map { row in min(max(zip(row, rec2020).map(*).reduce(0, +), 0), 1) }
+        let encoded = p3.map { v in Int((255 * (v <= 0.0031308 ? 12.92 * v : 1.055 * pow(v, 1 / 2.4) - 0.055)).rounded()) }
+        let got = Self.patchCentre(decoded, 6, colour: true)
+        #expect(close(got, encoded, tolerance: 4), "\(got) vs \(encoded)")
+        // Chromium showed this patch as sRGB (255, 154, 110); the same colour in Display P3 is less saturated.
+        #expect(got[0] < 255 && got[1] > 154 - 10)
+    }
+
+    @Test func theOutputCarriesADisplayP3ProfileThatExiftoolReads() throws {
+        let directory = NSTemporaryDirectory() + "sharepipe-hdr-icc-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try SharePipe.prepare(.bytes(try Self.bytes("hlg.avif")), options: ServiceProfile.x.options())
+        #expect(result.keptMetadata.contains(.icc))
+        let path = directory + "/out.jpg"
+        FileManager.default.createFile(atPath: path, contents: Data(result.bytes))
+        let exif = try Tool.run("exiftool", ["-s", "-ICC_Profile:ProfileDescription", "-ICC_Profile:RedMatrixColumn", path])
+        #expect(exif.stdout.contains("SharePipe Display P3"), "\(exif.stdout)")
+        // Display P3's red primary adapted to D50, as Little CMS writes it (sRGB's would be 0.436 0.222 0.014).
+        #expect(exif.stdout.contains("RedMatrixColumn") && exif.stdout.contains("0.51"), "\(exif.stdout)")
+    }
+
+    @Test func theCLIReportsTheConversionInTextAndJSON() throws {
+        let directory = NSTemporaryDirectory() + "sharepipe-hdr-cli-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let input = Self.fixtures + "/pq.avif"
+        _ = try Self.bytes("pq.avif")
+        let text = try Tool.run(Tool.sharepipe, ["prepare", input, "--service", "x", "--out", directory + "/text"])
+        #expect(text.status == 0 && text.stdout.contains("HDR (PQ) tone-mapped to SDR"), "\(text.stdout)\(text.stderr)")
+        let json = try Tool.run(Tool.sharepipe, ["prepare", input, "--service", "bluesky", "--json", "--out", directory + "/json"])
+        let line = try #require(json.stdout.split(separator: "\n").first { $0.hasPrefix("{") })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let adjustments = try #require(object["adjustments"] as? [String], "\(object)")
+        #expect(adjustments.contains { $0.hasPrefix("HDR (PQ) tone-mapped to SDR") }, "\(adjustments)")
+    }
+
+    @Test func toneMapCurveFollowsTheReferenceWhiteOperator() throws {
+        var nclx = sp_heif_nclx()
+        nclx.present = 1
+        nclx.color_primaries = 9
+        nclx.transfer_characteristics = 16
+        let standard = try #require(HDRToneMap(nclx: nclx, peak: nil))
+        #expect(standard.peak == 1000 && standard.output == .displayP3)
+        #expect(abs(standard.curve(0.5) - 0.25) < 1e-5 && abs(standard.curve(1) - 0.5) < 1e-5)
+        #expect(abs(standard.curve(1000 / 203) - 1) < 1e-3)
+        // Monotonic above reference white, and over 1 only past the content peak.
+        var last: Float = 0.5
+        for step in 1...100 {
+            let y = standard.curve(1 + Float(step) * (1000 / 203 - 1) / 100)
+            #expect(y >= last - 1e-6 && y <= 1 + 1e-3)
+            last = y
+        }
+        // A content peak from `clli` below 1000 cd/m² puts reference white higher (SMPTE ST 2094-50 D.2).
+        let dim = try #require(HDRToneMap(nclx: nclx, peak: 712))
+        #expect(abs(dim.curve(1) - (1 - 0.5 * log2(712 / 203) / log2(1000 / 203))) < 1e-4)
+        // HLG always assumes 1000 cd/m²; BT.709 primaries stay sRGB; SDR transfers have no tone map.
+        nclx.transfer_characteristics = 18
+        #expect(HDRToneMap(nclx: nclx, peak: 4000)?.peak == 1000)
+        nclx.color_primaries = 1
+        #expect(HDRToneMap(nclx: nclx, peak: nil)?.output == .sRGB)
+        nclx.transfer_characteristics = 13
+        #expect(HDRToneMap(nclx: nclx, peak: nil) == nil)
+    }
+
+    /// An Ultra HDR JPEG built by hand: the base JPEG with Ultra HDR's `hdrgm` XMP and an MPF index, then a
+    /// second JPEG (the gain map, with its own `hdrgm` XMP) after the base's EOI.
+    static func ultraHDR() throws -> [UInt8] {
+        try Witness.require(Witness.convert)
+        let directory = fixtures
+        _ = try Tool.run(Witness.convert, ["-size", "64x48", "gradient:#804020-#20a0ff", "-quality", "90", directory + "/base.jpg"])
+        _ = try Tool.run(Witness.convert, ["-size", "32x24", "xc:#808080", "-quality", "90", directory + "/gain.jpg"])
+        let base = try Fixtures.bytes(directory + "/base.jpg"), gain = try Fixtures.bytes(directory + "/gain.jpg")
+        func segment(_ code: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            [0xFF, code, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+        }
+        func xmp(_ attributes: String) -> [UInt8] {
+            Array(("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf="
+                   + "\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"><rdf:Description xmlns:hdrgm="
+                   + "\"http://ns.adobe.com/hdr-gain-map/1.0/\" hdrgm:Version=\"1.0\" \(attributes)/></rdf:RDF></x:xmpmeta>").utf8)
+        }
+        let gainFile = Array(gain[0..<2]) + segment(0xE1, xmp("hdrgm:GainMapMax=\"2.0\" hdrgm:HDRCapacityMax=\"2.0\"")) + Array(gain[2...])
+        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * $0)) & 0xFF) } }
+        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8((v >> (8 * $0)) & 0xFF) } }
+        func mpf(primaryLength: Int, secondOffset: Int) -> [UInt8] {
+            let ifd = le16(3) + le16(0xB000) + le16(7) + le32(4) + Array("0100".utf8)
+                + le16(0xB001) + le16(4) + le32(1) + le32(2)
+                + le16(0xB002) + le16(7) + le32(32) + le32(8 + 2 + 36 + 4) + le32(0)
+            let entries = le32(0x030000) + le32(primaryLength) + le32(0) + le16(0) + le16(0)
+                + le32(0) + le32(gainFile.count) + le32(secondOffset) + le16(0) + le16(0)
+            return Array("MPF\0".utf8) + [0x49, 0x49, 0x2A, 0x00] + le32(8) + ifd + entries
+        }
+        let head = Array(base[0..<2]) + segment(0xE1, xmp(""))
+        let tiffStart = head.count + 4 + 4
+        let primaryLength = head.count + segment(0xE2, mpf(primaryLength: 0, secondOffset: 0)).count + base.count - 2
+        return head + segment(0xE2, mpf(primaryLength: primaryLength, secondOffset: primaryLength - tiffStart))
+            + Array(base[2...]) + gainFile
+    }
+
+    @Test(arguments: [StripMode.all, .none])
+    func anUltraHDRJPEGKeepsItsBaseImageAndLosesItsGainMap(strip: StripMode) throws {
+        let input = try Self.ultraHDR()
+        var options = PrepareOptions()
+        options.strip = strip
+        let result = try SharePipe.prepare(.bytes(input), options: options)
+        #expect(result.adjustments.contains { $0.hasPrefix("gain map removed (Ultra HDR") }, "\(result.adjustments)")
+        // The base image, not the gain map: 64×48, and no MPF index or second image in any strip mode.
+        #expect(result.size == PixelSize(width: 64, height: 48))
+        let mpf = Array("MPF\0".utf8)
+        #expect(!(0..<(result.bytes.count - 4)).contains { Array(result.bytes[$0..<$0 + 4]) == mpf })
+        let eoi = try #require((0..<(result.bytes.count - 1)).last { result.bytes[$0] == 0xFF && result.bytes[$0 + 1] == 0xD9 })
+        #expect(eoi == result.bytes.count - 2, "nothing follows the base image's EOI")
+        let decoded = try Decode.bitmap(result.bytes)
+        let original = try Decode.bitmap(input)
+        #expect(close(decoded.rgb(10, 10), original.rgb(10, 10), tolerance: 2))
+        // A plain JPEG (no hdrgm XMP, no MPF index) is not reported.
+        let plain = try SharePipe.prepare(.bytes(try Fixtures.bytes(Self.fixtures + "/base.jpg")), options: options)
+        #expect(!plain.adjustments.contains { $0.contains("gain map") })
+    }
+
+    @Test func heifGainMapItemsAndLightLevelsAreFoundInTheMetaBox() throws {
+        // A meta box as a HEIF with an ISO 21496-1 tmap item holds it, and one with Apple's auxiliary gain map
+        // image and a clli property.
+        func box(_ type: String, _ body: [UInt8]) -> [UInt8] {
+            let size = body.count + 8
+            return [UInt8(size >> 24), UInt8((size >> 16) & 0xFF), UInt8((size >> 8) & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + body
+        }
+        func infe(_ id: Int, _ type: String) -> [UInt8] { box("infe", [2, 0, 0, 0, 0, UInt8(id), 0, 0] + Array(type.utf8) + [0]) }
+        func file(_ items: [String], _ properties: [[UInt8]]) -> [UInt8] {
+            let iinf = box("iinf", [0, 0, 0, 0, 0, UInt8(items.count)] + items.enumerated().flatMap { infe($0.offset + 1, $0.element) })
+            let iprp = box("iprp", box("ipco", properties.flatMap { $0 }))
+            return box("ftyp", Array("heic".utf8) + [0, 0, 0, 0]) + box("meta", [0, 0, 0, 0] + iinf + iprp)
+        }
+        let tmap = try HEIFHDRBoxes.read(HEIFFileBytes(memory: file(["hvc1", "hvc1", "tmap"], [])), maxBytes: 1 << 20)
+        #expect(tmap.gainMap == "ISO 21496-1 tone-map item (tmap)" && tmap.peakLuminance == nil)
+        let apple = try HEIFHDRBoxes.read(HEIFFileBytes(memory: file(["hvc1", "hvc1"], [
+            box("auxC", [0, 0, 0, 0] + Array("urn:com:apple:photo:2020:aux:hdrgainmap".utf8) + [0]),
+            box("clli", [0x02, 0xC8, 0x00, 0x48]),
+        ])), maxBytes: 1 << 20)
+        #expect(apple.gainMap == "auxiliary gain map image urn:com:apple:photo:2020:aux:hdrgainmap")
+        #expect(apple.peakLuminance == 712)
+        #expect(apple.gainMapNote?.hasPrefix("gain map removed (auxiliary gain map image") == true)
+        let alpha = try HEIFHDRBoxes.read(HEIFFileBytes(memory: file(["hvc1", "hvc1"], [
+            box("auxC", [0, 0, 0, 0] + Array("urn:mpeg:mpegB:cicp:systems:auxiliary:alpha".utf8) + [0]),
+        ])), maxBytes: 1 << 20)
+        #expect(alpha == HEIFHDRBoxes())
+    }
+}
+
+/// A 16-bit RGB PNG written with zlib (Foundation has no PNG writer here).
+enum PNG16 {
+    static func rgb(width: Int, height: Int, rows: [[UInt16]]) -> [UInt8] {
+        var raw: [UInt8] = []
+        for row in rows {
+            raw.append(0)
+            for value in row { raw += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+        }
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            let body = Array(type.utf8) + data
+            return be32(data.count) + body + be32(Int(crc32(body)))
+        }
+        let header = be32(width) + be32(height) + [16, 2, 0, 0, 0]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", header) + chunk("IDAT", zlibStored(raw))
+            + chunk("IEND", [])
+    }
+
+    static func be32(_ v: Int) -> [UInt8] { [UInt8((v >> 24) & 0xFF), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    /// A zlib stream of stored (uncompressed) blocks, with its Adler-32.
+    static func zlibStored(_ data: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let count = min(65535, data.count - offset)
+            let last: UInt8 = offset + count >= data.count ? 1 : 0
+            out += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+            out += data[offset..<offset + count]
+            offset += count
+        } while offset < data.count
+        var a: UInt32 = 1, b: UInt32 = 0
+        for byte in data { a = (a + UInt32(byte)) % 65521; b = (b + a) % 65521 }
+        return out + be32(Int(b << 16 | a))
+    }
+}
