@@ -290,7 +290,9 @@ import Testing
         let usage = await pipeline.budget.usage
         #expect(usage.reservedBytes == 0 && usage.runningJobs == 0)
         print("24 MP PNG: whole job \(wholeDuration); cancelled mid-decode: returned after \(returnedAfter), budget 0 after \(freedAfter)")
-        #expect(freedAfter < .milliseconds(500) && freedAfter < wholeDuration / 4,
+        // Relative to the whole job, not a wall-clock bound: on a loaded machine a debug build's 24 MP job took
+        // 245 s and its cancellation 22 s (quiet: well under a second).
+        #expect(freedAfter < wholeDuration / 4,
                 "budget freed \(freedAfter) after the cancellation (whole job: \(wholeDuration))")
     }
 
