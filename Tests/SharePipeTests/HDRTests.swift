@@ -172,6 +172,109 @@ import Testing
         #expect(HDRToneMap(nclx: nclx, peak: nil) == nil)
     }
 
+    /// The PQ patches as a HEIC: heif-enc (libheif 1.15) writes no `colr` box for a PNG input whatever its
+    /// nclx options say, so the nclx (9/16/9, full range) is added here as a property of every item, the
+    /// `meta` box grown around it and the `iloc` offsets into `mdat` moved by as much.
+    static func pqHEIC() throws -> [UInt8] {
+        try Witness.require("heif-enc")
+        let coded = fixtures + "/pq-plain.heic"
+        _ = try bytes("pq.avif")
+        let run = try Tool.run("heif-enc", ["-q", "100", "-p", "chroma=444", "-b", "10", "--matrix_coefficients", "9",
+                                            "--full_range_flag", "1", "-o", coded, fixtures + "/pq.png"])
+        try #require(run.status == 0, "heif-enc: \(run.stderr)")
+        return try withNCLX(try Fixtures.bytes(coded), primaries: 9, transfer: 16, matrix: 9)
+    }
+
+    static func withNCLX(_ file: [UInt8], primaries: Int, transfer: Int, matrix: Int) throws -> [UInt8] {
+        func u32(_ b: [UInt8], _ at: Int) -> Int { b[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+        func be(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8((value >> (8 * (count - 1 - $0))) & 0xFF) } }
+        func children(_ b: [UInt8], _ start: Int, _ end: Int) -> [(type: String, start: Int, end: Int)] {
+            var out: [(String, Int, Int)] = [], at = start
+            while at + 8 <= end {
+                let size = u32(b, at)
+                out.append((String(decoding: b[at + 4..<at + 8], as: UTF8.self), at, at + size))
+                at += size
+            }
+            return out
+        }
+        var d = file
+        let meta = try #require(children(d, 0, d.count).first { $0.type == "meta" })
+        let inMeta = children(d, meta.start + 12, meta.end)
+        let iprp = try #require(inMeta.first { $0.type == "iprp" }), iloc = try #require(inMeta.first { $0.type == "iloc" })
+        let inIprp = children(d, iprp.start + 8, iprp.end)
+        let ipco = try #require(inIprp.first { $0.type == "ipco" }), ipma = try #require(inIprp.first { $0.type == "ipma" })
+        try #require(ipco.end == ipma.start && d[ipma.start + 11] & 1 == 0 && d[ipma.start + 8] == 0)
+        let propertyCount = children(d, ipco.start + 8, ipco.end).count
+        let colr = be(19, 4) + Array("colrnclx".utf8) + be(primaries, 2) + be(transfer, 2) + be(matrix, 2) + [0x80]
+        // ipma version 0, 8-bit indices: every item gains the new property, marked essential.
+        var at = ipma.start + 12
+        let entries = u32(d, at)
+        at += 4
+        var ipmaBody = be(entries, 4)
+        for _ in 0..<entries {
+            let count = Int(d[at + 2])
+            ipmaBody += Array(d[at..<at + 2]) + [UInt8(count + 1)] + Array(d[at + 3..<at + 3 + count]) + [UInt8(0x80 | (propertyCount + 1))]
+            at += 3 + count
+        }
+        let newIpma = be(12 + ipmaBody.count, 4) + Array("ipma".utf8) + Array(d[ipma.start + 8..<ipma.start + 12]) + ipmaBody
+        let newIpco = be(ipco.end - ipco.start + colr.count, 4) + Array("ipco".utf8) + Array(d[ipco.start + 8..<ipco.end]) + colr
+        let delta = newIpma.count + newIpco.count - (ipma.end - ipco.start)
+        // iloc: items stored in the file (construction method 0) move by `delta`.
+        at = iloc.start + 8
+        let version = Int(d[at])
+        at += 4
+        let offsetSize = Int(d[at] >> 4), lengthSize = Int(d[at] & 15), baseSize = Int(d[at + 1] >> 4)
+        let indexSize = version >= 1 ? Int(d[at + 1] & 15) : 0
+        at += 2
+        let itemCount = version < 2 ? Int(d[at]) << 8 | Int(d[at + 1]) : u32(d, at)
+        at += version < 2 ? 2 : 4
+        for _ in 0..<itemCount {
+            at += version < 2 ? 2 : 4
+            var method = 0
+            if version >= 1 { method = Int(d[at + 1] & 15); at += 2 }
+            at += 2  // data_reference_index
+            var moved = false
+            if method == 0 && baseSize > 0 {
+                let base = d[at..<at + baseSize].reduce(0) { $0 << 8 | Int($1) }
+                d.replaceSubrange(at..<at + baseSize, with: be(base + delta, baseSize))
+                moved = true
+            }
+            at += baseSize
+            let extents = Int(d[at]) << 8 | Int(d[at + 1])
+            at += 2
+            for _ in 0..<extents {
+                at += indexSize
+                if method == 0 && !moved {
+                    let offset = d[at..<at + offsetSize].reduce(0) { $0 << 8 | Int($1) }
+                    d.replaceSubrange(at..<at + offsetSize, with: be(offset + delta, offsetSize))
+                }
+                at += offsetSize + lengthSize
+            }
+        }
+        let newIprp = be(iprp.end - iprp.start + delta, 4) + Array("iprp".utf8) + Array(d[iprp.start + 8..<ipco.start])
+            + newIpco + newIpma + Array(d[ipma.end..<iprp.end])
+        var out = Array(d[0..<iprp.start]) + newIprp + Array(d[iprp.end...])
+        out.replaceSubrange(meta.start..<meta.start + 4, with: be(meta.end - meta.start + delta, 4))
+        return out
+    }
+
+    @Test func aPQHEICIsToneMappedAsThePQAVIF() throws {
+        let heic = try Self.pqHEIC()
+        var options = PrepareOptions()
+        options.quality = 100
+        let result = try SharePipe.prepare(.bytes(heic), options: options)
+        #expect(result.adjustments.contains { $0.hasPrefix("HDR (PQ) tone-mapped to SDR") }, "\(result.adjustments)")
+        #expect(result.keptMetadata.contains(.icc))
+        let decoded = try Decode.bitmap(result.bytes)
+        for (i, grey) in Self.chromiumPQGreys.enumerated() {
+            let got = Self.patchCentre(decoded, i, colour: false)
+            #expect(close(got, [grey, grey, grey], tolerance: 3), "patch \(i): \(got), Chromium \(grey)")
+        }
+        // Without the nclx the same file is SDR: no tone map, no report.
+        let plain = try SharePipe.prepare(.file(path: Self.fixtures + "/pq-plain.heic"), options: options)
+        #expect(!plain.adjustments.contains { $0.hasPrefix("HDR") })
+    }
+
     /// An Ultra HDR JPEG built by hand: the base JPEG with Ultra HDR's `hdrgm` XMP and an MPF index, then a
     /// second JPEG (the gain map, with its own `hdrgm` XMP) after the base's EOI.
     static func ultraHDR() throws -> [UInt8] {

@@ -73,6 +73,9 @@ struct HDRToneMap: Sendable, Equatable {
     /// The curve: the line's slope (reference white's image) and the Bézier's coefficients.
     private let whiteImage: Float, xMax: Float
     private let xA: Float, xB: Float, yA: Float, yB: Float
+    /// The transfer's decoding table and the sRGB encoding table, held here so the pixel loop reads them
+    /// without touching the shared statics.
+    private let decodeTable: Table, encodeTable: Table
 
     /// The tone map for an image with colour description `nclx` and no ICC profile; nil when the transfer is
     /// not PQ or HLG. `peak`: the content's MaxCLL or mastering peak in cd/m², if the file gives one.
@@ -96,6 +99,8 @@ struct HDRToneMap: Sendable, Equatable {
         let xMid = (1 - kappa) + kappa / whiteImage, yMid = (1 - kappa) * whiteImage + kappa
         xA = 1 - 2 * xMid + xMax; xB = 2 * xMid - 2
         yA = whiteImage - 2 * yMid + 1; yB = 2 * yMid - 2 * whiteImage
+        decodeTable = transfer == .pq ? Self.pqTable : Self.hlgTable
+        encodeTable = Self.sRGBEncodeTable
     }
 
     /// What the report says.
@@ -143,12 +148,12 @@ struct HDRToneMap: Sendable, Equatable {
                 r2 *= gain; g2 *= gain; b2 *= gain
             }
             if colours == 3 {
-                p[0] = Self.encode(o[0] * r2 + o[1] * g2 + o[2] * b2)
-                p[1] = Self.encode(o[3] * r2 + o[4] * g2 + o[5] * b2)
-                p[2] = Self.encode(o[6] * r2 + o[7] * g2 + o[8] * b2)
+                p[0] = encode(o[0] * r2 + o[1] * g2 + o[2] * b2)
+                p[1] = encode(o[3] * r2 + o[4] * g2 + o[5] * b2)
+                p[2] = encode(o[6] * r2 + o[7] * g2 + o[8] * b2)
             } else {
                 // Gray in, gray out: the three components are equal; the output's white is the same D65.
-                p[0] = Self.encode((o[0] + o[1] + o[2]) * r2)
+                p[0] = encode((o[0] + o[1] + o[2]) * r2)
             }
         }
     }
@@ -157,9 +162,9 @@ struct HDRToneMap: Sendable, Equatable {
     @inline(__always) private func linear(_ r: Float, _ g: Float, _ b: Float) -> (Float, Float, Float) {
         switch transfer {
         case .pq:
-            return (Self.pqTable.at(r), Self.pqTable.at(g), Self.pqTable.at(b))
+            return (decodeTable.at(r), decodeTable.at(g), decodeTable.at(b))
         case .hlg:
-            let re = Self.hlgTable.at(r), ge = Self.hlgTable.at(g), be = Self.hlgTable.at(b)
+            let re = decodeTable.at(r), ge = decodeTable.at(g), be = decodeTable.at(b)
             let y = luma[0] * re + luma[1] * ge + luma[2] * be
             guard y > 0 else { return (0, 0, 0) }
             // BT.2100 OOTF for a 1000 cd/m² display: Fd = 1000 · Ys^(γ − 1) · E, γ = 1.2.
@@ -169,12 +174,12 @@ struct HDRToneMap: Sendable, Equatable {
     }
 
     /// A linear component (clipped to 0…1) encoded with the sRGB curve, on the 0…255 scale.
-    @inline(__always) private static func encode(_ value: Float) -> Float {
+    @inline(__always) private func encode(_ value: Float) -> Float {
         255 * encodeTable.at(min(max(value, 0), 1) * 255)
     }
 
     /// A function of 0…255 sampled at 4097 points and read with linear interpolation.
-    private struct Table: Sendable {
+    private struct Table: Sendable, Equatable {
         let values: [Float]
 
         init(_ function: (Double) -> Double) {
@@ -205,7 +210,7 @@ struct HDRToneMap: Sendable, Equatable {
     }
 
     /// Linear 0…1 → sRGB-encoded 0…1 (IEC 61966-2-1).
-    private static let encodeTable = Table { linear in
+    private static let sRGBEncodeTable = Table { linear in
         linear <= 0.0031308 ? 12.92 * linear : 1.055 * pow(linear, 1 / 2.4) - 0.055
     }
 
