@@ -68,7 +68,7 @@ struct AVIFDecoder: ImageDecoder {
             meter.allocate(estimate)
             defer { meter.release(estimate) }
             guard let image = try reader.nextImage() else {
-                throw SharePipeError.corrupt(file: reader.file, reason: "the AVIF has no image")
+                throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "the AVIF has no image")
             }
             let converter = try AVIFDecoding.converter(image.planes, header: header, file: reader.file)
             let bitmap = try converter.resampled(size: size, to: target, meter: meter)
@@ -124,14 +124,14 @@ enum AVIFDecoding {
     /// The row converter for decoded planes, after checking they are the parsed size and readable.
     static func converter(_ planes: sp_heif_planes, header: sp_avif_info, file: String) throws -> HEIFRowConverter {
         guard Int(planes.width) == Int(header.width), Int(planes.height) == Int(header.height) else {
-            throw SharePipeError.corrupt(file: file, reason: "decoded image is \(planes.width)×\(planes.height), "
+            throw SharePipeError.corrupt(file: file, phase: .decode, reason: "decoded image is \(planes.width)×\(planes.height), "
                                          + "the header says \(header.width)×\(header.height)")
         }
         if let problem = HEIFRowConverter.validate(planes) {
-            throw SharePipeError.unsupportedFormat(file: file, reason: "AVIF \(problem)")
+            throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: "AVIF \(problem)")
         }
         guard let matrix = YCbCrMatrix(nclx: planes.nclx) else {
-            throw SharePipeError.unsupportedFormat(file: file, reason: "AVIF matrix coefficients \(planes.nclx.matrix_coefficients) are not supported")
+            throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: "AVIF matrix coefficients \(planes.nclx.matrix_coefficients) are not supported")
         }
         return HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: header.premultiplied_alpha != 0)
     }

@@ -27,7 +27,7 @@ enum WebPRewriter {
             }
             if vp8x == nil && bitstream != nil { break }   // a simple file ends with its bitstream
         }
-        guard !image.isEmpty else { throw SharePipeError.corrupt(file: walker.name, reason: "no image data") }
+        guard !image.isEmpty else { throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "no image data") }
 
         var body: [UInt8] = []
         if vp8x != nil || !metadata.isEmpty {
@@ -47,7 +47,7 @@ enum WebPRewriter {
 
     /// A VP8X payload for a simple file that gains metadata: its canvas is the bitstream's size.
     private static func extendedHeader(for bitstream: WebPBitstreamHeader?, file: String) throws -> [UInt8] {
-        guard let bitstream else { throw SharePipeError.corrupt(file: file, reason: "unreadable bitstream header") }
+        guard let bitstream else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "unreadable bitstream header") }
         let flags: WebPFeatureFlags = bitstream.alpha ? [.alpha] : []
         return [flags.rawValue, 0, 0, 0] + WebPBytes.le24(bitstream.size.width - 1) + WebPBytes.le24(bitstream.size.height - 1)
     }
