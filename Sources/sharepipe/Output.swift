@@ -60,6 +60,11 @@ struct FileJSON: Encodable {
     var errorKind: String?
     /// For `tooLarge`: which limit, the value found and the limit's number.
     var errorLimit: ExceededLimit?
+    /// For `corrupt`: `header` (the file's structure) or `decode` (its compressed image data).
+    var errorPhase: SharePipeError.ReadPhase?
+    /// For `unsupportedFormat`: `format` (not an image SharePipe reads), `feature` (a feature of the format
+    /// its library lacks) or `library` (the format's library is not installed here).
+    var errorUnsupported: SharePipeError.MissingSupport?
 
     init(_ report: BatchReport) {
         input = report.input
@@ -86,7 +91,12 @@ struct FileJSON: Encodable {
         if let error = report.error {
             self.error = error.description
             errorKind = error.kind
-            if case .tooLarge(_, let exceeded) = error { errorLimit = exceeded }
+            switch error {
+            case .tooLarge(_, let exceeded): errorLimit = exceeded
+            case .corrupt(_, let phase, _): errorPhase = phase
+            case .unsupportedFormat(_, let missing, _): errorUnsupported = missing
+            default: break
+            }
         }
     }
 }
@@ -145,6 +155,8 @@ final class Reporter {
     let report: AppendOnlyFile?
     let interactive = isatty(STDERR_FILENO) != 0
     private(set) var processed = 0, failed = 0, skipped = 0, planned = 0
+    /// Failures of kind `internal` (SharePipe's bugs), also counted in `failed`.
+    private(set) var internalFailures = 0
     private var bytesIn = 0, bytesOut = 0, done = 0
 
     init(json: Bool, report: AppendOnlyFile? = nil, toStandardError: Bool = false) {
@@ -155,6 +167,7 @@ final class Reporter {
 
     func fileDone(_ report: BatchReport) {
         done += 1
+        if case .internalError? = report.error { internalFailures += 1 }
         if report.error != nil { failed += 1 } else if report.skipped { skipped += 1 } else if report.planned { planned += 1 } else {
             processed += 1
             bytesIn += report.inputBytes ?? 0
@@ -200,6 +213,11 @@ final class Reporter {
 
     private func emit(_ line: String) {
         if toStandardError { printError(line) } else { print(line) }
+    }
+
+    /// The exit status the failures call for (README "Exit status"), or nil when no file failed.
+    var failureStatus: Int32? {
+        internalFailures > 0 ? ExitStatus.internalError : failed > 0 ? ExitStatus.someFailed : nil
     }
 
     func summary() {

@@ -45,6 +45,9 @@ enum ExitStatus {
     static let usage: Int32 = 2
     /// Nothing to do, or a fatal I/O error (an unwritable --out or --report) stopped the batch at once.
     static let nothingDoneOrFatal: Int32 = 3
+    /// Some file failed by a SharePipe bug (error kind `internal`), not by a fault of the input: report it.
+    /// The other files were prepared, and the other failures reported, as under `someFailed`.
+    static let internalError: Int32 = 4
 }
 
 extension StripMode: ExpressibleByArgument {}
@@ -276,7 +279,7 @@ struct PrepareCommand: ParsableCommand {
             throw ExitCode(walk.otherShards > 0 ? ExitStatus.success : ExitStatus.nothingDoneOrFatal)
         }
         reporter.summary()
-        if reporter.failed > 0 { throw ExitCode(ExitStatus.someFailed) }
+        if let status = reporter.failureStatus { throw ExitCode(status) }
     }
 
     /// Why a walk found no file, e.g. "3 subfolders skipped: use --recursive".
@@ -339,7 +342,7 @@ struct StandardIO {
                                     sink: toStandardOutput ? { try writeStandardOutput($0.bytes) } : nil)
         for each in reports { reporter.fileDone(each) }
         reporter.summary()
-        if reporter.failed > 0 { throw ExitCode(ExitStatus.someFailed) }
+        if let status = reporter.failureStatus { throw ExitCode(status) }
     }
 
     /// Standard input whole, or nil past `limit` bytes.
@@ -377,7 +380,7 @@ struct InspectCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        var failed = false
+        var failed = false, internalFailure = false
         for file in files {
             do {
                 let info = try SharePipe.inspect(.file(path: file))
@@ -388,10 +391,12 @@ struct InspectCommand: ParsableCommand {
                 }
             } catch {
                 failed = true
+                if case .internalError? = error as? SharePipeError { internalFailure = true }
                 printError("\(error)")
             }
         }
-        if failed { throw ExitCode(1) }
+        if internalFailure { throw ExitCode(ExitStatus.internalError) }
+        if failed { throw ExitCode(ExitStatus.someFailed) }
     }
 }
 

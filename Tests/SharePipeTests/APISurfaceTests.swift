@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func errorsSplitIntoFileAndReason() {
-        let error = SharePipeError.corrupt(file: "a.jpg", reason: "bad data")
+        let error = SharePipeError.corrupt(file: "a.jpg", phase: .decode, reason: "bad data")
         #expect(error.file == "a.jpg")
         #expect(error.reason == "corrupt image: bad data")
         #expect(error.description == "a.jpg: corrupt image: bad data")

@@ -99,7 +99,7 @@ import Testing
         #expect {
             _ = try SharePipe.prepare(.bytes(bytes), options: ServiceProfile.x.options())
         } throws: { error in
-            guard case SharePipeError.corrupt(let file, let reason)? = error as? SharePipeError else { return false }
+            guard case SharePipeError.corrupt(let file, _, let reason)? = error as? SharePipeError else { return false }
             return file == "<memory>" && reason.contains("fdAT") && reason.contains("no fcTL")
         }
         // An fdAT after a default image that is frame 0, with no second fcTL: Chromium shows the default image

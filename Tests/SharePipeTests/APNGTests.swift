@@ -181,7 +181,7 @@ import Testing
         #expect {
             _ = try source.nextFrame()
         } throws: { error in
-            guard case SharePipeError.corrupt(let file, let reason)? = error as? SharePipeError else { return false }
+            guard case SharePipeError.corrupt(let file, _, let reason)? = error as? SharePipeError else { return false }
             return file == "<memory>" && reason.contains("fdAT")
         }
     }

@@ -118,7 +118,7 @@ struct GIFAsFrameSource: AnimationFrameSource {
         let plan = PreparePlan(info: info, options: options)
         try #require(plan.route == .animation)
         guard case .animation(let initial, let frameCount, let floor, let minShortEdge) = plan.ladder else {
-            throw SharePipeError.corrupt(file: name, reason: "no animation ladder")
+            throw SharePipeError.corrupt(file: name, phase: .decode, reason: "no animation ladder")
         }
         let meter = PixelMemoryMeter()
         let pass = AnimationFramesPass(open: { try GIFAsFrameSource(source) }, metadata: plan.writtenMetadata.kept, meter: meter)

@@ -102,7 +102,7 @@ struct GIFReadingTests {
         #expect {
             _ = try SharePipe.prepare(.file(path: path))
         } throws: { error in
-            guard case SharePipeError.corrupt(let file, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(let file, _, let reason) = error else { return false }
             return file == path && reason.contains("truncated")
         }
     }
@@ -113,7 +113,7 @@ struct GIFReadingTests {
         #expect {
             _ = try SharePipe.prepare(.file(path: path))
         } throws: { error in
-            guard case SharePipeError.corrupt(let file, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(let file, _, let reason) = error else { return false }
             return file == path && reason.contains("frame 1") && reason.contains("LZW minimum code size 12")
         }
     }
@@ -128,14 +128,14 @@ struct GIFReadingTests {
         #expect {
             _ = try SharePipe.inspect(.bytes(beforeFirstImage))
         } throws: { error in
-            guard case SharePipeError.corrupt(_, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
             return reason.contains("unknown block type 0x55")
         }
         let headerOnly = Array(bytes.prefix(13 + 24)) + [0x3B]   // screen, global table, trailer
         #expect {
             _ = try SharePipe.inspect(.bytes(headerOnly))
         } throws: { error in
-            guard case SharePipeError.corrupt(_, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
             return reason.contains("no image")
         }
     }

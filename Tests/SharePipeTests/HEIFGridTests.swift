@@ -221,7 +221,7 @@ import Testing
         for at in (tile.offset + 4)..<(tile.offset + tile.length) { bytes[at] = 0xFF }
         let meter = PixelMemoryMeter()
         #expect { try Self.render(.bytes(bytes), meter: meter) } throws: { error in
-            guard case SharePipeError.corrupt(let file, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(let file, _, let reason) = error else { return false }
             return file == ImageSource.bytes([]).displayName && reason.contains("tile 4")
         }
         // libheif's route fails on it too.
@@ -249,7 +249,7 @@ import Testing
             if (unit[0] >> 1) & 0x3F == 33 { return unit }
             sets = sets.dropFirst(4 + length)
         }
-        throw SharePipeError.corrupt(file: "", reason: "no SPS")
+        throw SharePipeError.corrupt(file: "", phase: .decode, reason: "no SPS")
     }
 
     /// The tiles' colour is read from their hvcC's SPS VUI by the plan, exactly (independently: ffprobe on the

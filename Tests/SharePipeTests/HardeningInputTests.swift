@@ -183,7 +183,7 @@ import Testing
         #expect {
             try SharePipe.prepare(.file(path: path), options: PrepareOptions())
         } throws: { error in
-            guard let error = error as? SharePipeError, case .corrupt(let file, let reason) = error else { return false }
+            guard let error = error as? SharePipeError, case .corrupt(let file, _, let reason) = error else { return false }
             return file == path && reason.contains("LZW")
         }
     }

@@ -215,7 +215,7 @@ import Testing
         #expect {
             try SharePipe.prepare(.file(path: Fixtures.path("broken/truncated.jpg")))
         } throws: { error in
-            guard case SharePipeError.corrupt(let file, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(let file, _, let reason) = error else { return false }
             return file.hasSuffix("truncated.jpg") && reason.contains("truncated")
         }
     }
@@ -229,7 +229,7 @@ import Testing
 
     @Test func notAnImageIsUnsupported() throws {
         #expect(throws: SharePipeError.self) { try SharePipe.prepare(.bytes(Array("hello, world".utf8))) }
-        #expect(throws: SharePipeError.unsupportedFormat(file: "<memory>", reason: "file is empty")) {
+        #expect(throws: SharePipeError.unsupportedFormat(file: "<memory>", missing: .format, reason: "file is empty")) {
             try SharePipe.prepare(.bytes([]))
         }
     }

@@ -104,7 +104,7 @@ struct LenientInputTests {
         #expect {
             try Pipeline.prepare(.bytes(header + Array("junk".utf8)), options: PrepareOptions())
         } throws: { error in
-            guard case SharePipeError.corrupt(let file, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(let file, _, let reason) = error else { return false }
             return file == "<memory>" && reason.contains("unknown block type 0x6A")
         }
     }

@@ -15,7 +15,7 @@ import Testing
         #expect {
             _ = try SharePipe.prepare(.bytes(bytes), options: ServiceProfile.x.options())
         } throws: { error in
-            guard case SharePipeError.unsupportedFormat(let file, let reason)? = error as? SharePipeError else { return false }
+            guard case SharePipeError.unsupportedFormat(let file, _, let reason)? = error as? SharePipeError else { return false }
             return file == "<memory>" && reason.contains("Unsupported") && !reason.hasSuffix("\n")
         }
     }
@@ -27,7 +27,7 @@ import Testing
             _ = try SharePipe.prepare(.file(path: path), options: ServiceProfile.x.options())
             Issue.record("a truncated HEIC was prepared")
         } catch let error as SharePipeError {
-            guard case .corrupt(let file, let reason) = error else { Issue.record("\(error)"); return }
+            guard case .corrupt(let file, _, let reason) = error else { Issue.record("\(error)"); return }
             #expect(file == path && reason.contains("points to file position"))
             #expect(!reason.contains("\n") && !"\(error)".contains("\n"), "\(reason.debugDescription)")
         }

@@ -28,7 +28,7 @@ struct PNGErrorTests {
             if String(decoding: bytes[position + 4..<position + 8], as: UTF8.self) == type { return position + 8 }
             position += 12 + length
         }
-        throw SharePipeError.corrupt(file: "<test>", reason: "no \(type) chunk")
+        throw SharePipeError.corrupt(file: "<test>", phase: .decode, reason: "no \(type) chunk")
     }
 
     @Test("a truncated PNG is corrupt, says so, and leaves no output file")
@@ -36,7 +36,7 @@ struct PNGErrorTests {
         #expect {
             try Pipeline.prepare(.file(path: PNGFixtures.broken("truncated.png")), options: PrepareOptions())
         } throws: { error in
-            guard case SharePipeError.corrupt(let file, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(let file, _, let reason) = error else { return false }
             return file.hasSuffix("truncated.png") && reason.contains("truncated")
         }
         let (report, outputs) = try batch(PNGFixtures.broken("truncated.png"))
@@ -53,7 +53,7 @@ struct PNGErrorTests {
             try PNGDecoder().render(.file(path: PNGFixtures.broken("truncated.png")), info: info, target: PixelSize(width: 40, height: 30),
                                     limits: ImageLimits(), meter: PixelMemoryMeter())
         } throws: { error in
-            guard case SharePipeError.corrupt(_, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
             return reason.contains("truncated")
         }
     }
@@ -82,7 +82,7 @@ struct PNGErrorTests {
         #expect {
             try PNGDecoder().render(source, info: info, target: PixelSize(width: 1080, height: 1080), limits: ImageLimits(), meter: meter)
         } throws: { error in
-            guard case SharePipeError.corrupt(_, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
             return reason.contains("exceeds user limit")   // png_set_user_limits, inside libpng's IHDR check
         }
         var wide = ImageLimits()
@@ -109,7 +109,7 @@ struct PNGErrorTests {
             #expect {
                 try Pipeline.prepare(source, options: PrepareOptions())
             } throws: { error in
-                guard case SharePipeError.corrupt(_, let reason) = error else { return false }
+                guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
                 return reason.contains(words)
             }
         }
@@ -121,7 +121,7 @@ struct PNGErrorTests {
         #expect {
             try Pipeline.prepare(ihdr, options: PrepareOptions())
         } throws: { error in
-            guard case SharePipeError.corrupt(_, let reason) = error else { return false }
+            guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
             return reason == "IHDR: CRC error"
         }
         let signature = try modified("rgb-8.png") { bytes in bytes[1] = 0x51 }
@@ -145,7 +145,7 @@ struct PNGErrorTests {
             #expect {
                 try Pipeline.prepare(source, options: PrepareOptions())
             } throws: { error in
-                guard case SharePipeError.corrupt(_, let reason) = error else { return false }
+                guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
                 return reason.contains(words)
             }
         }

@@ -288,7 +288,7 @@ struct ProgressiveStoreTests {
                 try reader.finish()
             }
         }
-        guard case .corrupt(let file, let reason)? = error else {
+        guard case .corrupt(let file, _, let reason)? = error else {
             Issue.record("expected corrupt, got \(String(describing: error))")
             return
         }

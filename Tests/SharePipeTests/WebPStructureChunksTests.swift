@@ -27,7 +27,7 @@ struct WebPStructureChunksTests {
             position += 8 + size + (size & 1)
         }
         Issue.record("icc.webp has no VP8 chunk")
-        throw SharePipeError.corrupt(file: "icc.webp", reason: "no VP8 chunk")
+        throw SharePipeError.corrupt(file: "icc.webp", phase: .header, reason: "no VP8 chunk")
     }
 
     static func riff(_ body: [UInt8]) -> [UInt8] { Array("RIFF".utf8) + WebPBytes.le32(body.count + 4) + Array("WEBP".utf8) + body }

@@ -48,7 +48,9 @@ struct ServerFailure: Error, Sendable {
         case .overloaded(_, .waitTimedOut):
             return .unavailable(error.kind, error.description, rejection: .queueTimeout,
                                 retryAfter: max(1, Int(SharePipeServer.seconds(queueTimeout) / 4)))
-        case .unwritable, .encodingFailed: return ServerFailure(.internalServerError, error.kind, error.description)
+        // SharePipe's own failures, never the upload's: kinds unwritable, encodingFailed, internal.
+        case .unwritable, .encodingFailed, .internalError:
+            return ServerFailure(.internalServerError, error.kind, error.description)
         }
     }
 

@@ -165,7 +165,7 @@ struct APNGScanner {
     mutating func finish(limits: ImageLimits, file: String) throws -> (animation: APNGAnimation?, warnings: [String]) {
         guard sawControl else { return (nil, warnings) }
         if let refusal {
-            throw SharePipeError.corrupt(file: file, reason: "APNG has \(refusal) (browsers show nothing for it)")
+            throw SharePipeError.corrupt(file: file, phase: .header, reason: "APNG has \(refusal) (browsers show nothing for it)")
         }
         if broken == nil && !currentFrameHasData { fail("frame \(frames.count - 1) has no image data") }
         if broken == nil && frames.isEmpty { fail("acTL but no frame control") }

@@ -37,9 +37,10 @@ struct APNGFrameSource: AnimationFrameSource {
     init(_ source: ImageSource, animation: APNGAnimation, limits: ImageLimits, meter: PixelMemoryMeter) throws {
         walker = try PNGChunkWalker(source)
         let first = try walker.nextChunk()
-        guard first.type == .IHDR else { throw SharePipeError.corrupt(file: walker.name, reason: "first chunk is \(first.type), not IHDR") }
+        guard first.type == .IHDR else { throw SharePipeError.corrupt(file: walker.name, phase: .header,
+                                                                      reason: "first chunk is \(first.type), not IHDR") }
         let (data, crcMatches) = try walker.payload(of: first)
-        guard crcMatches else { throw SharePipeError.corrupt(file: walker.name, reason: "IHDR: CRC error") }
+        guard crcMatches else { throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "IHDR: CRC error") }
         let header = try PNGHeader(ihdr: data, file: walker.name)
         try limits.check(width: header.width, height: header.height, file: walker.name)
         ihdr = data
@@ -57,7 +58,7 @@ struct APNGFrameSource: AnimationFrameSource {
     static func open(_ source: ImageSource, info: ImageInfo, limits: ImageLimits, meter: PixelMemoryMeter) throws
         -> any AnimationFrameSource {
         guard let animation = info.pngAnimation else {
-            throw SharePipeError.corrupt(file: source.displayName, reason: "not an animated PNG")
+            throw SharePipeError.internalError(file: source.displayName, reason: "not an animated PNG")
         }
         return try APNGFrameSource(source, animation: animation, limits: limits, meter: meter)
     }
@@ -177,7 +178,7 @@ struct APNGFrameSource: AnimationFrameSource {
             let output = try reader.start()
             guard Int(output.channels) == format.channels, Int(output.bit_depth) == format.bitDepth,
                   output.row_bytes == format.rowBytes(width: control.width) else {
-                throw SharePipeError.corrupt(file: file, reason: "libpng produced an unexpected row layout")
+                throw SharePipeError.internalError(file: file, reason: "libpng produced an unexpected row layout")
             }
             let rowBytes = output.row_bytes
             // An interlaced frame's passes fill the whole frame before any row is complete.
@@ -246,7 +247,8 @@ struct APNGFrameSource: AnimationFrameSource {
             switch chunk.type {
             case .PLTE, .tRNS:
                 let (payload, crcMatches) = try walker.payload(of: chunk)
-                guard crcMatches else { throw SharePipeError.corrupt(file: file, reason: "\(chunk.type): CRC error") }
+                guard crcMatches else { throw SharePipeError.corrupt(file: file, phase: .header,
+                                                                     reason: "\(chunk.type): CRC error") }
                 paletteChunks.append(PNGChunk(type: chunk.type, data: payload))
             case .fcTL:
                 if inFrame { lookahead = chunk; return stream(for: control, data: data) }
@@ -256,20 +258,21 @@ struct APNGFrameSource: AnimationFrameSource {
             case .IDAT:
                 guard usesDefaultImage else { continue }
                 let (payload, crcMatches) = try walker.payload(of: chunk)
-                guard crcMatches else { throw SharePipeError.corrupt(file: file, reason: "IDAT: CRC error") }
+                guard crcMatches else { throw SharePipeError.corrupt(file: file, phase: .decode, reason: "IDAT: CRC error") }
                 data.append(PNGChunk(type: .IDAT, data: payload))
                 inFrame = true
             case .fdAT:
                 guard inFrame && !usesDefaultImage else { continue }
                 let (payload, crcMatches) = try walker.payload(of: chunk)
                 guard crcMatches, payload.count >= 4 else {
-                    throw SharePipeError.corrupt(file: file, reason: "frame \(index): damaged fdAT chunk")
+                    throw SharePipeError.corrupt(file: file, phase: .decode, reason: "frame \(index): damaged fdAT chunk")
                 }
                 // A zero-length fdAT (sequence number only) adds nothing.
                 if payload.count > 4 { data.append(PNGChunk(type: .IDAT, data: Array(payload.dropFirst(4)))) }
             case .IEND:
                 guard inFrame else {
-                    throw SharePipeError.corrupt(file: file, reason: "frame \(index) is missing (the file changed since it was read?)")
+                    throw SharePipeError.unreadable(file: file,
+                                                    reason: "frame \(index) is missing (the file changed since it was read?)")
                 }
                 lookahead = chunk
                 return stream(for: control, data: data)

@@ -74,7 +74,7 @@ struct AVIFDecoder: ImageDecoder {
             meter.allocate(estimate)
             defer { meter.release(estimate) }
             guard let image = try reader.nextImage() else {
-                throw SharePipeError.corrupt(file: reader.file, reason: "the AVIF has no image")
+                throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "the AVIF has no image")
             }
             let hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
             let converter = try AVIFDecoding.converter(image.planes, header: header, hdr: hdr, file: reader.file)
@@ -138,14 +138,14 @@ enum AVIFDecoding {
     /// images are tone-mapped (`hdr`: what the file's boxes say about them).
     static func converter(_ planes: sp_heif_planes, header: sp_avif_info, hdr: HEIFHDRBoxes, file: String) throws -> HEIFRowConverter {
         guard Int(planes.width) == Int(header.width), Int(planes.height) == Int(header.height) else {
-            throw SharePipeError.corrupt(file: file, reason: "decoded image is \(planes.width)×\(planes.height), "
+            throw SharePipeError.corrupt(file: file, phase: .decode, reason: "decoded image is \(planes.width)×\(planes.height), "
                                          + "the header says \(header.width)×\(header.height)")
         }
         if let problem = HEIFRowConverter.validate(planes) {
-            throw SharePipeError.unsupportedFormat(file: file, reason: "AVIF \(problem)")
+            throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: "AVIF \(problem)")
         }
         guard let matrix = YCbCrMatrix(nclx: planes.nclx) else {
-            throw SharePipeError.unsupportedFormat(file: file, reason: "AVIF matrix coefficients \(planes.nclx.matrix_coefficients) are not supported")
+            throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: "AVIF matrix coefficients \(planes.nclx.matrix_coefficients) are not supported")
         }
         var converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: header.premultiplied_alpha != 0)
         converter.toneMap = toneMap(planes.nclx, header: header, boxes: hdr)

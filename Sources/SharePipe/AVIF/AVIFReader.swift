@@ -57,7 +57,7 @@ final class AVIFReader {
     /// `checkShim`, but a limit libavif enforced while parsing becomes `tooLarge`: "Exceeded avifDecoder's
     /// imageCountLimit", or "Item ID [1] dimensions are too large [70000x70000]" (the size is read back).
     private static func check(_ status: sp_status, _ message: [CChar], file: String, limits: ImageLimits) throws {
-        guard status == SP_ERR_LIMIT else { return try checkShim(status, message, file: file) }
+        guard status == SP_ERR_LIMIT else { return try checkShim(status, message, file: file, phase: .header) }
         let text = shimText(message)
         if text.contains("imageCountLimit") {
             throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.frameCount, found: nil, limit: limits.maxFrames,
@@ -82,7 +82,7 @@ final class AVIFReader {
     func info() throws -> sp_avif_info {
         var info = sp_avif_info()
         var message = shimMessageBuffer()
-        try checkShim(sp_avif_reader_info(handle, &info, &message), message, file: file)
+        try checkShim(sp_avif_reader_info(handle, &info, &message), message, file: file, phase: .header)
         return info
     }
 
@@ -96,7 +96,7 @@ final class AVIFReader {
         guard length > 0 else { return nil }
         var bytes = [UInt8](repeating: 0, count: length)
         var message = shimMessageBuffer()
-        try checkShim(sp_avif_reader_copy_payload(handle, which.rawValue, &bytes, length, &message), message, file: file)
+        try checkShim(sp_avif_reader_copy_payload(handle, which.rawValue, &bytes, length, &message), message, file: file, phase: .header)
         return bytes
     }
 
@@ -108,7 +108,7 @@ final class AVIFReader {
         var message = shimMessageBuffer()
         let status = sp_avif_reader_next_image(handle, &planes, &duration, &message)
         if status == SP_ERR_END { return nil }
-        try checkShim(status, message, file: file)
+        try checkShim(status, message, file: file, phase: .decode)
         return (planes, Int(duration))
     }
 }

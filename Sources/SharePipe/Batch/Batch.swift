@@ -193,10 +193,8 @@ public struct Batch: Sendable {
             try checkOwnership(output, item: item)
             report.output = output
             report.planned = true
-        } catch let error as SharePipeError {
-            report.error = error
         } catch {
-            report.error = .corrupt(file: item.input, reason: "\(error)")
+            report.error = .from(error, file: item.input)
         }
     }
 
@@ -212,10 +210,8 @@ public struct Batch: Sendable {
             report.bytes = result.bytes.count
             result.bytes = []
             report.result = result
-        } catch let error as SharePipeError {
-            report.error = error
         } catch {
-            report.error = .corrupt(file: item.input, reason: "\(error)")
+            report.error = .from(error, file: item.input)
         }
     }
 

@@ -15,7 +15,11 @@ final class CMYKProfileTransform {
         let status = profile.withUnsafeBufferPointer { buffer in
             sp_color_cmyk_to_srgb_create(buffer.baseAddress, buffer.count, inverted ? 1 : 0, &handle, &message)
         }
-        try checkShim(status, message, file: file)
+        // Little CMS refusing the profile, or a profile too short to be one: the file's profile is damaged.
+        if status == SP_ERR_LIBRARY || status == SP_ERR_ARGUMENT {
+            throw SharePipeError.corrupt(file: file, phase: .header, reason: shimText(message))
+        }
+        try checkShim(status, message, file: file, phase: .header)
         self.handle = handle!
     }
 
@@ -41,7 +45,7 @@ final class CMYKProfileTransform {
         } catch let error as SharePipeError {
             let reason: String
             switch error {
-            case .corrupt(_, let text), .unsupportedFormat(_, let text): reason = text   // lcms2 refused it, or is missing
+            case .corrupt(_, _, let text), .unsupportedFormat(_, _, let text): reason = text   // lcms2 refused it, or is missing
             default: reason = error.description
             }
             return (nil, "the embedded CMYK profile is unusable (\(reason)); CMYK converted without colour management")

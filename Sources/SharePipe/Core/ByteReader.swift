@@ -78,7 +78,7 @@ final class ByteReader {
     }
 
     private func truncated() -> SharePipeError {
-        .corrupt(file: name, reason: "data ends at byte \(offset) (file is truncated)")
+        .corrupt(file: name, phase: .header, reason: "data ends at byte \(offset) (file is truncated)")
     }
 
     private func refill() throws -> Bool {

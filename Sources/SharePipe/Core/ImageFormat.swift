@@ -25,10 +25,10 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     static func detect(_ source: ImageSource) throws -> ImageFormat {
         let prefix = try source.prefix(64)
         if prefix.isEmpty {
-            throw SharePipeError.unsupportedFormat(file: source.displayName, reason: "file is empty")
+            throw SharePipeError.unsupportedFormat(file: source.displayName, missing: .format, reason: "file is empty")
         }
         guard let format = sniff(prefix) else {
-            throw SharePipeError.unsupportedFormat(file: source.displayName,
+            throw SharePipeError.unsupportedFormat(file: source.displayName, missing: .format,
                                                    reason: "not a \(signatureNames) (unrecognised signature)")
         }
         return format

@@ -45,7 +45,7 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     /// Throws `tooLarge` when a header's size is over a limit.
     func check(width: Int, height: Int, file: String) throws {
         if width <= 0 || height <= 0 {
-            throw SharePipeError.corrupt(file: file, reason: "header gives an empty image (\(width)×\(height))")
+            throw SharePipeError.corrupt(file: file, phase: .header, reason: "header gives an empty image (\(width)×\(height))")
         }
         let size = PixelSize(width: width, height: height)
         if width > maxDimension || height > maxDimension {

@@ -129,7 +129,8 @@ enum FormatRegistry {
         sourceQuality: { try? WebPQuality.estimate($0) },
         fitting: .qualitySearch,
         animation: .frames(open: { source, info, limits, meter in
-            guard let header = info.webp else { throw SharePipeError.corrupt(file: source.displayName, reason: "no WebP header") }
+            guard let header = info.webp else { throw SharePipeError.internalError(file: source.displayName,
+                                                                                   reason: "no WebP header") }
             return try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
         }, meteredBytes: { WebPAnimationSource.meteredBytes(canvas: $0.size) }),
         memory: MemoryEstimate.webp,

@@ -64,7 +64,7 @@ struct AnimatedGIFPass {
             let stream = GIFStream(reader)
             let screen = stream.container.screenSize
             guard screen == summary.container.screenSize else {
-                throw SharePipeError.corrupt(file: reader.file, reason: "the file changed while it was being read")
+                throw SharePipeError.unreadable(file: reader.file, reason: "the file changed while it was being read")
             }
             var container = summary.container
             container.screenSize = plan.size
@@ -118,7 +118,7 @@ struct AnimatedGIFPass {
             }
             try encoder.finish()
             if index != summary.frameCount {
-                throw SharePipeError.corrupt(file: reader.file, reason: "the file changed while it was being read")
+                throw SharePipeError.unreadable(file: reader.file, reason: "the file changed while it was being read")
             }
             return Output(bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
                           statistics: encoder.statistics, globalUsage: encoder.globalUsage)

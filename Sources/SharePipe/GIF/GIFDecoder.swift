@@ -51,7 +51,7 @@ struct GIFSummary {
                 try stream.skipRows()
             }
             if stream.frameCount == 0 {
-                throw SharePipeError.corrupt(file: reader.file, reason: stream.missingTrailer
+                throw SharePipeError.corrupt(file: reader.file, phase: .header, reason: stream.missingTrailer
                     ? "data ends before the first image (file is truncated)" : "the GIF contains no image")
             }
             summary.container = stream.container
@@ -90,7 +90,7 @@ struct GIFDecoder: ImageDecoder {
             try limits.check(width: screen.width, height: screen.height, file: reader.file)
             let stream = GIFStream(reader)
             guard let frame = try stream.nextFrame() else {
-                throw SharePipeError.corrupt(file: reader.file, reason: "the GIF contains no image")
+                throw SharePipeError.corrupt(file: reader.file, phase: .header, reason: "the GIF contains no image")
             }
             if !frame.rect.isEmpty { try limits.check(width: frame.rect.width, height: frame.rect.height, file: reader.file) }
             let layout: PixelLayout = info.hasAlpha ? .rgba : .rgb
@@ -133,7 +133,7 @@ struct GIFDecoder: ImageDecoder {
             do {
                 bitmap = try resampler.finish()
             } catch {
-                throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
+                throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "image data ended early")
             }
             // Walk the rest (image data skipped, not decoded) so what the stream tolerated after the first
             // frame (junk, a missing trailer, frames without colour tables) is reported with the still too.

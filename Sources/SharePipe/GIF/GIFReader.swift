@@ -26,13 +26,13 @@ final class GIFReader {
         var screen = sp_gif_screen()
         switch source {
         case .file(let path):
-            try checkShim(sp_gif_reader_open_file(path, &handle, &screen, &message), message, file: path)
+            try checkShim(sp_gif_reader_open_file(path, &handle, &screen, &message), message, file: path, phase: .header)
             defer { sp_gif_reader_free(handle) }
             return try body(GIFReader(handle: handle!, screen: screen, file: path))
         case .bytes(let bytes):
             return try bytes.withUnsafeBufferPointer { buffer in
                 try checkShim(sp_gif_reader_open_memory(buffer.baseAddress, buffer.count, &handle, &screen, &message),
-                              message, file: source.displayName)
+                              message, file: source.displayName, phase: .header)
                 defer { sp_gif_reader_free(handle) }
                 return try body(GIFReader(handle: handle!, screen: screen, file: source.displayName))
             }
@@ -52,7 +52,7 @@ final class GIFReader {
     func nextRecord() throws -> Record {
         var record = SP_GIF_RECORD_TRAILER
         var message = shimMessageBuffer()
-        try check(sp_gif_reader_next_record(handle, &record, &message), message)
+        try check(sp_gif_reader_next_record(handle, &record, &message), message, phase: .header)
         switch record {
         case SP_GIF_RECORD_IMAGE: return .image
         case SP_GIF_RECORD_EXTENSION: return .extensionBlock
@@ -68,14 +68,14 @@ final class GIFReader {
         var block: UnsafePointer<UInt8>?
         var length: Int32 = 0
         var message = shimMessageBuffer()
-        try check(sp_gif_reader_extension_start(handle, &label, &block, &length, &message), message)
+        try check(sp_gif_reader_extension_start(handle, &label, &block, &length, &message), message, phase: .header)
         var blocks: [[UInt8]] = []
         guard let first = block else { return (Int(label), blocks) }
         blocks.append(Array(UnsafeBufferPointer(start: first, count: Int(length))))
         while true {
             let status = sp_gif_reader_extension_next(handle, &block, &length, &message)
             if status == SP_ERR_END { break }
-            try check(status, message)
+            try check(status, message, phase: .header)
             if let block { blocks.append(Array(UnsafeBufferPointer(start: block, count: Int(length)))) }
         }
         return (Int(label), blocks)
@@ -85,7 +85,7 @@ final class GIFReader {
     func readImageDescriptor() throws -> (rect: GIFRect, interlaced: Bool, localPalette: GIFPalette?) {
         var image = sp_gif_image()
         var message = shimMessageBuffer()
-        try check(sp_gif_reader_image(handle, &image, &message), message)
+        try check(sp_gif_reader_image(handle, &image, &message), message, phase: .header)
         let rect = GIFRect(left: Int(image.left), top: Int(image.top), width: Int(image.width), height: Int(image.height))
         var palette: GIFPalette?
         if image.local_color_count > 0, let colors = image.local_colors {
@@ -98,19 +98,19 @@ final class GIFReader {
     /// Decodes the next stored row of the current image into `row` (exactly the image width).
     func readLine(into row: UnsafeMutableBufferPointer<UInt8>) throws {
         var message = shimMessageBuffer()
-        try check(sp_gif_reader_read_line(handle, row.baseAddress, Int32(row.count), &message), message)
+        try check(sp_gif_reader_read_line(handle, row.baseAddress, Int32(row.count), &message), message, phase: .decode)
     }
 
     /// Skips the current image's LZW data without decoding it.
     func skipImageData() throws {
         var message = shimMessageBuffer()
-        try check(sp_gif_reader_skip_image(handle, &message), message)
+        try check(sp_gif_reader_skip_image(handle, &message), message, phase: .decode)
     }
 
-    private func check(_ status: sp_status, _ message: [CChar]) throws {
+    private func check(_ status: sp_status, _ message: [CChar], phase: SharePipeError.ReadPhase) throws {
         guard status != SP_OK, status != SP_ERR_END else { return }
         let prefix = context.map { Array("\($0): ".utf8CString.dropLast()) } ?? []
-        try checkShim(status, prefix + message, file: file)
+        try checkShim(status, prefix + message, file: file, phase: phase)
     }
 }
 
@@ -168,7 +168,7 @@ final class GIFStream {
                 return nil
             case .unknown(let what):
                 guard frameCount > 0 else {
-                    throw SharePipeError.corrupt(file: reader.file, reason: what)
+                    throw SharePipeError.corrupt(file: reader.file, phase: .header, reason: what)
                 }
                 recorded.append("the GIF ends at \(what); kept the \(frameCount) frame(s) before it, "
                                 + "as browsers do")

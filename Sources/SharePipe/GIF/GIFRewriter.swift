@@ -22,8 +22,7 @@ enum GIFRewriter {
                 while try stream.nextFrame() != nil { try stream.readRows { _, _ in } }
             }
         } catch let error as SharePipeError {
-            let why = error.description.dropFirst(ImageSource.bytes([]).displayName.count + 2)  // "<memory>: "
-            throw SharePipeError.corrupt(file: source.displayName, reason: "the metadata-only copy does not decode (\(why))")
+            throw error.aboutCopy("the metadata-only copy does not decode", of: source.displayName)
         }
         return out
     }
@@ -34,7 +33,7 @@ enum GIFRewriter {
         if case .bytes(let bytes) = source { out.reserveCapacity(bytes.count) }
         let header = try reader.bytes(13)  // signature, version, logical screen descriptor
         guard header.starts(with: Array("GIF".utf8)) else {
-            throw SharePipeError.corrupt(file: reader.name, reason: "not a GIF file (no GIF signature)")
+            throw SharePipeError.corrupt(file: reader.name, phase: .header, reason: "not a GIF file (no GIF signature)")
         }
         out += header
         let screenWidth = Int(header[6]) | Int(header[7]) << 8, screenHeight = Int(header[8]) | Int(header[9]) << 8
@@ -73,14 +72,16 @@ enum GIFRewriter {
             default:
                 guard frames > 0 else {
                     let hex = String(introducer, radix: 16, uppercase: true)
-                    throw SharePipeError.corrupt(file: reader.name, reason: "unknown block type 0x\(hex.count < 2 ? "0" + hex : hex) "
+                    throw SharePipeError.corrupt(file: reader.name, phase: .header,
+                                                 reason: "unknown block type 0x\(hex.count < 2 ? "0" + hex : hex) "
                                                  + "at byte \(reader.offset - 1) (expected an image, extension or trailer)")
                 }
                 out.append(0x3B)  // what follows the frames is not GIF: end here, as GIFStream does
                 return out
             }
         }
-        guard frames > 0 else { throw SharePipeError.corrupt(file: reader.name, reason: "the GIF contains no image") }
+        guard frames > 0 else { throw SharePipeError.corrupt(file: reader.name, phase: .header,
+                                                             reason: "the GIF contains no image") }
         out.append(0x3B)
         return out
     }

@@ -218,10 +218,11 @@ enum HEIFColorProfile {
         var message = shimMessageBuffer()
         let status = sp_heif_icc_from_nclx(&copy, description, &out, &length, &message)
         if status == SP_ERR_ARGUMENT {
-            throw SharePipeError.unsupportedFormat(file: file, reason: "HEIF colour (nclx primaries \(nclx.color_primaries), "
+            throw SharePipeError.unsupportedFormat(file: file, missing: .feature,
+                                                   reason: "HEIF colour (nclx primaries \(nclx.color_primaries), "
                                                    + "transfer \(nclx.transfer_characteristics)): \(shimText(message))")
         }
-        try checkShim(status, message, file: file)
+        try checkShim(status, message, file: file, phase: .header)
         defer { sp_free(out) }
         return Array(UnsafeBufferPointer(start: out, count: length))
     }

@@ -159,15 +159,16 @@ enum HEIFDecoding {
             meter.release(counted - held)
             counted = held
             guard Int(planes.width) == size.width, Int(planes.height) == size.height else {
-                throw SharePipeError.corrupt(file: reader.file, reason: "decoded image is \(planes.width)×\(planes.height), "
+                throw SharePipeError.corrupt(file: reader.file, phase: .decode,
+                                             reason: "decoded image is \(planes.width)×\(planes.height), "
                                              + "the header says \(size)")
             }
             if let problem = HEIFRowConverter.validate(planes) {
-                throw SharePipeError.unsupportedFormat(file: reader.file, reason: "HEIF \(problem)")
+                throw SharePipeError.unsupportedFormat(file: reader.file, missing: .feature, reason: "HEIF \(problem)")
             }
             let nclx = planes.nclx.present != 0 ? planes.nclx : info.nclx
             guard let matrix = YCbCrMatrix(nclx: nclx) else {
-                throw SharePipeError.unsupportedFormat(file: reader.file,
+                throw SharePipeError.unsupportedFormat(file: reader.file, missing: .feature,
                                                        reason: "HEIF matrix coefficients \(nclx.matrix_coefficients) are not supported")
             }
             var converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: info.premultiplied_alpha != 0)

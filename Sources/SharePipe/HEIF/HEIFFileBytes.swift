@@ -46,7 +46,8 @@ final class HEIFFileBytes {
     /// `count` bytes at `offset`; throws `corrupt` past the end of the file.
     func read(at offset: Int, count: Int) throws -> [UInt8] {
         guard offset >= 0, count >= 0, offset <= size, count <= size - offset else {
-            throw SharePipeError.corrupt(file: name, reason: "HEIF item data at \(offset) (+\(count)) lies past the end of the file")
+            throw SharePipeError.corrupt(file: name, phase: .header,
+                                         reason: "HEIF item data at \(offset) (+\(count)) lies past the end of the file")
         }
         if descriptor < 0 { return Array(memory[offset..<(offset + count)]) }
         var out = [UInt8](repeating: 0, count: count)

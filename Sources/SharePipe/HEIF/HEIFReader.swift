@@ -42,14 +42,14 @@ final class HEIFReader {
             throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.dimension, found: nil, limit: limits.maxDimension,
                                                                                detail: "libheif: \(text)"))
         }
-        try checkShim(status, message, file: file)
+        try checkShim(status, message, file: file, phase: .header)
     }
 
     /// The primary image's header facts.
     func info() throws -> sp_heif_info {
         var info = sp_heif_info()
         var message = shimMessageBuffer()
-        try checkShim(sp_heif_reader_info(handle, &info, &message), message, file: file)
+        try checkShim(sp_heif_reader_info(handle, &info, &message), message, file: file, phase: .header)
         return info
     }
 
@@ -58,7 +58,7 @@ final class HEIFReader {
         guard length > 0 else { return nil }
         var profile = [UInt8](repeating: 0, count: length)
         var message = shimMessageBuffer()
-        try checkShim(sp_heif_reader_copy_icc(handle, &profile, length, &message), message, file: file)
+        try checkShim(sp_heif_reader_copy_icc(handle, &profile, length, &message), message, file: file, phase: .header)
         return profile
     }
 
@@ -70,7 +70,7 @@ final class HEIFReader {
         for index in 0..<count {
             var item = sp_heif_metadata()
             var message = shimMessageBuffer()
-            try checkShim(sp_heif_reader_metadata(handle, Int32(index), &item, &message), message, file: file)
+            try checkShim(sp_heif_reader_metadata(handle, Int32(index), &item, &message), message, file: file, phase: .header)
             total += item.length
             if total > maxBytes {
                 throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.metadataBytes, found: total, limit: maxBytes,
@@ -79,7 +79,7 @@ final class HEIFReader {
             var data = [UInt8](repeating: 0, count: item.length)
             if item.length > 0 {
                 try checkShim(sp_heif_reader_copy_metadata(handle, Int32(index), &data, item.length, &message),
-                              message, file: file)
+                              message, file: file, phase: .header)
             }
             let type = withUnsafeBytes(of: item.type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             let contentType = withUnsafeBytes(of: item.content_type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
@@ -93,7 +93,7 @@ final class HEIFReader {
     func decodePlanes(chroma: Int32, threads: Int) throws -> sp_heif_planes {
         var planes = sp_heif_planes()
         var message = shimMessageBuffer()
-        try checkShim(sp_heif_reader_decode(handle, chroma, Int32(threads), &planes, &message), message, file: file)
+        try checkShim(sp_heif_reader_decode(handle, chroma, Int32(threads), &planes, &message), message, file: file, phase: .decode)
         return planes
     }
 

@@ -76,7 +76,7 @@ enum HEIFTileDecoding {
         var resampler = LanczosResampler(from: grid.size, to: codedTarget, layout: .rgb, meter: meter)
         var row = [Float](repeating: 0, count: width * 3)
         guard let colour = grid.colour, let matrix = matrix(colour) else {
-            throw SharePipeError.unsupportedFormat(file: name, reason: "HEIF grid colour the plan did not settle")
+            throw SharePipeError.internalError(file: name, reason: "HEIF grid colour the plan did not settle")
         }
         meter.allocate(row.count * MemoryLayout<Float>.stride)
         defer { meter.release(row.count * MemoryLayout<Float>.stride) }
@@ -100,8 +100,8 @@ enum HEIFTileDecoding {
                 while at + 5 <= data.count {
                     let length = data[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) }
                     if (32...34).contains(Int(data[at + 4] >> 1) & 0x3F) {
-                        throw SharePipeError.corrupt(file: name, reason: "HEIF tile \(index) carries its own parameter sets "
-                                                     + "(the file changed while it was read)")
+                        throw SharePipeError.unreadable(file: name, reason: "HEIF tile \(index) carries its own parameter sets "
+                                                        + "(the file changed while it was read)")
                     }
                     at += 4 + length
                 }
@@ -140,9 +140,9 @@ enum HEIFTileDecoding {
             }
             // A tile libde265 cannot decode: libheif's libde265 plugin would fail on it too.
             if status == SP_ERR_LIBRARY {
-                throw SharePipeError.corrupt(file: name, reason: "HEIF grid \(shimText(message))")
+                throw SharePipeError.corrupt(file: name, phase: .decode, reason: "HEIF grid \(shimText(message))")
             }
-            try checkShim(status, message, file: name)
+            try checkShim(status, message, file: name, phase: .decode)
             // The decoded pictures' matrix and range (what the conversion uses) are the SPS's the plan read (the
             // hvcC's, the only parameter sets the tiles have); anything else would be a parse of ours libde265
             // disagrees with: never a guessed colour. (Primaries and transfer: libde265 versions replace
@@ -152,8 +152,8 @@ enum HEIFTileDecoding {
                     let vui = HEIFGrid.Colour(primaries: Int(tile.color_primaries), transfer: Int(tile.transfer_characteristics),
                                               matrix: Int(tile.matrix_coefficients), fullRange: tile.full_range != 0)
                     guard vui.matrix == planned.matrix, vui.fullRange == planned.fullRange else {
-                        throw SharePipeError.corrupt(file: name, reason: "HEIF grid tile \(tile.index) decodes with colour "
-                                                     + "\(vui), its SPS says \(planned)")
+                        throw SharePipeError.internalError(file: name, reason: "HEIF grid tile \(tile.index) decodes with colour "
+                                                           + "\(vui), its SPS says \(planned)")
                     }
                 }
             }

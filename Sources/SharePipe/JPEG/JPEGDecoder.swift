@@ -135,7 +135,7 @@ struct JPEGDecoder: ImageDecoder {
             do {
                 bitmap = try resampler.finish()
             } catch {
-                throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
+                throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "image data ended early")
             }
             let warnings = reader.warnings()
             return RenderedImage(bitmap: bitmap,

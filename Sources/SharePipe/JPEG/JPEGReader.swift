@@ -32,11 +32,11 @@ final class JPEGReader {
     static func with<T>(_ source: ImageSource, limits: ImageLimits, _ body: (JPEGReader) throws -> T) throws -> T {
         do {
             return try open(source, limits: limits, body)
-        } catch SharePipeError.corrupt(let file, let reason) {
+        } catch SharePipeError.corrupt(let file, let phase, let reason) {
             if let unsupported = JPEGFrameHeader.read(source)?.unsupportedReason {
-                throw SharePipeError.unsupportedFormat(file: file, reason: unsupported)
+                throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: unsupported)
             }
-            throw SharePipeError.corrupt(file: file, reason: reason)
+            throw SharePipeError.corrupt(file: file, phase: phase, reason: reason)
         }
     }
 
@@ -47,14 +47,14 @@ final class JPEGReader {
                                         max_segments: Int32(maxSegments), max_scans: Int32(maxScans))
         switch source {
         case .file(let path):
-            try checkShim(sp_jpeg_reader_open_file(path, shimLimits, &handle, &message), message, file: path)
+            try checkShim(sp_jpeg_reader_open_file(path, shimLimits, &handle, &message), message, file: path, phase: .header)
             let reader = JPEGReader(handle: handle!, file: path, limits: limits)
             defer { sp_jpeg_reader_free(handle) }
             return try body(reader)
         case .bytes(let bytes):
             return try bytes.withUnsafeBufferPointer { buffer in
                 try checkShim(sp_jpeg_reader_open_memory(buffer.baseAddress, buffer.count, shimLimits, &handle, &message),
-                              message, file: source.displayName)
+                              message, file: source.displayName, phase: .header)
                 let reader = JPEGReader(handle: handle!, file: source.displayName, limits: limits)
                 defer { sp_jpeg_reader_free(handle) }
                 return try body(reader)
@@ -63,7 +63,7 @@ final class JPEGReader {
     }
 
     /// `checkShim`, but a reader limit becomes `tooLarge` with the number that was passed.
-    private func check(_ status: sp_status, _ message: [CChar]) throws {
+    private func check(_ status: sp_status, _ message: [CChar], phase: SharePipeError.ReadPhase) throws {
         if status == SP_ERR_MEMORY {
             let known = size.width > 0 && size.height > 0 ? size : nil
             let exceeded: ExceededLimit?
@@ -82,13 +82,13 @@ final class JPEGReader {
             }
             if let exceeded { throw SharePipeError.tooLarge(file: file, exceeded: exceeded) }
         }
-        try checkShim(status, message, file: file)
+        try checkShim(status, message, file: file, phase: phase)
     }
 
     func readHeader(saveMarkers: Bool) throws -> sp_jpeg_header {
         var header = sp_jpeg_header()
         var message = shimMessageBuffer()
-        try check(sp_jpeg_reader_read_header(handle, saveMarkers ? 1 : 0, &header, &message), message)
+        try check(sp_jpeg_reader_read_header(handle, saveMarkers ? 1 : 0, &header, &message), message, phase: .header)
         size = PixelSize(width: Int(header.width), height: Int(header.height))
         return header
     }
@@ -112,7 +112,8 @@ final class JPEGReader {
         var message = shimMessageBuffer()
         sp_jpeg_reader_set_band_budget(handle, min(JPEGDecoder.storeBudget, limits.maxDecoderMemory / 2),
                                        Int32(JPEGDecoder.maxBands))
-        try check(sp_jpeg_reader_start(handle, Int32(scaleNumerator), space, &width, &height, &components, &message), message)
+        try check(sp_jpeg_reader_start(handle, Int32(scaleNumerator), space, &width, &height, &components, &message), message,
+                  phase: .decode)
         return (PixelSize(width: Int(width), height: Int(height)), Int(components))
     }
 
@@ -120,13 +121,13 @@ final class JPEGReader {
     func readRows(into buffer: UnsafeMutablePointer<UInt8>, rowBytes: Int, maxRows: Int) throws -> Int {
         var rows: Int32 = 0
         var message = shimMessageBuffer()
-        try check(sp_jpeg_reader_read_rows(handle, buffer, rowBytes, Int32(maxRows), &rows, &message), message)
+        try check(sp_jpeg_reader_read_rows(handle, buffer, rowBytes, Int32(maxRows), &rows, &message), message, phase: .decode)
         return Int(rows)
     }
 
     func finish() throws {
         var message = shimMessageBuffer()
-        try check(sp_jpeg_reader_finish(handle, &message), message)
+        try check(sp_jpeg_reader_finish(handle, &message), message, phase: .decode)
     }
 
     /// Warnings libjpeg recovered from (corrupt data), with the last one's text.

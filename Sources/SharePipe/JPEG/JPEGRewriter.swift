@@ -21,8 +21,7 @@ enum JPEGRewriter {
             _ = try JPEGDecoder().render(check, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
                                          limits: ImageLimits(), meter: PixelMemoryMeter())
         } catch let error as SharePipeError {
-            throw SharePipeError.corrupt(file: source.displayName,
-                                         reason: "the metadata-only copy does not decode (\(error.reason))")
+            throw error.aboutCopy("the metadata-only copy does not decode", of: source.displayName)
         }
         return out
     }
@@ -32,7 +31,7 @@ enum JPEGRewriter {
         var out: [UInt8] = []
         if case .bytes(let bytes) = source { out.reserveCapacity(bytes.count) }
         guard try reader.byte() == 0xFF, try reader.byte() == 0xD8 else {
-            throw SharePipeError.corrupt(file: reader.name, reason: "missing JPEG start-of-image marker")
+            throw SharePipeError.corrupt(file: reader.name, phase: .header, reason: "missing JPEG start-of-image marker")
         }
         out += [0xFF, 0xD8]
         var metadataWritten = false
@@ -78,7 +77,8 @@ enum JPEGRewriter {
                 continue  // a bogus length word: libjpeg's save_marker takes the two bytes and saves nothing
             }
             guard length >= 2 else {
-                throw SharePipeError.corrupt(file: reader.name, reason: "marker segment length \(length) at byte \(reader.offset - 2)")
+                throw SharePipeError.corrupt(file: reader.name, phase: .header,
+                                             reason: "marker segment length \(length) at byte \(reader.offset - 2)")
             }
             let payload = try reader.bytes(length - 2)
             let isJFIF = code == 0xE0 && payload.starts(with: Array("JFIF\0".utf8))

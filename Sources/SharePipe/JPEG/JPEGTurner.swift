@@ -28,7 +28,7 @@ enum JPEGTurner {
         case SP_ERR_ARGUMENT:
             return .impossible("\(info.size.width)×\(info.size.height) is not a whole number of MCUs for this turn")
         case SP_ERR_MEMORY:
-            try checkShim(status, message, file: source.displayName)
+            try checkShim(status, message, file: source.displayName, phase: .decode)
         default:
             // Damage TurboJPEG will not copy (a libjpeg warning): the re-encode reads what it can and reports it.
             return .impossible("the image data has damage a lossless turn would copy (\(shimText(message)))")
@@ -37,8 +37,10 @@ enum JPEGTurner {
         do {
             return .turned(try JPEGRewriter.rewrite(.bytes(bytes), keeping: blocks))
         } catch let error as SharePipeError {
+            // TurboJPEG refuses damaged data (above), so a turned copy that does not decode is not the input's fault.
             let why = error.description.dropFirst(ImageSource.bytes([]).displayName.count + 2)  // "<memory>: "
-            throw SharePipeError.corrupt(file: source.displayName, reason: "the losslessly turned copy does not decode (\(why))")
+            throw SharePipeError.internalError(file: source.displayName,
+                                               reason: "the losslessly turned copy does not decode (\(why))")
         }
     }
 }

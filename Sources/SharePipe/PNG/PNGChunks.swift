@@ -5,6 +5,10 @@ struct PNGChunkType: Hashable, Sendable, CustomStringConvertible {
 
     init(code: UInt32) { self.code = code }
 
+    /// Where damage to a chunk of this type is found: the image data (IDAT) while decoding, any other chunk
+    /// in the file's structure.
+    var damagePhase: SharePipeError.ReadPhase { self == .IDAT ? .decode : .header }
+
     /// A type from its four-letter name; nil unless it is exactly four ASCII letters.
     init?(name: String) {
         let bytes = Array(name.utf8)
@@ -144,7 +148,7 @@ final class PNGChunkWalker {
     init(_ source: ImageSource) throws {
         reader = try ByteReader(source)
         guard try reader.bytes(8) == PNGChunkWalker.signature else {
-            throw SharePipeError.corrupt(file: reader.name, reason: "missing PNG signature")
+            throw SharePipeError.corrupt(file: reader.name, phase: .header, reason: "missing PNG signature")
         }
     }
 
@@ -156,10 +160,11 @@ final class PNGChunkWalker {
         let length = Int(fields[0]) << 24 | Int(fields[1]) << 16 | Int(fields[2]) << 8 | Int(fields[3])
         let type = PNGChunkType(bytes: fields[4], fields[5], fields[6], fields[7])
         guard type.isWellFormed else {
-            throw SharePipeError.corrupt(file: name, reason: "invalid chunk type at byte \(start)")
+            throw SharePipeError.corrupt(file: name, phase: .header, reason: "invalid chunk type at byte \(start)")
         }
         guard length <= 0x7FFF_FFFF else {
-            throw SharePipeError.corrupt(file: name, reason: "\(type) chunk at byte \(start) claims \(length) bytes")
+            throw SharePipeError.corrupt(file: name, phase: .header,
+                                         reason: "\(type) chunk at byte \(start) claims \(length) bytes")
         }
         pendingBytes = length + 4
         return Header(type: type, length: length, offset: start)

@@ -75,7 +75,7 @@ struct PNGDecoder: ImageDecoder {
             guard Int(output.channels) == expected.channels, Int(output.bit_depth) == expected.bitDepth,
                   output.row_bytes == expected.rowBytes(width: stored.width),
                   let layout = PixelLayout(rawValue: expected.channels) else {
-                throw SharePipeError.corrupt(file: reader.file, reason: "libpng produced an unexpected row layout")
+                throw SharePipeError.internalError(file: reader.file, reason: "libpng produced an unexpected row layout")
             }
             let outputTarget = PixelSize(width: min(target.width, stored.width), height: min(target.height, stored.height))
             var feeder = PNGRowFeeder(resampler: LanczosResampler(from: stored, to: outputTarget, layout: layout, meter: meter),
@@ -101,7 +101,7 @@ struct PNGDecoder: ImageDecoder {
             do {
                 bitmap = try feeder.resampler.finish()
             } catch {
-                throw SharePipeError.corrupt(file: reader.file, reason: "image data ended early")
+                throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "image data ended early")
             }
             let libpng = reader.warnings()
             var rendered = RenderedImage(bitmap: bitmap, warnings: libpng.count > 0 ? ["\(libpng.count) libpng warning(s), last: \(libpng.last)"] : [])

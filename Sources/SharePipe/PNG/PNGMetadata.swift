@@ -10,7 +10,8 @@ struct PNGHeader: Sendable, Equatable {
 
     /// Parses and validates an IHDR payload.
     init(ihdr data: [UInt8], file: String) throws {
-        guard data.count == 13 else { throw SharePipeError.corrupt(file: file, reason: "IHDR has \(data.count) bytes, not 13") }
+        guard data.count == 13 else { throw SharePipeError.corrupt(file: file, phase: .header,
+                                                                   reason: "IHDR has \(data.count) bytes, not 13") }
         func u32(_ at: Int) -> Int { Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3]) }
         width = u32(0)
         height = u32(4)
@@ -19,13 +20,15 @@ struct PNGHeader: Sendable, Equatable {
         interlaced = data[12] == 1
         let allowedDepths: [Int: [Int]] = [0: [1, 2, 4, 8, 16], 2: [8, 16], 3: [1, 2, 4, 8], 4: [8, 16], 6: [8, 16]]
         guard let depths = allowedDepths[colorType] else {
-            throw SharePipeError.corrupt(file: file, reason: "IHDR: invalid colour type \(colorType)")
+            throw SharePipeError.corrupt(file: file, phase: .header, reason: "IHDR: invalid colour type \(colorType)")
         }
         guard depths.contains(bitDepth) else {
-            throw SharePipeError.corrupt(file: file, reason: "IHDR: bit depth \(bitDepth) is invalid for colour type \(colorType)")
+            throw SharePipeError.corrupt(file: file, phase: .header,
+                                         reason: "IHDR: bit depth \(bitDepth) is invalid for colour type \(colorType)")
         }
         guard data[10] == 0, data[11] == 0, data[12] <= 1 else {
-            throw SharePipeError.corrupt(file: file, reason: "IHDR: unknown compression, filter or interlace method")
+            throw SharePipeError.corrupt(file: file, phase: .header,
+                                         reason: "IHDR: unknown compression, filter or interlace method")
         }
     }
 
@@ -66,9 +69,10 @@ struct PNGScan {
         let walker = try PNGChunkWalker(source)
         let file = walker.name
         let first = try walker.nextChunk()
-        guard first.type == .IHDR else { throw SharePipeError.corrupt(file: file, reason: "first chunk is \(first.type), not IHDR") }
+        guard first.type == .IHDR else { throw SharePipeError.corrupt(file: file, phase: .header,
+                                                                      reason: "first chunk is \(first.type), not IHDR") }
         let ihdr = try walker.payload(of: first)
-        guard ihdr.crcMatches else { throw SharePipeError.corrupt(file: file, reason: "IHDR: CRC error") }
+        guard ihdr.crcMatches else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "IHDR: CRC error") }
         let header = try PNGHeader(ihdr: ihdr.data, file: file)
         try limits.check(width: header.width, height: header.height, file: file)
 
@@ -85,7 +89,8 @@ struct PNGScan {
             if chunk.type == .IDAT {
                 animation.observeImageData()
                 if header.colorType == 3 && !sawPalette {
-                    throw SharePipeError.corrupt(file: file, reason: "palette image has no PLTE before its image data")
+                    throw SharePipeError.corrupt(file: file, phase: .header,
+                                                 reason: "palette image has no PLTE before its image data")
                 }
                 sawImageData = true
                 continue  // skipped by the next nextChunk(); libpng checks its CRC when decoding
@@ -93,16 +98,17 @@ struct PNGScan {
             let role = PNGChunkRole(chunk.type)
             if role == .dropped { continue }
             if chunk.type.isCritical && role != .image {
-                throw SharePipeError.corrupt(file: file, reason: "unknown critical chunk \(chunk.type)")
+                throw SharePipeError.corrupt(file: file, phase: .header, reason: "unknown critical chunk \(chunk.type)")
             }
             let (data, crcMatches) = try walker.payload(of: chunk)
             if !crcMatches {
-                if chunk.type.isCritical { throw SharePipeError.corrupt(file: file, reason: "\(chunk.type): CRC error") }
+                if chunk.type.isCritical { throw SharePipeError.corrupt(file: file, phase: chunk.type.damagePhase,
+                                                                        reason: "\(chunk.type): CRC error") }
                 continue
             }
             switch role {
             case .image:
-                if chunk.type == .IHDR { throw SharePipeError.corrupt(file: file, reason: "second IHDR chunk") }
+                if chunk.type == .IHDR { throw SharePipeError.corrupt(file: file, phase: .header, reason: "second IHDR chunk") }
                 if chunk.type == .PLTE { sawPalette = true }
                 if chunk.type == .tRNS { scan.hasTransparencyChunk = true }
             case .structural:
@@ -121,7 +127,7 @@ struct PNGScan {
                 scan.metadata.append(PNGMetadataChunks.block(for: PNGChunk(type: chunk.type, data: data)))
             }
         }
-        guard sawImageData else { throw SharePipeError.corrupt(file: file, reason: "no image data (IDAT chunk)") }
+        guard sawImageData else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "no image data (IDAT chunk)") }
         (scan.animation, scan.warnings) = try animation.finish(limits: limits, file: file)
         return scan
     }

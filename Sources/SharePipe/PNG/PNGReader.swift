@@ -22,14 +22,14 @@ final class PNGReader {
         let mode = readICC ? SP_PNG_READ_ICC : SP_PNG_READ_PIXELS
         switch source {
         case .file(let path):
-            try checkShim(sp_png_reader_open_file(path, readerLimits, mode, &handle, &message), message, file: path)
+            try checkShim(sp_png_reader_open_file(path, readerLimits, mode, &handle, &message), message, file: path, phase: .header)
             let reader = PNGReader(handle: handle!, file: path)
             defer { sp_png_reader_free(handle) }
             return try body(reader)
         case .bytes(let bytes):
             return try bytes.withUnsafeBufferPointer { buffer in
                 try checkShim(sp_png_reader_open_memory(buffer.baseAddress, buffer.count, readerLimits, mode, &handle, &message),
-                              message, file: source.displayName)
+                              message, file: source.displayName, phase: .header)
                 let reader = PNGReader(handle: handle!, file: source.displayName)
                 defer { sp_png_reader_free(handle) }
                 return try body(reader)
@@ -41,7 +41,7 @@ final class PNGReader {
     func readInfo() throws -> sp_png_header {
         var header = sp_png_header()
         var message = shimMessageBuffer()
-        try checkShim(sp_png_reader_read_info(handle, &header, &message), message, file: file)
+        try checkShim(sp_png_reader_read_info(handle, &header, &message), message, file: file, phase: .header)
         return header
     }
 
@@ -57,7 +57,7 @@ final class PNGReader {
     func start() throws -> sp_png_output {
         var output = sp_png_output()
         var message = shimMessageBuffer()
-        try checkShim(sp_png_reader_start(handle, &output, &message), message, file: file)
+        try checkShim(sp_png_reader_start(handle, &output, &message), message, file: file, phase: .decode)
         return output
     }
 
@@ -67,15 +67,15 @@ final class PNGReader {
         var message = shimMessageBuffer()
         let status = sp_png_reader_read_row(handle, row, &message)
         if status == SP_ERR_END {
-            throw SharePipeError.corrupt(file: file, reason: "read past the last row")
+            throw SharePipeError.internalError(file: file, reason: "read past the last row")
         }
-        try checkShim(status, message, file: file)
+        try checkShim(status, message, file: file, phase: .decode)
     }
 
     /// Reads the chunks after the image data, up to IEND.
     func finish() throws {
         var message = shimMessageBuffer()
-        try checkShim(sp_png_reader_finish(handle, &message), message, file: file)
+        try checkShim(sp_png_reader_finish(handle, &message), message, file: file, phase: .decode)
     }
 
     /// Whether the zlib stream went on after the last row and was left unread there (the rows are whole).

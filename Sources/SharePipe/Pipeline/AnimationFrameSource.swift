@@ -33,7 +33,7 @@ extension AnimationFrameSource {
     /// corrupt (named after `file`).
     mutating func firstFrame(file: String) throws -> AnimationFrame {
         guard let frame = try nextFrame() else {
-            throw SharePipeError.corrupt(file: file, reason: "the animation has no frames")
+            throw SharePipeError.corrupt(file: file, phase: .decode, reason: "the animation has no frames")
         }
         return frame
     }

@@ -33,10 +33,9 @@ enum Pipeline {
                 let options = try targets[index].get()
                 results[index] = .success(try prepare(source, options: options, checkpoint: checkpoint,
                                                       cache: options.strategy == .cpuFirst ? cache : nil))
-            } catch let error as SharePipeError {
-                results[index] = .failure(error)
             } catch {
-                results[index] = .failure(.corrupt(file: source.displayName, reason: "\(error)"))
+                // Anything but a `SharePipeError` here is SharePipe's bug, not the input's fault.
+                results[index] = .failure(.from(error, file: source.displayName))
             }
         }
         return results.map { $0! }
@@ -67,6 +66,9 @@ enum Pipeline {
         let input = FormatRegistry.descriptor(for: format)
         let info = try input.decoder.probe(source, limits: options.limits)
         try checkpoint()
+        #if DEBUG
+        try DebugFault.check()
+        #endif
 
         // 2. Plan: route, size, output format, metadata, fitting ladder (`PreparePlan`, pure).
         //    Built once; the source's own quality is read only where it would cap the quality search.
@@ -203,8 +205,8 @@ enum Pipeline {
     static func withFile<T>(_ file: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch SharePipeError.unsupportedFormat(let name, let reason) where name.isEmpty {
-            throw SharePipeError.unsupportedFormat(file: file, reason: reason)
+        } catch SharePipeError.unsupportedFormat(let name, let missing, let reason) where name.isEmpty {
+            throw SharePipeError.unsupportedFormat(file: file, missing: missing, reason: reason)
         }
     }
 }

@@ -331,7 +331,7 @@ public struct SharePipeline: Sendable {
                     continuation.resume(with: Result {
                         if flag.isRaised { throw SharePipeError.cancelled(file: name) }
                         return try Pipeline.prepare(source, options: options) {
-                            checkpointHook?()
+                            try checkpointHook?()
                             if flag.isRaised { throw SharePipeError.cancelled(file: name) }
                         }
                     })
@@ -402,25 +402,11 @@ public struct SharePipeline: Sendable {
     }
 
     /// Any error as a `SharePipeError`, with a spool file's path replaced by the upload's name.
+    /// An error that is not a `SharePipeError` is SharePipe's bug (`internalError`), never the upload's fault.
     static func sharePipeError(_ error: any Error, renaming path: String?, to name: String) -> SharePipeError {
-        guard let error = error as? SharePipeError else {
-            if error is CancellationError { return .cancelled(file: name) }
-            return .corrupt(file: name, reason: "\(error)")
-        }
+        let error = SharePipeError.from(error, file: name)
         guard let path, path != name else { return error }
-        func rename(_ file: String) -> String { file == path ? name : file }
-        switch error {
-        case .unsupportedFormat(let file, let reason): return .unsupportedFormat(file: rename(file), reason: reason)
-        case .corrupt(let file, let reason): return .corrupt(file: rename(file), reason: reason)
-        case .tooLarge(let file, let exceeded): return .tooLarge(file: rename(file), exceeded: exceeded)
-        case .cannotMeetLimit(let file, let limit, let best): return .cannotMeetLimit(file: rename(file), limit: limit, bestBytes: best)
-        case .unreadable(let file, let reason): return .unreadable(file: rename(file), reason: reason)
-        case .unwritable(let file, let reason): return .unwritable(file: rename(file), reason: reason)
-        case .encodingFailed(let file, let reason): return .encodingFailed(file: rename(file), reason: reason)
-        case .invalidOptions: return error
-        case .cancelled(let file): return .cancelled(file: rename(file))
-        case .overloaded(let file, let reason): return .overloaded(file: rename(file), reason: reason)
-        }
+        return error.renamingFile(path, to: name)
     }
 }
 
@@ -470,8 +456,8 @@ struct JobHooks: Sendable {
     /// Called after each profile's job ends, however it ended.
     var didRun: (@Sendable (String) async -> Void)?
     /// Called on the job's thread at every pipeline checkpoint (row checkpoints included), before the
-    /// cancellation check.
-    var checkpoint: (@Sendable () -> Void)?
+    /// cancellation check; what it throws ends the job as the pipeline's own errors do.
+    var checkpoint: (@Sendable () throws -> Void)?
 }
 
 /// A flag raised from a Task cancellation handler and read on a Dispatch thread.

@@ -73,7 +73,7 @@ final class WebPAnimationSource: AnimationFrameSource {
             throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.decoderMemory, found: needed, limit: limits.maxDecoderMemory,
                                                                                size: header.canvas, detail: "compositing this animation"))
         }
-        guard header.isAnimated else { throw SharePipeError.corrupt(file: file, reason: "not an animated WebP") }
+        guard header.isAnimated else { throw SharePipeError.internalError(file: file, reason: "not an animated WebP") }
         walker = try WebPChunkWalker(source)
         canvasSize = header.canvas
         frameCount = header.frameCount
@@ -121,7 +121,7 @@ final class WebPAnimationSource: AnimationFrameSource {
         // The previous frame's dispose, now that the canvas it was handed out in is no longer needed.
         if let previous, previous.disposesToBackground { clear(previous) }
         guard var frame = try nextFrameChunk() else {
-            throw SharePipeError.corrupt(file: file, reason: "frame \(index + 1) of \(frameCount) is missing (the file changed since it was read?)")
+            throw SharePipeError.unreadable(file: file, reason: "frame \(index + 1) of \(frameCount) is missing (the file changed since it was read?)")
         }
         // libwebp's input buffer holds the bytes fed so far (at most the frame's chunk); its frame buffer is
         // allocated once the bitstream's header arrives, and counted from there.
@@ -135,9 +135,11 @@ final class WebPAnimationSource: AnimationFrameSource {
         let keyFrame = isKeyFrame(frame)
         try meter.holding(Self.frameBytes(frame.size, lossless: lossless)) {
             try walker.stream(bitstreamLeft, feed)
-            guard complete else { throw SharePipeError.corrupt(file: file, reason: "frame \(index + 1): WebP data ends early") }
+            guard complete else { throw SharePipeError.corrupt(file: file, phase: .decode,
+                                                               reason: "frame \(index + 1): WebP data ends early") }
             guard decoder.outputSize == frame.size else {
-                throw SharePipeError.corrupt(file: file, reason: "frame \(index + 1): the bitstream's size does not match its chunk")
+                throw SharePipeError.corrupt(file: file, phase: .decode,
+                                             reason: "frame \(index + 1): the bitstream's size does not match its chunk")
             }
             if keyFrame { canvas.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
             decoder.withRows { rows, stride in composite(rows, stride: stride, frame: frame, keyFrame: keyFrame) }
@@ -153,7 +155,8 @@ final class WebPAnimationSource: AnimationFrameSource {
     private func nextFrameChunk() throws -> FrameHeader? {
         while let chunk = try walker.next() {
             guard chunk.fourCC == "ANMF" else { continue }
-            guard chunk.size >= 24 else { throw SharePipeError.corrupt(file: file, reason: "frame \(index + 1): short ANMF chunk") }
+            guard chunk.size >= 24 else { throw SharePipeError.corrupt(file: file, phase: .header,
+                                                                       reason: "frame \(index + 1): short ANMF chunk") }
             let header = try walker.read(16)
             let flags = header[15]
             return FrameHeader(x: 2 * WebPBytes.u24(header, 0), y: 2 * WebPBytes.u24(header, 3),
@@ -173,7 +176,7 @@ final class WebPAnimationSource: AnimationFrameSource {
         var sawAlpha = false
         while true {
             guard walker.remainingInChunk >= 8 else {
-                throw SharePipeError.corrupt(file: file, reason: "frame \(index + 1) has no image data")
+                throw SharePipeError.corrupt(file: file, phase: .header, reason: "frame \(index + 1) has no image data")
             }
             let header = try walker.read(8)
             let fourCC = String(decoding: header[0..<4], as: UTF8.self)
@@ -191,12 +194,14 @@ final class WebPAnimationSource: AnimationFrameSource {
                 let start = try walker.read(10)
                 guard let bitstream = WebPBitstreamHeader(fourCC: fourCC, payload: start) else { throw damagedChunk(fourCC) }
                 if fourCC == "VP8L" && sawAlpha {
-                    throw SharePipeError.corrupt(file: file, reason: "frame \(index + 1): an ALPH chunk before a lossless bitstream")
+                    throw SharePipeError.corrupt(file: file, phase: .header,
+                                                 reason: "frame \(index + 1): an ALPH chunk before a lossless bitstream")
                 }
                 frame.size = bitstream.size
                 if bitstream.alpha { frame.hasAlpha = true }
                 if frame.x + frame.size.width > canvasSize.width || frame.y + frame.size.height > canvasSize.height {
-                    throw SharePipeError.corrupt(file: file, reason: "frame \(index + 1) (\(frame.size) at \(frame.x),\(frame.y)) "
+                    throw SharePipeError.corrupt(file: file, phase: .header,
+                                                 reason: "frame \(index + 1) (\(frame.size) at \(frame.x),\(frame.y)) "
                                                  + "lies outside the \(canvasSize) canvas")
                 }
                 try feed(header + start)
@@ -208,7 +213,7 @@ final class WebPAnimationSource: AnimationFrameSource {
     }
 
     private func damagedChunk(_ fourCC: String) -> SharePipeError {
-        .corrupt(file: file, reason: "frame \(index + 1): damaged or unexpected '\(fourCC)' chunk")
+        .corrupt(file: file, phase: .header, reason: "frame \(index + 1): damaged or unexpected '\(fourCC)' chunk")
     }
 
     /// libwebp's rule (`IsKeyFrame` in anim_decode.c): a frame that does not depend on the canvas before it.

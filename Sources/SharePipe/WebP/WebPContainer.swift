@@ -21,10 +21,12 @@ final class WebPChunkWalker {
         reader = try ByteReader(source)
         let header = try reader.bytes(12)
         guard header[0..<4].elementsEqual("RIFF".utf8), header[8..<12].elementsEqual("WEBP".utf8) else {
-            throw SharePipeError.unsupportedFormat(file: reader.name, reason: "not a WebP file (no RIFF/WEBP header)")
+            throw SharePipeError.unsupportedFormat(file: reader.name, missing: .format,
+                                                   reason: "not a WebP file (no RIFF/WEBP header)")
         }
         let riffSize = WebPBytes.u32(header, 4)
-        guard riffSize >= 12 else { throw SharePipeError.corrupt(file: reader.name, reason: "RIFF size \(riffSize) is too small") }
+        guard riffSize >= 12 else { throw SharePipeError.corrupt(file: reader.name, phase: .header,
+                                                                 reason: "RIFF size \(riffSize) is too small") }
         end = 8 + riffSize
     }
 
@@ -41,7 +43,8 @@ final class WebPChunkWalker {
         let fourCC = String(decoding: header[0..<4], as: UTF8.self)
         let size = WebPBytes.u32(header, 4)
         guard reader.offset + size <= end else {
-            throw SharePipeError.corrupt(file: name, reason: "\(fourCC) chunk of \(size) bytes runs past the RIFF data")
+            throw SharePipeError.corrupt(file: name, phase: .header,
+                                         reason: "\(fourCC) chunk of \(size) bytes runs past the RIFF data")
         }
         let chunk = Chunk(fourCC: fourCC, size: size)
         pendingSkip = chunk.paddedSize
@@ -61,7 +64,8 @@ final class WebPChunkWalker {
 
     /// The next `count` bytes of the current chunk; a chunk with fewer left is corrupt.
     func read(_ count: Int) throws -> [UInt8] {
-        guard count <= pendingSkip else { throw SharePipeError.corrupt(file: name, reason: "a chunk ends inside its own data") }
+        guard count <= pendingSkip else { throw SharePipeError.corrupt(file: name, phase: .header,
+                                                                       reason: "a chunk ends inside its own data") }
         let bytes = try reader.bytes(count)
         pendingSkip -= count
         return bytes
@@ -70,7 +74,8 @@ final class WebPChunkWalker {
     /// Hands the next `count` bytes of the current chunk to `consume`, at most `piece` bytes at a time (a
     /// large payload is never held whole).
     func stream(_ count: Int, piece: Int = 64 << 10, _ consume: ([UInt8]) throws -> Void) throws {
-        guard count <= pendingSkip else { throw SharePipeError.corrupt(file: name, reason: "a chunk ends inside its own data") }
+        guard count <= pendingSkip else { throw SharePipeError.corrupt(file: name, phase: .header,
+                                                                       reason: "a chunk ends inside its own data") }
         var left = count
         var buffer: [UInt8] = []
         buffer.reserveCapacity(min(count, piece))
@@ -195,7 +200,7 @@ enum WebPScan {
             switch chunk.fourCC {
             case "VP8X":
                 guard canvas == nil, !sawImage, chunk.size >= 10 else {
-                    throw SharePipeError.corrupt(file: file, reason: "misplaced or short VP8X chunk")
+                    throw SharePipeError.corrupt(file: file, phase: .header, reason: "misplaced or short VP8X chunk")
                 }
                 let payload = try walker.readPayload(chunk, prefix: 10)
                 flags = WebPFeatureFlags(rawValue: payload[0])
@@ -203,17 +208,17 @@ enum WebPScan {
                 try limits.check(width: size.width, height: size.height, file: file)
                 canvas = size
             case "ANIM":
-                guard chunk.size >= 6 else { throw SharePipeError.corrupt(file: file, reason: "short ANIM chunk") }
+                guard chunk.size >= 6 else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "short ANIM chunk") }
                 loopCount = WebPBytes.u16(try walker.readPayload(chunk, prefix: 6), 4)
             case "ANMF":
                 guard flags.contains(.animation), let canvas, chunk.size >= 24 else {
-                    throw SharePipeError.corrupt(file: file, reason: "ANMF chunk outside an animation")
+                    throw SharePipeError.corrupt(file: file, phase: .header, reason: "ANMF chunk outside an animation")
                 }
                 let payload = try walker.readPayload(chunk, prefix: 24)
                 let x = 2 * WebPBytes.u24(payload, 0), y = 2 * WebPBytes.u24(payload, 3)
                 let width = 1 + WebPBytes.u24(payload, 6), height = 1 + WebPBytes.u24(payload, 9)
                 if x + width > canvas.width || y + height > canvas.height {
-                    throw SharePipeError.corrupt(file: file, reason: "frame \(frames + 1) (\(width)×\(height) at \(x),\(y)) lies outside the \(canvas) canvas")
+                    throw SharePipeError.corrupt(file: file, phase: .header, reason: "frame \(frames + 1) (\(width)×\(height) at \(x),\(y)) lies outside the \(canvas) canvas")
                 }
                 let first = String(decoding: payload[16..<20], as: UTF8.self)
                 if first != "VP8L" { lossless = false }
@@ -225,7 +230,8 @@ enum WebPScan {
                 alpha = true
             case "VP8 ", "VP8L":
                 guard let bitstream = WebPBitstreamHeader(fourCC: chunk.fourCC, payload: try walker.readPayload(chunk, prefix: 10)) else {
-                    throw SharePipeError.corrupt(file: file, reason: "\(chunk.fourCC) chunk without a valid bitstream header")
+                    throw SharePipeError.corrupt(file: file, phase: .header,
+                                                 reason: "\(chunk.fourCC) chunk without a valid bitstream header")
                 }
                 bitstreamSize = bitstream.size
                 if !bitstream.lossless { lossless = false }
@@ -251,15 +257,18 @@ enum WebPScan {
         }
 
         if flags.contains(.animation) {
-            guard let canvas, frames > 0 else { throw SharePipeError.corrupt(file: file, reason: "animation without frames") }
+            guard let canvas, frames > 0 else { throw SharePipeError.corrupt(file: file, phase: .header,
+                                                                             reason: "animation without frames") }
             return WebPHeader(canvas: canvas, lossless: lossless, hasAlpha: alpha || flags.contains(.alpha), isAnimated: true,
                               frameCount: frames, loopCount: loopCount, metadata: metadata,
                               missingBytes: max(0, walker.end - fileBytes))
         }
-        guard let bitstreamSize else { throw SharePipeError.corrupt(file: file, reason: "no image data (VP8 or VP8L chunk)") }
+        guard let bitstreamSize else { throw SharePipeError.corrupt(file: file, phase: .header,
+                                                                    reason: "no image data (VP8 or VP8L chunk)") }
         try limits.check(width: bitstreamSize.width, height: bitstreamSize.height, file: file)
         if let canvas, canvas != bitstreamSize {
-            throw SharePipeError.corrupt(file: file, reason: "canvas \(canvas) does not match the image's \(bitstreamSize)")
+            throw SharePipeError.corrupt(file: file, phase: .header,
+                                         reason: "canvas \(canvas) does not match the image's \(bitstreamSize)")
         }
         return WebPHeader(canvas: bitstreamSize, lossless: lossless, hasAlpha: alpha, isAnimated: false,
                           frameCount: 1, loopCount: 0, metadata: metadata,

@@ -41,7 +41,7 @@ struct WebPDecoder: ImageDecoder {
                 meter: PixelMemoryMeter) throws -> RenderedImage {
         var header = info.webp
         if header == nil { header = try WebPScan.read(source, limits: limits) }
-        guard let header else { throw SharePipeError.corrupt(file: source.displayName, reason: "no WebP header") }
+        guard let header else { throw SharePipeError.corrupt(file: source.displayName, phase: .header, reason: "no WebP header") }
         let stored = header.canvas
         let outputTarget = PixelSize(width: max(1, min(target.width, stored.width)), height: max(1, min(target.height, stored.height)))
         if header.isAnimated {
@@ -73,7 +73,8 @@ struct WebPDecoder: ImageDecoder {
             }
             guard complete, rowsPushed == decoded.height else {
                 _ = try? resampler.finish()
-                throw SharePipeError.corrupt(file: source.displayName, reason: "WebP data ends early (file is truncated)")
+                throw SharePipeError.corrupt(file: source.displayName, phase: .decode,
+                                             reason: "WebP data ends early (file is truncated)")
             }
             return RenderedImage(bitmap: try resampler.finish(), warnings: Self.warnings(header))
         }
@@ -123,7 +124,7 @@ final class WebPStillDecoder {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
         try checkShim(sp_webp_decoder_new(Int32(output.width), Int32(output.height), Int32(channels), &handle, &message),
-                      message, file: file)
+                      message, file: file, phase: .decode)
         self.handle = handle!
         self.file = file
     }
@@ -135,7 +136,7 @@ final class WebPStillDecoder {
         var message = shimMessageBuffer()
         var complete: Int32 = 0, rows: Int32 = 0
         try checkShim(sp_webp_decoder_append(handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
-                                             &complete, &rows, &message), message, file: file)
+                                             &complete, &rows, &message), message, file: file, phase: .decode)
         return (complete != 0, Int(rows))
     }
 

@@ -37,8 +37,8 @@ struct WebPEncoder: ImageEncoder {
             }
         }
         defer { sp_free(out) }
-        try checkShim(status, message, file: "<WebP encoder>")
-        guard let out else { throw SharePipeError.corrupt(file: "<WebP encoder>", reason: "libwebp produced no data") }
+        try EncoderFailure.check(status, message)
+        guard let out else { throw EncoderFailure(reason: "libwebp produced no data", outOfMemory: false) }
         return Array(UnsafeBufferPointer(start: out, count: length))
     }
 

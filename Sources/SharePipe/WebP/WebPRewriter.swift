@@ -19,7 +19,7 @@ enum WebPRewriter {
                 // The ten bytes the container defines (flags, reserved, canvas); anything after them goes.
                 let payload = try walker.readPayload(chunk)
                 guard payload.count >= Self.vp8xLength else {
-                    throw SharePipeError.corrupt(file: walker.name, reason: "VP8X chunk of \(payload.count) bytes")
+                    throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "VP8X chunk of \(payload.count) bytes")
                 }
                 vp8x = [payload[0], 0, 0, 0] + payload[4..<Self.vp8xLength]
             case "VP8 ", "VP8L":
@@ -35,7 +35,7 @@ enum WebPRewriter {
             }
             if vp8x == nil && bitstream != nil { break }   // a simple file ends with its bitstream
         }
-        guard !image.isEmpty else { throw SharePipeError.corrupt(file: walker.name, reason: "no image data") }
+        guard !image.isEmpty else { throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "no image data") }
 
         var body: [UInt8] = []
         if vp8x != nil || !metadata.isEmpty {
@@ -62,7 +62,7 @@ enum WebPRewriter {
     /// chunk inside a frame goes as one outside it does.
     static func frameWithImageDataOnly(_ payload: [UInt8], file: String) throws -> [UInt8] {
         guard payload.count >= frameHeaderLength else {
-            throw SharePipeError.corrupt(file: file, reason: "ANMF chunk of \(payload.count) bytes")
+            throw SharePipeError.corrupt(file: file, phase: .header, reason: "ANMF chunk of \(payload.count) bytes")
         }
         var frame = Array(payload[..<frameHeaderLength])
         var position = frameHeaderLength
@@ -71,7 +71,7 @@ enum WebPRewriter {
             let size = WebPBytes.u32(payload, position + 4)
             let end = position + 8 + size
             guard end <= payload.count else {
-                throw SharePipeError.corrupt(file: file, reason: "\(fourCC) chunk inside ANMF runs past the frame")
+                throw SharePipeError.corrupt(file: file, phase: .header, reason: "\(fourCC) chunk inside ANMF runs past the frame")
             }
             if ["ALPH", "VP8 ", "VP8L"].contains(fourCC) {
                 frame += WebPBytes.chunk(fourCC, Array(payload[(position + 8)..<end]))
@@ -83,7 +83,7 @@ enum WebPRewriter {
 
     /// A VP8X payload for a simple file that gains metadata: its canvas is the bitstream's size.
     private static func extendedHeader(for bitstream: WebPBitstreamHeader?, file: String) throws -> [UInt8] {
-        guard let bitstream else { throw SharePipeError.corrupt(file: file, reason: "unreadable bitstream header") }
+        guard let bitstream else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "unreadable bitstream header") }
         let flags: WebPFeatureFlags = bitstream.alpha ? [.alpha] : []
         return [flags.rawValue, 0, 0, 0] + WebPBytes.le24(bitstream.size.width - 1) + WebPBytes.le24(bitstream.size.height - 1)
     }
