@@ -62,6 +62,11 @@ enum LoopbackHTTP {
         }
     }
 
+    /// Waits for a child process to exit without blocking a thread of the Swift concurrency pool.
+    static func waitUntilExit(_ process: Process) async {
+        _ = try? await onThread { process.waitUntilExit() }
+    }
+
     /// Runs blocking socket work on a Dispatch thread.
     static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
@@ -117,6 +122,13 @@ enum LoopbackHTTP {
         }
 
         func close() { Glibc.close(descriptor) }
+
+        /// Closes with a reset (SO_LINGER 0), as a killed client: unread answers are dropped.
+        func reset() {
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            Glibc.close(descriptor)
+        }
     }
 
     /// Status line, headers, and the body (by Content-Length, or chunked).
