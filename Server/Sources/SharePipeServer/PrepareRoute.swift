@@ -193,6 +193,9 @@ struct PrepareRoute {
                     return outcome
                 }
             }
+            // The client went away while its body was arriving, and the job ended on the cut body (as an
+            // unreadable upload) before the watcher of the connection cancelled it: that is a disconnect too.
+            if !context.channel.isActive { throw CancellationError() }
         } catch {
             // The connection's input closed before the answer: the client went away (or, past the grace
             // period, the server cancelled the handler). The job was cancelled on the way here.

@@ -216,14 +216,15 @@ import Testing
     }
 }
 
-/// The JSON lines a child process writes to standard error, read as they come on a Dispatch thread.
+/// The JSON lines a child process writes to standard error, read as they come on a thread of their own (a
+/// read blocked for the child's whole life on one of Dispatch's few global threads starved the others).
 final class StderrLines: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
     private var ended = false
 
     init(_ handle: FileHandle) {
-        DispatchQueue.global().async { [self] in
+        Thread { [self] in
             var pending = Data()
             while true {
                 let data = handle.availableData
@@ -236,7 +237,7 @@ final class StderrLines: @unchecked Sendable {
                 }
             }
             lock.withLock { ended = true }
-        }
+        }.start()
     }
 
     /// Every line read so far that is a JSON object.
