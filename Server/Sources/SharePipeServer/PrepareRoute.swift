@@ -18,6 +18,8 @@ struct PrepareRoute {
     let request: Request
     let context: ServerRequestContext
     let id: String
+    /// Set once the body is handed to the job (or its watcher): it is then no longer this route's to read.
+    let bodyReadingBegan = NIOLockedValueBox(false)
 
     private var configuration: ServerConfiguration { server.configuration }
 
@@ -41,22 +43,62 @@ struct PrepareRoute {
         routed.response.headers[.connection] = "close"
         let body = routed.response.body
         let channel = context.channel
+        // Answered before the body was read (413 from Content-Length, a bad query, draining): many clients
+        // send the whole body before they read (Python's http.client, …), and a connection closed under
+        // their upload makes them see a broken pipe instead of the answer. So, as nginx's lingering close,
+        // the rest of a body that is not too long is read and dropped for up to `linger` first.
+        let leftover = bodyReadingBegan.withLockedValue { $0 } ? nil : lingeringBody()
         routed.response.body = ResponseBody(contentLength: body.contentLength) { writer in
             defer {
                 Self.closeAfterAnswer(channel)
                 ticket.finish()
             }
             try await body.write(writer)
+            if let leftover {
+                ticket.finish()   // the answer is written: a drain need not wait for the lingering read
+                await Self.discard(leftover.body, upTo: leftover.bytes, within: Self.linger, on: channel)
+            }
         }
-        // A client that went away gets no answer: nothing to wait for when draining.
+        // A client that went away gets no answer: nothing to wait for when draining. Nor does one whose
+        // connection closes before Hummingbird writes the answer (the body writer above never runs then).
         if routed.response.status.code == 499 { ticket.finish() }
+        channel.closeFuture.whenComplete { _ in ticket.finish() }
         if await server.pipeline.budget.usage.reservedBytes == 0 { ProcessMemory.trim() }
         return routed
     }
 
     /// How long a connection may stay open after its answer was written, for the client to read it and
-    /// close (a client still sending a refused body is cut off then).
+    /// close (a client still sending a refused body is cut off then); also how long the rest of a body
+    /// refused before it was read is read and dropped (`discard`).
     static let linger: TimeAmount = .seconds(2)
+    /// The most bytes of a refused body read and dropped after an early answer. A longer declared body
+    /// (a 10 GB Content-Length) is not read at all: its connection is closed after the answer.
+    static let lingerMaxBytes = 64 << 20
+
+    /// The request's body to read and drop after an early answer, and how much of it: its declared length,
+    /// or `lingerMaxBytes` for a chunked one; nil when it is longer than that, or there is none.
+    private func lingeringBody() -> (body: RequestBody, bytes: Int)? {
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
+        if let declared, declared == 0 || declared > Self.lingerMaxBytes { return nil }
+        if declared == nil && request.headers[.transferEncoding] == nil { return nil }
+        return (request.body, declared ?? Self.lingerMaxBytes)
+    }
+
+    /// Reads and drops `body` until it ends or `maxBytes` were read; when `timeout` passes first, the
+    /// connection is closed (which ends the read), as it would be after the answer anyway.
+    static func discard(_ body: RequestBody, upTo maxBytes: Int, within timeout: TimeAmount, on channel: any Channel) async {
+        let timer = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        defer { timer.cancel() }
+        var read = 0
+        do {
+            for try await buffer in body {
+                read += buffer.readableBytes
+                if read >= maxBytes { break }
+            }
+        } catch {
+            // The connection closed (the client's close, or the timer's): nothing more to drop.
+        }
+    }
 
     /// Ends the connection once the answer is written: the output is shut (FIN) after the pending writes,
     /// then the whole channel is closed `linger` later unless the client closed it first. Reading stays on
@@ -129,6 +171,7 @@ struct PrepareRoute {
         let start = ContinuousClock.now
         let outcome: JobOutcome
         do {
+            bodyReadingBegan.withLockedValue { $0 = true }
             outcome = try await request.body.consumeWithCancellationOnInboundClose { stream in
                 try await withThrowingTaskGroup(of: JobOutcome.self) { group in
                     group.addTask {
@@ -150,6 +193,9 @@ struct PrepareRoute {
                     return outcome
                 }
             }
+            // The client went away while its body was arriving, and the job ended on the cut body (as an
+            // unreadable upload) before the watcher of the connection cancelled it: that is a disconnect too.
+            if !context.channel.isActive { throw CancellationError() }
         } catch {
             // The connection's input closed before the answer: the client went away (or, past the grace
             // period, the server cancelled the handler). The job was cancelled on the way here.

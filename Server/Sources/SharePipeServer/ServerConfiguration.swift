@@ -47,82 +47,109 @@ public struct ServerConfiguration: Sendable {
         init(_ description: String) { self.description = description }
     }
 
+    /// What a setting's value is and which field it sets: the check, the message and the default shown by
+    /// `--help` all follow from it.
+    public enum ValueKind: Sendable {
+        /// Text that must not be empty (`empty` ends the message: "--host is empty: give an address").
+        case text(WritableKeyPath<ServerConfiguration, String> & Sendable, empty: String)
+        /// Optional text, nil by default ("none" in `--help`).
+        case optionalText(WritableKeyPath<ServerConfiguration, String?> & Sendable, empty: String)
+        /// A whole number in `range`, described as `what`, stored shifted left by `shift` bits (MiB → bytes).
+        case integer(WritableKeyPath<ServerConfiguration, Int> & Sendable, ClosedRange<Int>, what: String, shift: Int = 0)
+        /// Seconds above 0, fractions allowed (at most a week).
+        case seconds(WritableKeyPath<ServerConfiguration, Duration> & Sendable)
+        /// A swift-log level name.
+        case logLevel(WritableKeyPath<ServerConfiguration, Logger.Level> & Sendable)
+    }
+
     /// One setting: its flag, its variable, the default shown by `--help`, what it is, and how to set it.
     public struct Setting: Sendable {
         /// `--port`.
         public var flag: String
         /// What the value is, in `--help` (`N`, `SECONDS`).
         public var value: String
-        /// `SHAREPIPE_SERVER_PORT`.
+        /// `SHAREPIPE_SERVER_PORT`: the flag's name in capitals after `SHAREPIPE_SERVER_`, unless given.
         public var variable: String
-        /// The default as `--help` shows it.
-        public var defaultText: String
         /// What the setting does.
         public var help: String
-        var apply: @Sendable (inout ServerConfiguration, String, String) throws(UsageError) -> Void
+        /// The value's kind and field.
+        public var kind: ValueKind
+        /// The default as `--help` shows it, when it is not the field's default value written out.
+        private var defaultOverride: String?
+
+        init(_ flag: String, _ value: String, _ kind: ValueKind, variable: String? = nil, shownDefault: String? = nil,
+             help: String) {
+            self.flag = flag
+            self.value = value
+            self.kind = kind
+            self.variable = variable ?? "SHAREPIPE_SERVER_" + String(flag.dropFirst(2).uppercased().map { $0 == "-" ? "_" : $0 })
+            self.defaultOverride = shownDefault
+            self.help = help
+        }
+
+        /// The default as `--help` shows it.
+        public var defaultText: String {
+            if let defaultOverride { return defaultOverride }
+            let defaults = ServerConfiguration()
+            switch kind {
+            case .text(let field, _): return defaults[keyPath: field]
+            case .optionalText(let field, _): return defaults[keyPath: field] ?? "none"
+            case .integer(let field, _, _, let shift): return String(defaults[keyPath: field] >> shift)
+            case .seconds(let field): return ServerConfiguration.secondsText(defaults[keyPath: field])
+            case .logLevel(let field): return defaults[keyPath: field].rawValue
+            }
+        }
+
+        /// Sets the field from `text`, read from `from` (the flag or the variable, which messages name).
+        func apply(to configuration: inout ServerConfiguration, _ text: String, from: String) throws(UsageError) {
+            switch kind {
+            case .text(let field, let empty):
+                guard !text.isEmpty else { throw UsageError("\(from) is empty: \(empty)") }
+                configuration[keyPath: field] = text
+            case .optionalText(let field, let empty):
+                guard !text.isEmpty else { throw UsageError("\(from) is empty: \(empty)") }
+                configuration[keyPath: field] = text
+            case .integer(let field, let range, let what, let shift):
+                guard let value = Int(text.trimmed()), range.contains(value) else {
+                    throw UsageError("\(from) must be \(what) in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+                }
+                configuration[keyPath: field] = value << shift
+            case .seconds(let field):
+                guard let value = Double(text.trimmed()), value.isFinite, value > 0, value <= 86_400 * 7 else {
+                    throw UsageError("\(from) must be a number of seconds above 0 (fractions allowed), got \"\(text)\"")
+                }
+                configuration[keyPath: field] = .milliseconds(max(1, Int64((value * 1000).rounded())))
+            case .logLevel(let field):
+                guard let level = Logger.Level(rawValue: text.lowercased()) else {
+                    throw UsageError("\(from) must be trace, debug, info, notice, warning, error or critical, got \"\(text)\"")
+                }
+                configuration[keyPath: field] = level
+            }
+        }
     }
 
     /// Every setting, in the order `--help` lists them.
     public static let settings: [Setting] = [
-        Setting(flag: "--host", value: "ADDR", variable: "SHAREPIPE_SERVER_HOST", defaultText: "127.0.0.1",
-                help: "address to listen on") { configuration, text, from throws(UsageError) in
-            guard !text.isEmpty else { throw UsageError("\(from) is empty: give an address to listen on") }
-            configuration.host = text
-        },
-        Setting(flag: "--port", value: "N", variable: "SHAREPIPE_SERVER_PORT", defaultText: "8080",
-                help: "port to listen on; 0 = any free port") { configuration, text, from throws(UsageError) in
-            configuration.port = try ServerConfiguration.integer(text, from, in: 0...65535, "a port number")
-        },
-        Setting(flag: "--budget-mib", value: "N", variable: "SHAREPIPE_SERVER_BUDGET_MIB", defaultText: "256",
-                help: "memory budget of the jobs, in MiB") { configuration, text, from throws(UsageError) in
-            configuration.budgetBytes = try ServerConfiguration.integer(text, from, in: 1...(1 << 20), "a number of MiB") << 20
-        },
-        Setting(flag: "--max-jobs", value: "N", variable: "SHAREPIPE_SERVER_MAX_JOBS", defaultText: "active cores",
-                help: "jobs that may run at once") { configuration, text, from throws(UsageError) in
-            configuration.maxJobs = try ServerConfiguration.integer(text, from, in: 1...4096, "a number of jobs")
-        },
-        Setting(flag: "--queue", value: "N", variable: "SHAREPIPE_SERVER_QUEUE", defaultText: "32",
-                help: "requests that may wait for memory; more are answered 503") { configuration, text, from throws(UsageError) in
-            configuration.queueLength = try ServerConfiguration.integer(text, from, in: 0...1_000_000, "a number of requests")
-        },
-        Setting(flag: "--queue-timeout", value: "SECONDS", variable: "SHAREPIPE_SERVER_QUEUE_TIMEOUT", defaultText: "30",
-                help: "longest wait for memory before 503") { configuration, text, from throws(UsageError) in
-            configuration.queueTimeout = try ServerConfiguration.seconds(text, from)
-        },
-        Setting(flag: "--max-body-bytes", value: "N", variable: "SHAREPIPE_SERVER_MAX_BODY_BYTES", defaultText: "104857600",
-                help: "largest request body; more is answered 413") { configuration, text, from throws(UsageError) in
-            configuration.maxBodyBytes = try ServerConfiguration.integer(text, from, in: 1...(1 << 50), "a number of bytes")
-        },
-        Setting(flag: "--read-timeout", value: "SECONDS", variable: "SHAREPIPE_SERVER_READ_TIMEOUT", defaultText: "60",
-                help: "the whole body must arrive within it, or 408") { configuration, text, from throws(UsageError) in
-            configuration.readTimeout = try ServerConfiguration.seconds(text, from)
-        },
-        Setting(flag: "--grace", value: "SECONDS", variable: "SHAREPIPE_SERVER_GRACE", defaultText: "25",
-                help: "on SIGTERM, time for jobs in flight to finish") { configuration, text, from throws(UsageError) in
-            configuration.grace = try ServerConfiguration.seconds(text, from)
-        },
-        Setting(flag: "--spool-dir", value: "DIR", variable: "SHAREPIPE_SERVER_SPOOL_DIR", defaultText: "$TMPDIR or /tmp",
-                help: "where the server makes its spool folder (removed on exit)") { configuration, text, from throws(UsageError) in
-            guard !text.isEmpty else { throw UsageError("\(from) is empty: give a folder") }
-            configuration.spoolParent = text
-        },
-        Setting(flag: "--token", value: "TOKEN", variable: "SHAREPIPE_SERVER_TOKEN", defaultText: "none",
-                help: "bearer token required by every route but /healthz and /readyz") { configuration, text, from throws(UsageError) in
-            guard !text.isEmpty else { throw UsageError("\(from) is empty: give a token, or leave it unset") }
-            configuration.token = text
-        },
-        Setting(flag: "--profiles", value: "FILE", variable: "SHAREPIPE_PROFILES", defaultText: "none",
-                help: "JSON file adding or overriding service profiles (as sharepipe --profiles)") { configuration, text, from throws(UsageError) in
-            guard !text.isEmpty else { throw UsageError("\(from) is empty: give a file") }
-            configuration.profilesFile = text
-        },
-        Setting(flag: "--log-level", value: "LEVEL", variable: "SHAREPIPE_SERVER_LOG_LEVEL", defaultText: "info",
-                help: "trace, debug, info, notice, warning, error or critical") { configuration, text, from throws(UsageError) in
-            guard let level = Logger.Level(rawValue: text.lowercased()) else {
-                throw UsageError("\(from) must be trace, debug, info, notice, warning, error or critical, got \"\(text)\"")
-            }
-            configuration.logLevel = level
-        },
+        Setting("--host", "ADDR", .text(\.host, empty: "give an address to listen on"), help: "address to listen on"),
+        Setting("--port", "N", .integer(\.port, 0...65535, what: "a port number"), help: "port to listen on; 0 = any free port"),
+        Setting("--budget-mib", "N", .integer(\.budgetBytes, 1...(1 << 20), what: "a number of MiB", shift: 20),
+                help: "memory budget of the jobs, in MiB"),
+        Setting("--max-jobs", "N", .integer(\.maxJobs, 1...4096, what: "a number of jobs"), shownDefault: "active cores",
+                help: "jobs that may run at once"),
+        Setting("--queue", "N", .integer(\.queueLength, 0...1_000_000, what: "a number of requests"),
+                help: "requests that may wait for memory; more are answered 503"),
+        Setting("--queue-timeout", "SECONDS", .seconds(\.queueTimeout), help: "longest wait for memory before 503"),
+        Setting("--max-body-bytes", "N", .integer(\.maxBodyBytes, 1...(1 << 50), what: "a number of bytes"),
+                help: "largest request body; more is answered 413"),
+        Setting("--read-timeout", "SECONDS", .seconds(\.readTimeout), help: "the whole body must arrive within it, or 408"),
+        Setting("--grace", "SECONDS", .seconds(\.grace), help: "on SIGTERM, time for jobs in flight to finish"),
+        Setting("--spool-dir", "DIR", .text(\.spoolParent, empty: "give a folder"), shownDefault: "$TMPDIR or /tmp",
+                help: "where the server makes its spool folder (removed on exit)"),
+        Setting("--token", "TOKEN", .optionalText(\.token, empty: "give a token, or leave it unset"),
+                help: "bearer token required by every route but /healthz and /readyz"),
+        Setting("--profiles", "FILE", .optionalText(\.profilesFile, empty: "give a file"), variable: "SHAREPIPE_PROFILES",
+                help: "JSON file adding or overriding service profiles (as sharepipe --profiles)"),
+        Setting("--log-level", "LEVEL", .logLevel(\.logLevel), help: "trace, debug, info, notice, warning, error or critical"),
     ]
 
     /// The text of `sharepipe-server --help`.
@@ -177,22 +204,13 @@ public struct ServerConfiguration: Sendable {
             index += 1
         }
         for setting in Self.settings {
-            if let (value, from) = given[setting.flag] { try setting.apply(&self, value, from) }
+            if let (value, from) = given[setting.flag] { try setting.apply(to: &self, value, from: from) }
         }
     }
 
-    fileprivate static func integer(_ text: String, _ from: String, in range: ClosedRange<Int>,
-                                _ what: String) throws(UsageError) -> Int {
-        guard let value = Int(text.trimmed()), range.contains(value) else {
-            throw UsageError("\(from) must be \(what) in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
-        }
-        return value
-    }
-
-    fileprivate static func seconds(_ text: String, _ from: String) throws(UsageError) -> Duration {
-        guard let value = Double(text.trimmed()), value.isFinite, value > 0, value <= 86_400 * 7 else {
-            throw UsageError("\(from) must be a number of seconds above 0 (fractions allowed), got \"\(text)\"")
-        }
-        return .milliseconds(max(1, Int64((value * 1000).rounded())))
+    /// A duration as `--help` shows seconds: "25", "1.5".
+    static func secondsText(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1000 == 0 ? String(milliseconds / 1000) : String(Double(milliseconds) / 1000)
     }
 }

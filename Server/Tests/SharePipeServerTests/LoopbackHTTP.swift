@@ -2,7 +2,7 @@ import Foundation
 
 /// A minimal HTTP/1.1 client over a loopback TCP socket: enough for the tests (a body sent whole, chunked,
 /// slowly, or cut off; the answer read to the end of the connection), and it keeps AsyncHTTPClient (and
-/// with it BoringSSL) out of the build. The blocking socket work runs on a Dispatch thread.
+/// with it BoringSSL) out of the build. The blocking socket work runs on a thread of its own (`onThread`).
 enum LoopbackHTTP {
     struct Response: Sendable {
         var status: Int
@@ -62,10 +62,20 @@ enum LoopbackHTTP {
         }
     }
 
-    /// Runs blocking socket work on a Dispatch thread.
+    /// Waits for a child process to exit without blocking a thread of the Swift concurrency pool.
+    static func waitUntilExit(_ process: Process) async {
+        _ = try? await onThread { process.waitUntilExit() }
+    }
+
+    /// Runs blocking socket work on a thread of its own. Not on Dispatch's global queue: its few threads
+    /// (about one per core) were all blocked in other tests' socket reads in parallel runs, and a quick
+    /// request (a /metrics poll, a child's exit) then waited seconds for a thread: the SIGTERM test's
+    /// "the job was not seen running" flake, and drain timings of 11 s instead of 0.1 s.
     static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+            let thread = Thread { continuation.resume(with: Result { try work() }) }
+            thread.stackSize = 1 << 20
+            thread.start()
         }
     }
 
@@ -117,6 +127,13 @@ enum LoopbackHTTP {
         }
 
         func close() { Glibc.close(descriptor) }
+
+        /// Closes with a reset (SO_LINGER 0), as a killed client: unread answers are dropped.
+        func reset() {
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            Glibc.close(descriptor)
+        }
     }
 
     /// Status line, headers, and the body (by Content-Length, or chunked).

@@ -233,4 +233,48 @@ import Testing
             #expect((try await LoopbackHTTP.request(port: port, path: "/readyz")).status == 200)
         }
     }
+
+    /// The bug of 59c7fa1/f420d3d: an upload refused for a full queue before its header was probed (its
+    /// receiving reservation refused, the body never read) hung its handler: no answer, no read deadline.
+    @Test func anUploadRefusedForAFullQueueBeforeItsHeaderIsReadIsAnswered503AtOnceAndClosed() async throws {
+        let photo = try ServerHarness.image("jpeg/orient-1.jpg")
+        let configuration = ServerHarness.configuration {
+            $0.budgetBytes = 64 << 20
+            $0.maxJobs = 1
+            $0.queueLength = 1
+        }
+        try await ServerHarness.withServer(configuration) { server, port in
+            // The budget and the one job slot held (a long job running); a second upload waits: the queue is full.
+            let running = try await server.pipeline.budget.reserve(64 << 20)
+            async let waiting = LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.waitingRequests == 1 })
+            // A third announces 40 MB and sends 1 MiB of it, then waits: refused before its header is read.
+            let start = ContinuousClock.now
+            let (refused, closed) = try await LoopbackHTTP.onThread {
+                let socket = try LoopbackHTTP.Socket(port: port, receiveTimeout: 20)
+                defer { socket.close() }
+                try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: 40000000\r\n\r\n".utf8))
+                do {
+                    try socket.send(Array(photo.prefix(1 << 20)) + [UInt8](repeating: 0, count: max(0, (1 << 20) - photo.count)))
+                } catch {
+                    // The answer may come, and the connection close, before the megabyte is sent: read it.
+                }
+                // receiveAll returns when the server closes the connection; a hung handler times it out (20 s).
+                let answer = try LoopbackHTTP.parse(socket.receiveAll())
+                return (answer, ContinuousClock.now)
+            }
+            #expect(refused.status == 503 && refused.errorKind == "overloaded", "\(refused.text)")
+            #expect(refused.headers["retry-after"] != nil && refused.headers["connection"] == "close")
+            #expect(closed - start < .seconds(10), "answered and closed after \(closed - start)")
+            // The server still answers: the waiting upload runs once the budget is free, and a new one too.
+            await server.pipeline.budget.release(running)
+            #expect(try await waiting.status == 200)
+            let after = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            #expect(after.status == 200)
+            #expect(try await LoopbackHTTP.request(port: port, path: "/readyz").status == 200)
+            let metrics = try await ServerHarness.metrics(port: port)
+            #expect(metrics["sharepipe_rejections_total{reason=\"queue_full\"}"] == 1)
+            #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.reservedBytes == 0 })
+        }
+    }
 }

@@ -12,9 +12,11 @@ to 5 s), no spool file exists (the folder walked and sharepipe_spool_files), and
 its level after the warm-up. Images are generated here (noise PNGs with zlib, headers claiming 60000×60000)
 or read from TestImages/. Traffic on 127.0.0.1 only; every wait is bounded. Standard library only.
 
-The last line of the output is `N passed, N failed`; the exit status is 1 when any test failed.
+EarlyAnswer starts a server of its own with --max-body-bytes 1000000 (a client that sends its whole body before
+reading must read the 413). The last line of the output is `N passed, N failed`; the exit status is 1 when any test failed.
 """
 
+import http.client
 import json
 import os
 import random
@@ -41,6 +43,7 @@ READ_TIMEOUT = 3
 GRACE = 5
 MAX_BODY = 40 * MIB
 RSS_SLACK_KIB = 10 * 1024
+DISCONNECT_FREE_BOUND = 1.0    # seconds from a disconnect during the job to its reservation back at 0
 PREPARE = "/v1/prepare?service=telegram"
 
 
@@ -433,13 +436,30 @@ class Faults(SharedServerTest):
                            "sharepipe_client_disconnects_total did not grow")
 
     def test_disconnect_while_the_job_runs(self):
-        """The whole body, then the client goes away before the answer: the job is cancelled."""
+        """The whole body, then the client goes away while the job decodes: the job is cancelled inside its
+        decode (the row checkpoints), so its reservation is back to 0 at once, not when the decode ends."""
         body = images()["slow"]
         sock = connect(self.server.port)
         sock.sendall(request_head("POST", PREPARE, self.server.port, {"Content-Length": str(len(body))}))
         sock.sendall(body)
-        time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while metric(metrics(self.server.port), "sharepipe_jobs_running") < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertLess(time.monotonic(), deadline, "the job was not seen running")
+        time.sleep(0.2)       # inside the 36 MB PNG's decode (a few seconds)
+        closed = time.monotonic()
         sock.close()
+        freed = None
+        while time.monotonic() - closed < 10:
+            values = metrics(self.server.port)
+            if (metric(values, "sharepipe_budget_reserved_bytes") == 0
+                    and metric(values, "sharepipe_jobs_running") == 0):
+                freed = time.monotonic() - closed
+                break
+            time.sleep(0.005)
+        self.assertIsNotNone(freed, "the reservation was not freed within 10 s of the disconnect")
+        print("  budget back to 0 %.0f ms after the disconnect" % (freed * 1000), file=sys.stderr)
+        self.assertLess(freed, DISCONNECT_FREE_BOUND, "the reservation was freed %.2f s after the disconnect" % freed)
         self.assertGreater(self.counter_grew("sharepipe_client_disconnects_total"), 0,
                            "sharepipe_client_disconnects_total did not grow")
 
@@ -630,6 +650,69 @@ class FullQueue(unittest.TestCase):
         self.assertEqual(status, 0, "exit status after SIGTERM (None: still running after %d s)" % (GRACE + 5))
 
     assertErrorBody = SharedServerTest.assertErrorBody
+
+
+class EarlyAnswer(unittest.TestCase):
+    """Clients that send their whole body before reading (Python's http.client, many HTTP libraries) must
+    read an early 413, not a broken pipe: the server reads and drops the rest of a refused body for a while
+    before it closes (a lingering close, as nginx does). A server of its own with --max-body-bytes 1000000."""
+
+    LIMIT = 1000000
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess(["--max-body-bytes", str(cls.LIMIT)])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def post_with_http_client(self, body, headers=None):
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
+        try:
+            connection.request("POST", PREPARE, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            connection.close()
+
+    def test_http_client_posting_20_mb_reads_the_413(self):
+        body = bytes(20 * MIB)
+        start = time.monotonic()
+        try:
+            status, headers, content = self.post_with_http_client(body, {"Content-Type": "image/jpeg"})
+        except OSError as error:
+            self.fail("http.client got %s: %s instead of the 413" % (type(error).__name__, error))
+        self.assertEqual(status, 413, content[:300])
+        self.assertEqual(json.loads(content)["error"]["kind"], "bodyTooLarge")
+        self.assertLess(time.monotonic() - start, 10)
+
+    def test_content_length_10_gb_is_still_413_at_once_without_reading_it(self):
+        sock = connect(self.server.port)
+        start = time.monotonic()
+        try:
+            sock.sendall(request_head("POST", PREPARE, self.server.port, {"Content-Length": "10000000000"}))
+            sock.sendall(bytes(MIB))
+            response = recv_response(sock, 5, head_only=True)
+            answered = time.monotonic() - start
+            # Keep sending: the server drops what comes for a bounded time, then closes; it never reads 10 GB.
+            sent = 0
+            sock.settimeout(10)
+            try:
+                while sent < 2000 * MIB:
+                    sock.sendall(bytes(MIB))
+                    sent += MIB
+            except OSError:
+                pass
+            closed = time.monotonic() - start
+        finally:
+            sock.close()
+        self.assertEqual(response.status, 413)
+        self.assertLess(answered, 2.0, "413 came only after %.1f s" % answered)
+        self.assertLess(closed, 15, "the connection was still read from after %.1f s" % closed)
+        self.assertLess(sent, 2000 * MIB, "the server read 2 GB of a refused body")
+        print("  10 GB announced: 413 after %.0f ms, connection closed after %.1f s and %d MiB more"
+              % (answered * 1000, closed, sent // MIB), file=sys.stderr)
 
 
 class Shutdown(unittest.TestCase):
