@@ -3,10 +3,12 @@ import PackageDescription
 
 let package = Package(
     name: "SharePipe",
-    // Built and tested on Linux (Debian 12) only. macOS 13 is the floor the code would need there
-    // (ContinuousClock in the posting service), but nothing checks that it builds on macOS, and the shim's
-    // lazy loader opens Linux SONAMEs (libheif.so.1, libwebp.so.7, …), so HEIF, WebP and CMYK would be
-    // unavailable there as it stands.
+    // Linux only: built and tested on Debian 12, and nothing checks a macOS build. `platforms` is no list of
+    // supported systems (SwiftPM has no way to say "Linux only"); it only sets the deployment floor on Apple
+    // systems, and without it that floor would be macOS 10.13, below what the code needs (Duration and
+    // ContinuousClock in SharePipeline: macOS 13). So it names macOS 13, the truthful floor, and claims no
+    // more: the shim's lazy loader opens Linux SONAMEs (libheif.so.1, libwebp.so.7, …), so HEIF, AVIF, WebP
+    // and CMYK would fail as "not available" on macOS as it stands.
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "SharePipe", targets: ["SharePipe"]),

@@ -9,6 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <avif/avif.h>
+
+// The library this file loads on first use (sp_lazy.h).
+// libavif (AVIF stills and image sequences, sp_avif.c); it brings dav1d (and the encoders it was built with).
+#define SP_LIBAVIF_FUNCTIONS(X) \
+    X(avifDecoderCreate) \
+    X(avifDecoderDestroy) \
+    X(avifDecoderSetIOFile) \
+    X(avifDecoderSetIOMemory) \
+    X(avifDecoderParse) \
+    X(avifDecoderNextImage) \
+    X(avifResultToString) \
+    X(avifColorPrimariesGetValues)
+
+SP_LAZY_DECLARE(libavif, SP_LIBAVIF_FUNCTIONS)
+SP_LAZY_DEFINE(libavif, "libavif.so.15", "SHAREPIPE_LIBAVIF", SP_LIBAVIF_FUNCTIONS)
+
 struct sp_avif_reader {
     avifDecoder *decoder;
 };

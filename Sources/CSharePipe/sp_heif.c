@@ -10,6 +10,57 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <libheif/heif.h>
+
+// The library this file loads on first use (sp_lazy.h).
+#define SP_LIBHEIF_FUNCTIONS(X) \
+    X(heif_init) \
+    X(heif_context_alloc) \
+    X(heif_context_free) \
+    X(heif_context_set_maximum_image_size_limit) \
+    X(heif_context_read_from_reader) \
+    X(heif_context_read_from_memory_without_copy) \
+    X(heif_context_get_primary_image_handle) \
+    X(heif_context_get_number_of_top_level_images) \
+    X(heif_context_set_max_decoding_threads) \
+    X(heif_image_handle_release) \
+    X(heif_image_handle_get_width) \
+    X(heif_image_handle_get_height) \
+    X(heif_image_handle_get_ispe_width) \
+    X(heif_image_handle_get_ispe_height) \
+    X(heif_image_handle_has_alpha_channel) \
+    X(heif_image_handle_is_premultiplied_alpha) \
+    X(heif_image_handle_get_luma_bits_per_pixel) \
+    X(heif_image_handle_get_chroma_bits_per_pixel) \
+    X(heif_image_handle_get_number_of_thumbnails) \
+    X(heif_image_handle_has_depth_image) \
+    X(heif_image_handle_get_number_of_auxiliary_images) \
+    X(heif_image_handle_get_raw_color_profile_size) \
+    X(heif_image_handle_get_raw_color_profile) \
+    X(heif_image_handle_get_nclx_color_profile) \
+    X(heif_image_handle_get_number_of_metadata_blocks) \
+    X(heif_image_handle_get_list_of_metadata_block_IDs) \
+    X(heif_image_handle_get_metadata_type) \
+    X(heif_image_handle_get_metadata_content_type) \
+    X(heif_image_handle_get_metadata_size) \
+    X(heif_image_handle_get_metadata) \
+    X(heif_nclx_color_profile_free) \
+    X(heif_decoding_options_alloc) \
+    X(heif_decoding_options_free) \
+    X(heif_decode_image) \
+    X(heif_image_release) \
+    X(heif_image_get_colorspace) \
+    X(heif_image_get_chroma_format) \
+    X(heif_image_get_width) \
+    X(heif_image_get_height) \
+    X(heif_image_get_bits_per_pixel_range) \
+    X(heif_image_get_plane_readonly) \
+    X(heif_image_has_channel) \
+    X(heif_image_get_nclx_color_profile)
+
+SP_LAZY_DECLARE(libheif, SP_LIBHEIF_FUNCTIONS)
+SP_LAZY_DEFINE(libheif, "libheif.so.1", "SHAREPIPE_LIBHEIF", SP_LIBHEIF_FUNCTIONS)
+
 struct sp_heif_reader {
     struct heif_context *context;
     struct heif_image_handle *handle;

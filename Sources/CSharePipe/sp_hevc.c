@@ -11,6 +11,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libde265/de265.h>
+
+// The library this file loads on first use (sp_lazy.h).
+// libde265 directly, for the grid tile route (sp_hevc.c); libheif loads its own copy through its plugin.
+#define SP_LIBDE265_FUNCTIONS(X) \
+    X(de265_init) \
+    X(de265_set_verbosity) \
+    X(de265_get_error_text) \
+    X(de265_new_decoder) \
+    X(de265_free_decoder) \
+    X(de265_push_NAL) \
+    X(de265_flush_data) \
+    X(de265_decode) \
+    X(de265_get_next_picture) \
+    X(de265_release_next_picture) \
+    X(de265_get_image_width) \
+    X(de265_get_image_height) \
+    X(de265_get_chroma_format) \
+    X(de265_get_bits_per_pixel) \
+    X(de265_get_image_plane) \
+    X(de265_get_image_full_range_flag) \
+    X(de265_get_image_colour_primaries) \
+    X(de265_get_image_transfer_characteristics) \
+    X(de265_get_image_matrix_coefficients)
+
+SP_LAZY_DECLARE(libde265, SP_LIBDE265_FUNCTIONS)
+SP_LAZY_DEFINE(libde265, "libde265.so.0", "SHAREPIPE_LIBDE265", SP_LIBDE265_FUNCTIONS)
+
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static de265_error init_error = DE265_OK;
 // Reference counted inside libde265 (libheif's plugin calls it too): one call for the process, no de265_free.

@@ -6,142 +6,27 @@
 // Each library is an X-macro list of the functions the shim calls. `SP_LAZY_DECLARE` turns a list into a
 // table of function pointers typed from the library's own header (`__typeof__`), so a call site reads
 // `sp_libheif.heif_context_alloc()` and the compiler checks every argument as before. `SP_LAZY_DEFINE`
-// (sp_lazy.c) makes the table and `sp_<id>_require(message)`: the first call `dlopen`s the library by its
-// SONAME and resolves every function (pthread_once, so any thread may be first); every call returns SP_OK,
-// or SP_ERR_UNAVAILABLE with "<library> not available (<why>)" in `message`. Call it in every shim entry that
+// makes the table and `sp_<id>_require(message)`: the first call `dlopen`s the library by its SONAME and
+// resolves every function (pthread_once, so any thread may be first); every call returns SP_OK, or
+// SP_ERR_UNAVAILABLE with "<library> not available (<why>)" in `message`. Call it in every shim entry that
 // can be the first to touch the library (the ones that create a handle); calls on an existing handle need
 // nothing. The environment variable `SHAREPIPE_<ID>` (e.g. SHAREPIPE_LIBHEIF), read once, names another
 // file to load: tests use it to make a load fail.
 //
-// Adding a library: include its header here, write its list, one SP_LAZY_DECLARE line below and one
-// SP_LAZY_DEFINE line in sp_lazy.c, and call sp_<id>_require where a handle is created.
+// A format's library lives in the format's own shim file (sp_heif.c: libheif, sp_avif.c: libavif, sp_webp.c:
+// libwebp/demux/mux, sp_hevc.c: libde265): there, include its header, write its list, then one
+// SP_LAZY_DECLARE and one SP_LAZY_DEFINE line, and call sp_<id>_require where a handle is created. Only a
+// library more than one shim file calls (Little CMS: sp_color.c, sp_heif.c) is declared here and defined in
+// sp_lazy.c.
 #ifndef SP_LAZY_H
 #define SP_LAZY_H
 
 #include "sp_common.h"
 
-#include <avif/avif.h>
+#include <dlfcn.h>
 #include <lcms2.h>
-#include <libde265/de265.h>
-#include <libheif/heif.h>
-#include <webp/decode.h>
-#include <webp/demux.h>
-#include <webp/encode.h>
-#include <webp/mux.h>
-
-#define SP_LIBHEIF_FUNCTIONS(X) \
-    X(heif_init) \
-    X(heif_context_alloc) \
-    X(heif_context_free) \
-    X(heif_context_set_maximum_image_size_limit) \
-    X(heif_context_read_from_reader) \
-    X(heif_context_read_from_memory_without_copy) \
-    X(heif_context_get_primary_image_handle) \
-    X(heif_context_get_number_of_top_level_images) \
-    X(heif_context_set_max_decoding_threads) \
-    X(heif_image_handle_release) \
-    X(heif_image_handle_get_width) \
-    X(heif_image_handle_get_height) \
-    X(heif_image_handle_get_ispe_width) \
-    X(heif_image_handle_get_ispe_height) \
-    X(heif_image_handle_has_alpha_channel) \
-    X(heif_image_handle_is_premultiplied_alpha) \
-    X(heif_image_handle_get_luma_bits_per_pixel) \
-    X(heif_image_handle_get_chroma_bits_per_pixel) \
-    X(heif_image_handle_get_number_of_thumbnails) \
-    X(heif_image_handle_has_depth_image) \
-    X(heif_image_handle_get_number_of_auxiliary_images) \
-    X(heif_image_handle_get_raw_color_profile_size) \
-    X(heif_image_handle_get_raw_color_profile) \
-    X(heif_image_handle_get_nclx_color_profile) \
-    X(heif_image_handle_get_number_of_metadata_blocks) \
-    X(heif_image_handle_get_list_of_metadata_block_IDs) \
-    X(heif_image_handle_get_metadata_type) \
-    X(heif_image_handle_get_metadata_content_type) \
-    X(heif_image_handle_get_metadata_size) \
-    X(heif_image_handle_get_metadata) \
-    X(heif_nclx_color_profile_free) \
-    X(heif_decoding_options_alloc) \
-    X(heif_decoding_options_free) \
-    X(heif_decode_image) \
-    X(heif_image_release) \
-    X(heif_image_get_colorspace) \
-    X(heif_image_get_chroma_format) \
-    X(heif_image_get_width) \
-    X(heif_image_get_height) \
-    X(heif_image_get_bits_per_pixel_range) \
-    X(heif_image_get_plane_readonly) \
-    X(heif_image_has_channel) \
-    X(heif_image_get_nclx_color_profile)
-
-// The header's inline initialisers (WebPInitDecoderConfig, WebPConfigInit, WebPPictureInit,
-// WebPAnimDecoderOptionsInit, WebPAnimDecoderNew, WebPMuxNew) call these *Internal functions with the ABI
-// version: the shim calls them the same way through the tables.
-#define SP_LIBWEBP_FUNCTIONS(X) \
-    X(WebPInitDecoderConfigInternal) \
-    X(WebPIDecode) \
-    X(WebPIAppend) \
-    X(WebPIDecGetRGB) \
-    X(WebPIDelete) \
-    X(WebPFreeDecBuffer) \
-    X(WebPConfigInitInternal) \
-    X(WebPValidateConfig) \
-    X(WebPPictureInitInternal) \
-    X(WebPPictureImportRGB) \
-    X(WebPPictureImportRGBA) \
-    X(WebPPictureFree) \
-    X(WebPMemoryWriterInit) \
-    X(WebPMemoryWrite) \
-    X(WebPMemoryWriterClear) \
-    X(WebPEncode)
-
-#define SP_LIBWEBPDEMUX_FUNCTIONS(X) \
-    X(WebPAnimDecoderOptionsInitInternal) \
-    X(WebPAnimDecoderNewInternal) \
-    X(WebPAnimDecoderGetInfo) \
-    X(WebPAnimDecoderHasMoreFrames) \
-    X(WebPAnimDecoderGetNext) \
-    X(WebPAnimDecoderDelete)
-
-#define SP_LIBWEBPMUX_FUNCTIONS(X) \
-    X(WebPNewInternal) \
-    X(WebPMuxSetImage) \
-    X(WebPMuxSetChunk) \
-    X(WebPMuxAssemble) \
-    X(WebPMuxDelete)
-
-// libde265 directly, for the grid tile route (sp_hevc.c); libheif loads its own copy through its plugin.
-#define SP_LIBDE265_FUNCTIONS(X) \
-    X(de265_init) \
-    X(de265_set_verbosity) \
-    X(de265_get_error_text) \
-    X(de265_new_decoder) \
-    X(de265_free_decoder) \
-    X(de265_push_NAL) \
-    X(de265_flush_data) \
-    X(de265_decode) \
-    X(de265_get_next_picture) \
-    X(de265_release_next_picture) \
-    X(de265_get_image_width) \
-    X(de265_get_image_height) \
-    X(de265_get_chroma_format) \
-    X(de265_get_bits_per_pixel) \
-    X(de265_get_image_plane) \
-    X(de265_get_image_full_range_flag) \
-    X(de265_get_image_colour_primaries) \
-    X(de265_get_image_transfer_characteristics) \
-    X(de265_get_image_matrix_coefficients)
-
-// libavif (AVIF stills and image sequences, sp_avif.c); it brings dav1d (and the encoders it was built with).
-#define SP_LIBAVIF_FUNCTIONS(X) \
-    X(avifDecoderCreate) \
-    X(avifDecoderDestroy) \
-    X(avifDecoderSetIOFile) \
-    X(avifDecoderSetIOMemory) \
-    X(avifDecoderParse) \
-    X(avifDecoderNextImage) \
-    X(avifResultToString) \
-    X(avifColorPrimariesGetValues)
+#include <pthread.h>
+#include <string.h>
 
 #define SP_LIBLCMS2_FUNCTIONS(X) \
     X(cmsCreateContext) \
@@ -174,12 +59,50 @@
     extern sp_##id##_table sp_##id; \
     sp_status sp_##id##_require(char *message);
 
-SP_LAZY_DECLARE(libheif, SP_LIBHEIF_FUNCTIONS)
-SP_LAZY_DECLARE(libwebp, SP_LIBWEBP_FUNCTIONS)
-SP_LAZY_DECLARE(libwebpdemux, SP_LIBWEBPDEMUX_FUNCTIONS)
-SP_LAZY_DECLARE(libwebpmux, SP_LIBWEBPMUX_FUNCTIONS)
+/// One library's load: what to open, and how it went (written once, under pthread_once).
+typedef struct {
+    const char *name;           // for messages: "libheif"
+    const char *soname;         // what dlopen opens: "libheif.so.1"
+    const char *environment;    // overrides the file name when set: "SHAREPIPE_LIBHEIF"
+    sp_status status;
+    char message[SP_MESSAGE_LENGTH];
+} sp_lazy_state;
+
+/// Opens the library (dlopen; NULL with `state` failed and its message written).
+void *sp_lazy_open(sp_lazy_state *state);
+/// After the functions were resolved: `missing` is the first one not found, or NULL.
+void sp_lazy_finish(sp_lazy_state *state, void *handle, const char *missing);
+/// The load's status, its message copied to `message` when it failed.
+sp_status sp_lazy_result(const sp_lazy_state *state, char *message);
+
+/// Resolves one function into `table` (a local of the generated loader); stops at the first one missing.
+#define SP_LAZY_RESOLVE(function) \
+    if (missing == NULL) { \
+        void *symbol = dlsym(handle, #function); \
+        if (symbol == NULL) missing = #function; \
+        else memcpy(&table->function, &symbol, sizeof symbol); \
+    }
+
+/// The table, its state and its loader for one library.
+#define SP_LAZY_DEFINE(id, soname, environment, LIST) \
+    sp_##id##_table sp_##id; \
+    static sp_lazy_state id##_state = { #id, soname, environment, SP_ERR_UNAVAILABLE, "" }; \
+    static pthread_once_t id##_once = PTHREAD_ONCE_INIT; \
+    static void id##_load(void) { \
+        void *handle = sp_lazy_open(&id##_state); \
+        if (handle == NULL) return; \
+        sp_##id##_table *table = &sp_##id; \
+        const char *missing = NULL; \
+        LIST(SP_LAZY_RESOLVE) \
+        sp_lazy_finish(&id##_state, handle, missing); \
+        if (missing != NULL) memset(table, 0, sizeof *table); \
+    } \
+    sp_status sp_##id##_require(char *message) { \
+        pthread_once(&id##_once, id##_load); \
+        return sp_lazy_result(&id##_state, message); \
+    }
+
+
 SP_LAZY_DECLARE(liblcms2, SP_LIBLCMS2_FUNCTIONS)
-SP_LAZY_DECLARE(libde265, SP_LIBDE265_FUNCTIONS)
-SP_LAZY_DECLARE(libavif, SP_LIBAVIF_FUNCTIONS)
 
 #endif

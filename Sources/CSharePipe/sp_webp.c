@@ -7,6 +7,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <webp/decode.h>
+#include <webp/encode.h>
+#include <webp/demux.h>
+#include <webp/mux.h>
+
+// The library this file loads on first use (sp_lazy.h).
+// The header's inline initialisers (WebPInitDecoderConfig, WebPConfigInit, WebPPictureInit,
+// WebPAnimDecoderOptionsInit, WebPAnimDecoderNew, WebPMuxNew) call these *Internal functions with the ABI
+// version: the shim calls them the same way through the tables.
+#define SP_LIBWEBP_FUNCTIONS(X) \
+    X(WebPInitDecoderConfigInternal) \
+    X(WebPIDecode) \
+    X(WebPIAppend) \
+    X(WebPIDecGetRGB) \
+    X(WebPIDelete) \
+    X(WebPFreeDecBuffer) \
+    X(WebPConfigInitInternal) \
+    X(WebPValidateConfig) \
+    X(WebPPictureInitInternal) \
+    X(WebPPictureImportRGB) \
+    X(WebPPictureImportRGBA) \
+    X(WebPPictureFree) \
+    X(WebPMemoryWriterInit) \
+    X(WebPMemoryWrite) \
+    X(WebPMemoryWriterClear) \
+    X(WebPEncode)
+
+SP_LAZY_DECLARE(libwebp, SP_LIBWEBP_FUNCTIONS)
+SP_LAZY_DEFINE(libwebp, "libwebp.so.7", "SHAREPIPE_LIBWEBP", SP_LIBWEBP_FUNCTIONS)
+
+#define SP_LIBWEBPDEMUX_FUNCTIONS(X) \
+    X(WebPAnimDecoderOptionsInitInternal) \
+    X(WebPAnimDecoderNewInternal) \
+    X(WebPAnimDecoderGetInfo) \
+    X(WebPAnimDecoderHasMoreFrames) \
+    X(WebPAnimDecoderGetNext) \
+    X(WebPAnimDecoderDelete)
+
+SP_LAZY_DECLARE(libwebpdemux, SP_LIBWEBPDEMUX_FUNCTIONS)
+SP_LAZY_DEFINE(libwebpdemux, "libwebpdemux.so.2", "SHAREPIPE_LIBWEBPDEMUX", SP_LIBWEBPDEMUX_FUNCTIONS)
+
+#define SP_LIBWEBPMUX_FUNCTIONS(X) \
+    X(WebPNewInternal) \
+    X(WebPMuxSetImage) \
+    X(WebPMuxSetChunk) \
+    X(WebPMuxAssemble) \
+    X(WebPMuxDelete)
+
+SP_LAZY_DECLARE(libwebpmux, SP_LIBWEBPMUX_FUNCTIONS)
+SP_LAZY_DEFINE(libwebpmux, "libwebpmux.so.3", "SHAREPIPE_LIBWEBPMUX", SP_LIBWEBPMUX_FUNCTIONS)
+
 static void copy_message(char *message, const char *text) { sp_copy_message(message, text); }
 
 static const char *vp8_status_text(VP8StatusCode status) {

@@ -32,8 +32,8 @@ import Testing
         case .gif: return "ICCRGBG1012"
         case .png: return "iCCP"
         case .jpeg: return "ICC_PROFILE"
-        case .heif, .avif: return "prof"   // input-only formats: never an output
         case .webp: return "ICCP"
+        default: return "prof"   // input-only formats (HEIF, AVIF): never an output
         }
     }
 

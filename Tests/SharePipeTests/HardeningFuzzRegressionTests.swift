@@ -10,7 +10,9 @@ import Testing
 @Suite struct HardeningFuzzRegressionTests {
     static let crashers: [String] = {
         let root = Fixtures.root + "/Fuzz/crashers"
-        return ["jpeg", "png", "gif", "heif", "webp", "apng"].flatMap { target in
+        // Every target's folder (scripts/fuzz names them after Fuzz/Sources/Fuzz<Name>, lowercased).
+        let targets = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        return targets.flatMap { target in
             ((try? FileManager.default.contentsOfDirectory(atPath: root + "/" + target)) ?? [])
                 .filter { !$0.hasPrefix(".") }.sorted().map { "\(target)/\($0)" }
         }

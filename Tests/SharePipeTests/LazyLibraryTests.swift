@@ -16,8 +16,25 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         let needed = run.stdout.split(separator: "\n").filter { $0.contains("NEEDED") }.map { String($0) }
         #expect(needed.contains { $0.contains("libjpeg") }, "\(needed)")   // the parse found the list
-        for library in ["libheif", "libavif", "libwebp", "liblcms2", "libde265", "libx265", "libaom", "libdav1d"] {
+        let lazy = try Self.lazyLibraries()
+        #expect(lazy.count >= 7, "\(lazy)")
+        // Each library a shim file loads on first use, and the codecs they bring.
+        for library in lazy.map(\.id) + ["libx265", "libaom", "libdav1d"] {
             #expect(!needed.contains { $0.contains(library) }, "\(library) is linked: \(needed)")
+        }
+    }
+
+    /// The libraries the shim loads on first use, read from their `SP_LAZY_DEFINE(id, "soname", …)` lines in
+    /// Sources/CSharePipe (each format's shim file defines its own, sp_lazy.h).
+    static func lazyLibraries() throws -> [(id: String, soname: String)] {
+        let folder = Fixtures.root + "/Sources/CSharePipe"
+        return try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".c") }.sorted().flatMap { file in
+            try String(contentsOfFile: folder + "/" + file, encoding: .utf8).split(separator: "\n")
+                .filter { $0.hasPrefix("SP_LAZY_DEFINE(") }
+                .map { line in
+                    let fields = line.dropFirst("SP_LAZY_DEFINE(".count).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                    return (id: fields[0], soname: fields[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
+                }
         }
     }
 

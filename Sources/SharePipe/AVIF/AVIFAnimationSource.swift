@@ -14,6 +14,7 @@ import CSharePipe
 /// meter from the start until `close`; the frame count and the canvas were checked against the limits by
 /// the probe, and again here before anything is allocated.
 final class AVIFAnimationSource: AnimationFrameSource {
+    /// The canvas size, apart from `canvas` (read while the canvas's pixels are written).
     let canvasSize: PixelSize
     let frameCount: Int
     let loopCount: Int? = 0
@@ -21,10 +22,8 @@ final class AVIFAnimationSource: AnimationFrameSource {
     private let header: sp_avif_info
     /// What the file's boxes say about HDR (a PQ or HLG sequence is tone-mapped frame by frame).
     private let hdr: HEIFHDRBoxes
-    private let meter: PixelMemoryMeter
-    private var canvas: [UInt8]
+    private var canvas: MeteredCanvas
     private var row: [Float]
-    private var countedBytes: Int
     private var index = 0
 
     /// The most a source on `info` counts in the meter.
@@ -50,41 +49,25 @@ final class AVIFAnimationSource: AnimationFrameSource {
                 .decoderMemory, found: needed, limit: limits.maxDecoderMemory, size: size, detail: "decoding this AVIF sequence"))
         }
         canvasSize = size
-        self.meter = meter
-        countedBytes = needed
-        meter.allocate(countedBytes)
-        canvas = [UInt8](repeating: 0, count: size.area * 4)
+        canvas = MeteredCanvas(size: size, countedBytes: needed, meter: meter)
         row = [Float](repeating: 0, count: size.width * 4)
     }
 
     deinit { close() }
 
     func nextFrame() throws -> AnimationFrame? {
-        guard index < frameCount, countedBytes > 0 else {
-            close()
-            return nil
-        }
-        do {
-            guard let image = try reader.nextImage() else {
-                // Fewer samples than the parse counted: the frames so far are the animation.
-                close()
-                return nil
-            }
+        try nextAnimationFrame(more: index < frameCount && canvas.isOpen, close: close) {
+            // Fewer samples than the parse counted: the frames so far are the animation.
+            guard let image = try reader.nextImage() else { return nil }
             index += 1
             try draw(image.planes)
-            return AnimationFrame(canvas: Bitmap(size: canvasSize, layout: .rgba, pixels: canvas),
-                                  durationMilliseconds: image.durationMilliseconds)
-        } catch {
-            close()
-            throw error
+            return canvas.frame(durationMilliseconds: image.durationMilliseconds)
         }
     }
 
     /// Frees the canvas and uncounts it; later `nextFrame` calls return nil.
     func close() {
-        meter.release(countedBytes)
-        countedBytes = 0
-        canvas = []
+        canvas.release()
         row = []
     }
 
@@ -94,7 +77,7 @@ final class AVIFAnimationSource: AnimationFrameSource {
         let width = canvasSize.width
         let channels = converter.layout.channels
         @inline(__always) func byte(_ value: Float) -> UInt8 { UInt8(min(max(value + 0.5, 0), 255)) }
-        canvas.withUnsafeMutableBufferPointer { out in
+        canvas.pixels.withUnsafeMutableBufferPointer { out in
             row.withUnsafeMutableBufferPointer { floats in
                 for y in 0..<canvasSize.height {
                     converter.convertRow(y, into: floats.baseAddress!)

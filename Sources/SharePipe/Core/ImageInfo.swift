@@ -43,17 +43,11 @@ public struct ImageInfo: Sendable {
     public var metadata: [MetadataBlock]
     /// Input size in bytes.
     public var byteCount: Int
-    /// Codec-specific facts that later steps need (JPEG: Adobe inversion).
-    var jpegAdobeInverted: Bool = false
-    /// PNG: the colour and physical chunks (sRGB, gAMA, cHRM, cICP, mDCV, cLLI, pHYs) as stored. They are
-    /// structure, not metadata: kept in every strip mode and written again by the PNG encoder.
-    var pngStructuralChunks: [PNGChunk] = []
-    /// WebP: what the container walk found (bitstream kind, animation, loop count).
-    var webp: WebPHeader?
-    /// HEIF: the grid of HEVC tiles the tile route decodes (HEIFTileDecoding), nil where libheif decodes.
-    var heifGrid: HEIFGrid? = nil
-    /// APNG: the animation (frames, plays), when the PNG has a valid one; `frameCount` is its frame count.
-    var pngAnimation: APNGAnimation? = nil
+    /// What the format's decoder found that only that format's own later steps read: JPEG's Adobe inversion,
+    /// PNG's structural chunks and APNG animation, the WebP container walk, a HEIF tile grid. Each format
+    /// reads and writes its own through an `ImageInfo` extension beside its decoder (`info.webp`,
+    /// `info.heifGrid`, …), so a new format adds no field here.
+    var formatDetail: (any Sendable)? = nil
     /// What the header read noticed and worked around (a broken APNG animation shown as its still image).
     var probeWarnings: [String] = []
     /// Changes the decoder will make that were not asked for, known from the header (HDR tone-mapped to SDR,

@@ -227,3 +227,11 @@ struct HEIFDecoder: ImageDecoder {
         try HEIFDecoding.render(source, grid: info.heifGrid, target: target, limits: limits, meter: meter)
     }
 }
+
+extension ImageInfo {
+    /// HEIF: the grid of HEVC tiles the tile route decodes (`HEIFTileDecoding`), nil where libheif decodes.
+    var heifGrid: HEIFGrid? {
+        get { formatDetail as? HEIFGrid }
+        set { formatDetail = newValue.map { $0 as any Sendable } }
+    }
+}

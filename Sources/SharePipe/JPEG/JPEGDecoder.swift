@@ -161,3 +161,16 @@ enum CMYKConversion {
         }
     }
 }
+
+extension ImageInfo {
+    /// JPEG: whether an Adobe APP14 segment says the CMYK/YCCK samples are stored inverted.
+    var jpegAdobeInverted: Bool {
+        get { (formatDetail as? JPEGDetail)?.adobeInverted ?? false }
+        set { formatDetail = JPEGDetail(adobeInverted: newValue) }
+    }
+}
+
+/// A JPEG's `ImageInfo.formatDetail`.
+struct JPEGDetail: Sendable {
+    var adobeInverted: Bool
+}

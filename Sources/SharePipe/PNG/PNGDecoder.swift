@@ -215,3 +215,24 @@ struct PNGRowFeeder {
         }
     }
 }
+
+extension ImageInfo {
+    /// PNG: the colour and physical chunks (sRGB, gAMA, cHRM, cICP, mDCV, cLLI, pHYs) as stored. They are
+    /// structure, not metadata: kept in every strip mode and written again by the PNG encoder.
+    var pngStructuralChunks: [PNGChunk] {
+        get { (formatDetail as? PNGDetail)?.structuralChunks ?? [] }
+        set { var detail = formatDetail as? PNGDetail ?? PNGDetail(); detail.structuralChunks = newValue; formatDetail = detail }
+    }
+
+    /// APNG: the animation (frames, plays), when the PNG has a valid one; `frameCount` is its frame count.
+    var pngAnimation: APNGAnimation? {
+        get { (formatDetail as? PNGDetail)?.animation }
+        set { var detail = formatDetail as? PNGDetail ?? PNGDetail(); detail.animation = newValue; formatDetail = detail }
+    }
+}
+
+/// A PNG's `ImageInfo.formatDetail`.
+struct PNGDetail: Sendable {
+    var structuralChunks: [PNGChunk] = []
+    var animation: APNGAnimation?
+}

@@ -46,3 +46,57 @@ struct AnimationFrame {
     /// How long the frame is shown, in milliseconds, as the source stores it (0 included).
     var durationMilliseconds: Int
 }
+
+/// The RGBA canvas an `AnimationFrameSource` composits into, and the bytes counted for it (with whatever else
+/// the source holds for its whole life) in the job's meter, from `init` until `release`.
+struct MeteredCanvas {
+    let size: PixelSize
+    /// Straight-alpha RGBA8, rows top to bottom; transparent at first.
+    var pixels: [UInt8]
+    private let meter: PixelMemoryMeter
+    private var countedBytes: Int
+
+    /// Counts `countedBytes` (the canvas and what else the source holds until it closes) in `meter`.
+    init(size: PixelSize, countedBytes: Int, meter: PixelMemoryMeter) {
+        self.size = size
+        self.meter = meter
+        self.countedBytes = countedBytes
+        meter.allocate(countedBytes)
+        pixels = [UInt8](repeating: 0, count: size.area * 4)
+    }
+
+    /// Whether the canvas is still held (not yet released).
+    var isOpen: Bool { countedBytes > 0 }
+
+    /// The canvas as it stands, as a frame shown for `durationMilliseconds`.
+    func frame(durationMilliseconds: Int) -> AnimationFrame {
+        AnimationFrame(canvas: Bitmap(size: size, layout: .rgba, pixels: pixels), durationMilliseconds: durationMilliseconds)
+    }
+
+    /// Frees the canvas and uncounts what `init` counted (once).
+    mutating func release() {
+        meter.release(countedBytes)
+        countedBytes = 0
+        pixels = []
+    }
+}
+
+/// How a source hands out its frames: `decode`'s frame while `more`; nil once it is not (or `decode` finds
+/// no frame), after calling `close`; on an error, `close` and the error. So the canvases are freed right after
+/// the last frame or the first failure, whoever the caller is.
+func nextAnimationFrame(more: Bool, close: () -> Void, _ decode: () throws -> AnimationFrame?) throws -> AnimationFrame? {
+    guard more else {
+        close()
+        return nil
+    }
+    do {
+        guard let frame = try decode() else {
+            close()
+            return nil
+        }
+        return frame
+    } catch {
+        close()
+        throw error
+    }
+}

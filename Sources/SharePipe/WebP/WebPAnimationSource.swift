@@ -25,14 +25,14 @@ import CSharePipe
 /// `close`. The canvas size, frame count and `meteredBytes` were checked against the limits before
 /// anything is allocated.
 final class WebPAnimationSource: AnimationFrameSource {
+    /// The canvas size, apart from `canvas` (read while the canvas's pixels are written).
     let canvasSize: PixelSize
     let frameCount: Int
     let loopCount: Int?
     let file: String
     private let walker: WebPChunkWalker
     private let meter: PixelMemoryMeter
-    private var canvas: [UInt8]
-    private var countedBytes: Int
+    private var canvas: MeteredCanvas
     private var index = 0
     /// The frame before this one (for the key-frame rule and its dispose), if any.
     private var previous: FrameHeader?
@@ -75,13 +75,11 @@ final class WebPAnimationSource: AnimationFrameSource {
         }
         guard header.isAnimated else { throw SharePipeError.internalError(file: file, reason: "not an animated WebP") }
         walker = try WebPChunkWalker(source)
-        canvasSize = header.canvas
         frameCount = header.frameCount
         loopCount = Self.gifLoopCount(plays: header.loopCount)
         self.meter = meter
-        canvas = [UInt8](repeating: 0, count: header.canvas.area * 4)
-        countedBytes = canvas.count
-        meter.allocate(countedBytes)
+        canvasSize = header.canvas
+        canvas = MeteredCanvas(size: header.canvas, countedBytes: header.canvas.area * 4, meter: meter)
     }
 
     deinit { close() }
@@ -96,24 +94,11 @@ final class WebPAnimationSource: AnimationFrameSource {
     }
 
     func nextFrame() throws -> AnimationFrame? {
-        guard index < frameCount, countedBytes > 0 else {
-            close()   // the last frame was handed out: free the canvas now
-            return nil
-        }
-        do {
-            return try decodeNextFrame()
-        } catch {
-            close()
-            throw error
-        }
+        try nextAnimationFrame(more: index < frameCount && canvas.isOpen, close: close, decodeNextFrame)
     }
 
     /// Frees the canvas and uncounts it; later `nextFrame` calls return nil.
-    func close() {
-        meter.release(countedBytes)
-        countedBytes = 0
-        canvas = []
-    }
+    func close() { canvas.release() }
 
     // MARK: - One frame
 
@@ -141,14 +126,13 @@ final class WebPAnimationSource: AnimationFrameSource {
                 throw SharePipeError.corrupt(file: file, phase: .decode,
                                              reason: "frame \(index + 1): the bitstream's size does not match its chunk")
             }
-            if keyFrame { canvas.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            if keyFrame { canvas.pixels.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
             decoder.withRows { rows, stride in composite(rows, stride: stride, frame: frame, keyFrame: keyFrame) }
         }
         previous = frame
         previousWasKeyFrame = keyFrame
         index += 1
-        return AnimationFrame(canvas: Bitmap(size: canvasSize, layout: .rgba, pixels: canvas),
-                              durationMilliseconds: frame.durationMilliseconds)
+        return canvas.frame(durationMilliseconds: frame.durationMilliseconds)
     }
 
     /// Walks to the next `ANMF` chunk and reads its 16-byte frame header; nil when the RIFF data ends.
@@ -226,7 +210,7 @@ final class WebPAnimationSource: AnimationFrameSource {
     /// Clears a disposed frame's rectangle to transparent.
     private func clear(_ frame: FrameHeader) {
         let rowBytes = frame.size.width * 4
-        canvas.withUnsafeMutableBytes { pixels in
+        canvas.pixels.withUnsafeMutableBytes { pixels in
             for row in 0..<frame.size.height {
                 let start = ((frame.y + row) * canvasSize.width + frame.x) * 4
                 UnsafeMutableRawBufferPointer(rebasing: pixels[start..<start + rowBytes]).initializeMemory(as: UInt8.self, repeating: 0)
@@ -241,7 +225,7 @@ final class WebPAnimationSource: AnimationFrameSource {
         let width = frame.size.width
         let blends = frame.blends && !keyFrame
         let cleared = blends && previous?.disposesToBackground == true ? previous : nil
-        canvas.withUnsafeMutableBufferPointer { pixels in
+        canvas.pixels.withUnsafeMutableBufferPointer { pixels in
             for row in 0..<frame.size.height {
                 let source = rows + row * stride
                 let y = frame.y + row

@@ -185,3 +185,11 @@ enum WebPInput {
         }
     }
 }
+
+extension ImageInfo {
+    /// WebP: what the container walk found (bitstream kind, animation, loop count).
+    var webp: WebPHeader? {
+        get { formatDetail as? WebPHeader }
+        set { formatDetail = newValue.map { $0 as any Sendable } }
+    }
+}
