@@ -15,11 +15,16 @@
 enum JPEGRewriter {
     static func rewrite(_ source: ImageSource, keeping blocks: [MetadataBlock]) throws -> [UInt8] {
         let out = try copy(source, keeping: blocks)
+        // The copy's image data is the source's, which passed the job's limits and a 1/8-scale decode under them
+        // before this rewrite was chosen: the check must not hold it to the default limits (a user's raised
+        // `maxPixels` would otherwise fail here), so no limit of its own applies.
+        let alreadyChecked = ImageLimits(maxDimension: .max, maxPixels: .max, maxFrames: .max, maxTotalFramePixels: .max,
+                                         maxInputBytes: .max, maxDecoderMemory: .max, maxMetadataBytes: .max)
         do {
             let check = ImageSource.bytes(out)
-            let info = try JPEGDecoder().probe(check, limits: ImageLimits())
+            let info = try JPEGDecoder().probe(check, limits: alreadyChecked)
             _ = try JPEGDecoder().render(check, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
-                                         limits: ImageLimits(), meter: PixelMemoryMeter())
+                                         limits: alreadyChecked, meter: PixelMemoryMeter())
         } catch let error as SharePipeError {
             throw error.aboutCopy("the metadata-only copy does not decode", of: source.displayName)
         }
