@@ -279,21 +279,22 @@ import Testing
         // Wait until the decode is well under way (rows flowing into the resampler), then cancel.
         #expect(await eventually { checkpoints.value - before >= 20 })
         let cancelledAt = ContinuousClock.now
-        task.cancel()
+        task.cancel()   // raises the job's flag at once (its cancellation handler)
+        let atCancel = checkpoints.value
         let outcome = await task.result
         let returnedAfter = ContinuousClock.now - cancelledAt
         #expect(await eventually { await pipeline.budget.usage.reservedBytes == 0 })
         let freedAfter = ContinuousClock.now - cancelledAt
         guard case .failure(let error) = outcome else { Issue.record("a cancelled job must not succeed"); return }
         #expect(error as? SharePipeError == .cancelled(file: "cancelled.png"))
-        #expect(checkpoints.value - before < checkpointsInAJob / 2, "the job stopped before its decode was half done")
+        // The next row checkpoint after the cancellation threw: at most the one in progress ran after it.
+        #expect(checkpoints.value - atCancel <= 2, "\(checkpoints.value - atCancel) checkpoints after the cancellation")
+        #expect(checkpoints.value - before < checkpointsInAJob, "the job stopped before its decode ended")
         let usage = await pipeline.budget.usage
         #expect(usage.reservedBytes == 0 && usage.runningJobs == 0)
         print("24 MP PNG: whole job \(wholeDuration); cancelled mid-decode: returned after \(returnedAfter), budget 0 after \(freedAfter)")
-        // Relative to the whole job, not a wall-clock bound: on a loaded machine a debug build's 24 MP job took
-        // 245 s and its cancellation 22 s (quiet: well under a second).
-        #expect(freedAfter < wholeDuration / 4,
-                "budget freed \(freedAfter) after the cancellation (whole job: \(wholeDuration))")
+        // Wall-clock only against the same job in the same run (a loaded machine slows both).
+        #expect(freedAfter < wholeDuration / 2, "budget freed \(freedAfter) after the cancellation (whole job: \(wholeDuration))")
     }
 
     @Test func cancellingWhileWaitingForMemoryThrowsCancelled() async throws {

@@ -49,13 +49,12 @@ struct PrepareRoute {
         // the rest of a body that is not too long is read and dropped for up to `linger` first.
         let leftover = bodyReadingBegan.withLockedValue { $0 } ? nil : lingeringBody()
         routed.response.body = ResponseBody(contentLength: body.contentLength) { writer in
-            defer {
-                Self.closeAfterAnswer(channel)
-                ticket.finish()
-            }
+            // The ticket goes back once the output is shut, which is after the answer's last bytes left:
+            // a write returns when its bytes are queued, and a drain that closed the connection then cut
+            // the end off a large answer (the last ~70 KB of 4 MB).
+            defer { Self.closeAfterAnswer(channel, whenOutputClosed: { ticket.finish() }) }
             try await body.write(writer)
             if let leftover {
-                ticket.finish()   // the answer is written: a drain need not wait for the lingering read
                 await Self.discard(leftover.body, upTo: leftover.bytes, within: Self.linger, on: channel)
             }
         }
@@ -104,10 +103,11 @@ struct PrepareRoute {
     /// then the whole channel is closed `linger` later unless the client closed it first. Reading stays on
     /// meanwhile (a refused body is read and dropped), so the client's close is seen and nothing lingers
     /// in CLOSE-WAIT.
-    static func closeAfterAnswer(_ channel: any Channel) {
+    static func closeAfterAnswer(_ channel: any Channel, whenOutputClosed: @escaping @Sendable () -> Void = {}) {
         let outputClosed = channel.eventLoop.makePromise(of: Void.self)
         channel.close(mode: .output, promise: outputClosed)
         outputClosed.futureResult.whenComplete { _ in
+            whenOutputClosed()
             channel.eventLoop.scheduleTask(in: linger) { channel.close(promise: nil) }
         }
     }

@@ -16,7 +16,7 @@ EarlyAnswer starts a server of its own with --max-body-bytes 1000000 (a client t
 reading must read the 413). The last line of the output is `N passed, N failed`; the exit status is 1 when any test failed.
 """
 
-import http.client
+import http.client as httpclient   # `http` is this file's request function
 import json
 import os
 import random
@@ -668,7 +668,7 @@ class EarlyAnswer(unittest.TestCase):
         cls.server.cleanup()
 
     def post_with_http_client(self, body, headers=None):
-        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
+        connection = httpclient.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
         try:
             connection.request("POST", PREPARE, body=body, headers=headers or {})
             response = connection.getresponse()
