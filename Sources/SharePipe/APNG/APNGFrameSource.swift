@@ -91,8 +91,19 @@ struct APNGFrameSource: AnimationFrameSource {
         let stream = try frameStream(index)
         try draw(stream, control: control)
         nextIndex += 1
+        // Only the previous frame's disposed rectangle and this frame's rectangle can have changed.
+        var changed: GIFRect?
+        if index > 0 {
+            let previous = animation.frames[index - 1]
+            changed = Self.rect(control)
+            if previous.dispose != .none { changed = changed!.union(Self.rect(previous)) }
+        }
         return AnimationFrame(canvas: Bitmap(size: canvasSize, layout: .rgba, pixels: canvas),
-                              durationMilliseconds: control.durationMilliseconds)
+                              durationMilliseconds: control.durationMilliseconds, changed: changed)
+    }
+
+    private static func rect(_ control: APNGFrameControl) -> GIFRect {
+        GIFRect(left: control.x, top: control.y, width: control.width, height: control.height)
     }
 
     // MARK: - Dispose and blend

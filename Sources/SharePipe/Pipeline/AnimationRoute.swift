@@ -195,18 +195,40 @@ struct AnimationFramesPass {
         let writer = try GIFWriter()
         try writer.begin(GIFContainer(screenSize: plan.size, globalPalette: nil, backgroundIndex: 0, colorResolution: 8,
                                       aspectByte: 0, loopCount: frames.loopCount, metadata: metadata))
+        // Upright canvases go through a resampler that keeps the last picture and recomputes only the
+        // outputs that read changed canvas pixels (byte for byte the whole-canvas result); the encoder then
+        // looks for changed pixels only there. Turned canvases are resampled whole.
+        let pictures = orientation == .up ? GIFPictureResampler(from: frames.canvasSize, to: plan.size, meter: meter) : nil
         let encoder = GIFAnimationEncoder(size: plan.size, globalPalette: nil, colorBudget: plan.colorBudget,
-                                          writer: writer, meter: meter)
+                                          writer: writer, meter: meter, countsPictures: pictures == nil)
         let whole = GIFRect(left: 0, top: 0, width: plan.size.width, height: plan.size.height)
+        let wholeCanvas = GIFRect(left: 0, top: 0, width: frames.canvasSize.width, height: frames.canvasSize.height)
         var clock = CentisecondClock()
         var index = 0
+        /// Canvas pixels changed since the last picture was made (frames dropped by decimation add theirs).
+        var canvasChanged = GIFRect.empty
         while let frame = try frames.nextFrame() {
             try checkpoint()
             guard frame.canvas.size == frames.canvasSize, frame.canvas.layout == .rgba else {
                 preconditionFailure("an AnimationFrameSource hands over RGBA canvases of its canvas size")
             }
             let delay = clock.advance(milliseconds: frame.durationMilliseconds)
+            canvasChanged = index == 0 ? wholeCanvas : canvasChanged.union(frame.changed ?? wholeCanvas)
             if index % plan.keepEvery == 0 {
+                if let pictures {
+                    let area = frame.canvas.pixels.withUnsafeBufferPointer {
+                        pictures.update(canvas: $0, changed: canvasChanged)
+                    }
+                    canvasChanged = .empty
+                    let source = GIFFrame(rect: whole, localPalette: nil, interlaced: false,
+                                          control: GIFGraphicsControl(delay: delay))
+                    // Outside `area` the picture is the previous one: nothing there changed or lost opacity.
+                    try encoder.add(.init(pixels: pictures.output, source: source, delay: delay,
+                                          coverageMayDrop: index == 0 || area.isEmpty ? nil : area,
+                                          changed: index == 0 ? nil : area))
+                    index += 1
+                    continue
+                }
                 let canvas = orientation == .up ? frame.canvas : frame.canvas.applying(orientation)
                 let picture = try InMemoryResample.resize(canvas, to: plan.size, meter: meter)
                 // A composited canvas may turn any pixel transparent from one frame to the next.
