@@ -17,7 +17,8 @@ let package = Package(
         .executableTarget(name: "FuzzJPEG", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzPNG", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzGIF", dependencies: ["FuzzSupport"]),
-        .executableTarget(name: "FuzzHEIF", dependencies: ["FuzzSupport", .product(name: "SharePipe", package: "SharePipe")]),
+        .executableTarget(name: "FuzzHEIF", dependencies: ["FuzzSupport"]),
+        .executableTarget(name: "FuzzAVIF", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzWebP", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzAPNG", dependencies: ["FuzzSupport"]),
     ]

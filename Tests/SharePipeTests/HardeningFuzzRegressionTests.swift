@@ -10,7 +10,7 @@ import Testing
 @Suite struct HardeningFuzzRegressionTests {
     static let crashers: [String] = {
         let root = Fixtures.root + "/Fuzz/crashers"
-        return ["jpeg", "png", "gif", "heif", "webp", "apng"].flatMap { target in
+        return ["jpeg", "png", "gif", "heif", "avif", "webp", "apng"].flatMap { target in
             ((try? FileManager.default.contentsOfDirectory(atPath: root + "/" + target)) ?? [])
                 .filter { !$0.hasPrefix(".") }.sorted().map { "\(target)/\($0)" }
         }
