@@ -1,4 +1,4 @@
-// libde265 calls for the tiles of a HEIF grid image (HEIFGrid.swift parses the boxes). libde265 reports errors
+// libde265 calls for the tiles of a HEIF grid image and for a single HEVC image (HEIFGrid.swift parses the boxes). libde265 reports errors
 // as returned de265_error values (no longjmp, no exit); each becomes SP_ERR_LIBRARY with a message naming the
 // tile. The decode mirrors libheif 1.15's libde265 plugin: one decoder per coded image, the parameter sets and
 // then the image's NAL units pushed, flushed, decoded until no more work.
@@ -206,4 +206,128 @@ sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char
     pthread_mutex_destroy(&queue.lock);
     if (queue.result != SP_OK) sp_copy_message(message, queue.message);
     return queue.result;
+}
+
+/// Decodes the image of `data` (4-byte length-prefixed NAL units) with `decoder` as decode_tile does, up to
+/// its first picture, which stays in the decoder (not released). Returns SP_OK with `*picture` set, or fills
+/// `message`.
+static sp_status decode_first_picture(de265_decoder_context *decoder, const uint8_t *data, size_t length,
+                                      const struct de265_image **picture, char *message) {
+    *picture = NULL;
+    size_t position = 0;
+    while (position < length) {
+        if (length - position < 4) {
+            sp_copy_message(message, "image: coded data ends inside a NAL unit length");
+            return SP_ERR_LIBRARY;
+        }
+        uint32_t size = (uint32_t)data[position] << 24 | (uint32_t)data[position + 1] << 16
+                      | (uint32_t)data[position + 2] << 8 | (uint32_t)data[position + 3];
+        position += 4;
+        if (size > (uint32_t)INT_MAX) {   // de265_push_NAL takes an int
+            snprintf(message, SP_MESSAGE_LENGTH, "image: NAL unit of %u bytes is too large", size);
+            return SP_ERR_LIBRARY;
+        }
+        if (size > length - position) {
+            snprintf(message, SP_MESSAGE_LENGTH, "image: NAL unit of %u bytes runs past the image's data", size);
+            return SP_ERR_LIBRARY;
+        }
+        de265_error error = sp_libde265.de265_push_NAL(decoder, data + position, (int)size, 0, NULL);
+        if (error != DE265_OK) {
+            snprintf(message, SP_MESSAGE_LENGTH, "image: %s", sp_libde265.de265_get_error_text(error));
+            return error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+        }
+        position += size;
+    }
+    sp_libde265.de265_flush_data(decoder);
+    int more = 0;
+    do {
+        more = 0;
+        de265_error error = sp_libde265.de265_decode(decoder, &more);
+        if (error != DE265_OK) {
+            // WAITING_FOR_INPUT_DATA at the end of the flushed data is the normal end.
+            if (error != DE265_ERROR_WAITING_FOR_INPUT_DATA) {
+                snprintf(message, SP_MESSAGE_LENGTH, "image: %s", sp_libde265.de265_get_error_text(error));
+                return error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+            }
+            break;
+        }
+        *picture = sp_libde265.de265_get_next_picture(decoder);
+        if (*picture != NULL) return SP_OK;
+    } while (more);
+    sp_copy_message(message, "image: no picture decoded");
+    return SP_ERR_LIBRARY;
+}
+
+struct sp_hevc_image {
+    de265_decoder_context *decoder;
+};
+
+sp_status sp_hevc_decode_image(const uint8_t *data, size_t length, int width, int height, int chroma,
+                               sp_hevc_image **out, sp_hevc_planes *planes, char *message) {
+    if (out == NULL || planes == NULL) { sp_copy_message(message, "no output"); return SP_ERR_ARGUMENT; }
+    *out = NULL;
+    memset(planes, 0, sizeof *planes);
+    if (data == NULL || length == 0 || width <= 0 || height <= 0 || chroma < 1 || chroma > 3) {
+        sp_copy_message(message, "image: bad arguments");
+        return SP_ERR_ARGUMENT;
+    }
+    sp_status loaded = sp_libde265_require(message);
+    if (loaded != SP_OK) return loaded;
+    pthread_once(&init_once, init_library);
+    if (init_error != DE265_OK) { sp_copy_message(message, sp_libde265.de265_get_error_text(init_error)); return SP_ERR_LIBRARY; }
+    sp_hevc_image *image = calloc(1, sizeof *image);
+    if (image == NULL) { sp_copy_message(message, "image: out of memory"); return SP_ERR_MEMORY; }
+    image->decoder = sp_libde265.de265_new_decoder();
+    if (image->decoder == NULL) {
+        free(image);
+        sp_copy_message(message, "image: out of memory for the HEVC decoder");
+        return SP_ERR_MEMORY;
+    }
+    const struct de265_image *picture = NULL;
+    sp_status result = decode_first_picture(image->decoder, data, length, &picture, message);
+    if (result == SP_OK) {
+        int decoded_width = sp_libde265.de265_get_image_width(picture, 0), decoded_height = sp_libde265.de265_get_image_height(picture, 0);
+        int decoded_chroma = (int)sp_libde265.de265_get_chroma_format(picture);
+        if (decoded_width != width || decoded_height != height || decoded_chroma != chroma) {
+            snprintf(message, SP_MESSAGE_LENGTH, "image decodes to %d×%d (chroma %d), its boxes say %d×%d (chroma %d)",
+                     decoded_width, decoded_height, decoded_chroma, width, height, chroma);
+            result = SP_ERR_LIBRARY;
+        }
+        for (int c = 0; c < 3 && result == SP_OK; c++) {
+            if (sp_libde265.de265_get_bits_per_pixel(picture, c) != 8) {
+                snprintf(message, SP_MESSAGE_LENGTH, "image: %d bits per sample (8 expected)",
+                         sp_libde265.de265_get_bits_per_pixel(picture, c));
+                result = SP_ERR_LIBRARY;
+            }
+        }
+    }
+    if (result != SP_OK) {
+        sp_hevc_image_free(image);
+        return result;
+    }
+    // The picture stays in the decoder's output queue (not released) until the decoder is freed.
+    planes->y = sp_libde265.de265_get_image_plane(picture, 0, &planes->y_stride);
+    planes->cb = sp_libde265.de265_get_image_plane(picture, 1, &planes->cb_stride);
+    planes->cr = sp_libde265.de265_get_image_plane(picture, 2, &planes->cr_stride);
+    planes->chroma_width = sp_libde265.de265_get_image_width(picture, 1);
+    planes->chroma_height = sp_libde265.de265_get_image_height(picture, 1);
+    planes->full_range = sp_libde265.de265_get_image_full_range_flag(picture);
+    planes->color_primaries = sp_libde265.de265_get_image_colour_primaries(picture);
+    planes->transfer_characteristics = sp_libde265.de265_get_image_transfer_characteristics(picture);
+    planes->matrix_coefficients = sp_libde265.de265_get_image_matrix_coefficients(picture);
+    if (planes->y == NULL || planes->cb == NULL || planes->cr == NULL
+        || planes->chroma_width != sp_hevc_chroma_width(chroma, width) || planes->chroma_height != sp_hevc_chroma_height(chroma, height)) {
+        sp_copy_message(message, "image: libde265 gave planes that do not match the picture");
+        sp_hevc_image_free(image);
+        memset(planes, 0, sizeof *planes);
+        return SP_ERR_LIBRARY;
+    }
+    *out = image;
+    return SP_OK;
+}
+
+void sp_hevc_image_free(sp_hevc_image *image) {
+    if (image == NULL) return;
+    if (image->decoder != NULL) sp_libde265.de265_free_decoder(image->decoder);
+    free(image);
 }

@@ -101,8 +101,12 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .table(OptionTable.strategy), help: .table(OptionTable.strategy))
     var strategy: FitStrategy = .memoryFirst
 
+    /// nil: not given (`ImageLimits.maxPixels` unset: the cost-based default).
     @Option(name: .table(OptionTable.limitsMaxPixels), help: .table(OptionTable.limitsMaxPixels))
-    var maxPixels: Int = ImageLimits().maxPixels
+    var maxPixels: Int?
+
+    @Option(name: .table(OptionTable.limitsMaxStreamedMemory), help: .table(OptionTable.limitsMaxStreamedMemory))
+    var maxStreamedMemory: Int = ImageLimits().maxStreamedMemory
 
     @Option(name: .table(OptionTable.limitsMaxDimension), help: .table(OptionTable.limitsMaxDimension))
     var maxDimension: Int = ImageLimits().maxDimension
@@ -156,7 +160,8 @@ struct PipelineOptions: ParsableArguments {
     /// One (service name, options) per --service, or a single unnamed target without one.
     func makeTargets() throws -> [(name: String?, options: PrepareOptions)] {
         var base = PrepareOptions(progressive: progressive, strategy: strategy)
-        base.limits.maxPixels = maxPixels
+        if let maxPixels { base.limits.maxPixels = maxPixels }
+        base.limits.maxStreamedMemory = maxStreamedMemory
         base.limits.maxDimension = maxDimension
         base.limits.maxInputBytes = maxInputBytes
         base.limits.maxFrames = maxFrames

@@ -54,6 +54,8 @@ import Testing
                     set: { $0.limits.maxDecoderMemory = $1 }, get: { $0.limits.maxDecoderMemory }, accepts: positive),
         Expectation(name: "limits.maxMetadataBytes", query: "max_metadata_bytes",
                     set: { $0.limits.maxMetadataBytes = $1 }, get: { $0.limits.maxMetadataBytes }, accepts: positive),
+        Expectation(name: "limits.maxStreamedMemory", flag: "--max-streamed-memory", query: "max_streamed_memory",
+                    set: { $0.limits.maxStreamedMemory = $1 }, get: { $0.limits.maxStreamedMemory }, accepts: positive),
         Expectation(name: "maxWidth", profileField: "maxWidth", set: { $0.maxWidth = $1 }, get: { $0.maxWidth }, accepts: positive),
         Expectation(name: "maxHeight", profileField: "maxHeight", set: { $0.maxHeight = $1 }, get: { $0.maxHeight }, accepts: positive),
         // Width + height: a 1×1 image has 2.

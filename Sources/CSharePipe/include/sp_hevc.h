@@ -32,4 +32,26 @@ static inline int sp_hevc_chroma_height(int chroma, int height) { return chroma 
 /// thread with its own decoder. Any failure stops the work and names the tile (its `index`).
 sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char *message);
 
+/// A single HEVC-coded image decoded by libde265 and kept: the decoder and its picture, whose planes are read
+/// in place (no copy) until sp_hevc_image_free.
+typedef struct sp_hevc_image sp_hevc_image;
+
+/// The planes of a decoded image: 8-bit luma and two chroma planes as libde265 holds them, and the picture's
+/// colour description (libde265's VUI values).
+typedef struct {
+    const uint8_t *y, *cb, *cr;
+    int y_stride, cb_stride, cr_stride;
+    int chroma_width, chroma_height;
+    int full_range, color_primaries, transfer_characteristics, matrix_coefficients;
+} sp_hevc_planes;
+
+/// Decodes the one image whose parameter sets and coded data are `data` (NAL units each preceded by its
+/// length in 4 big-endian bytes, as for a tile) with one libde265 decoder. The picture must be `width`×`height`
+/// at chroma_format_idc `chroma` with 8-bit samples, else SP_ERR_LIBRARY naming what differs. On success
+/// `*out` holds the decoder and its picture and `planes` points into it; free with sp_hevc_image_free.
+sp_status sp_hevc_decode_image(const uint8_t *data, size_t length, int width, int height, int chroma,
+                               sp_hevc_image **out, sp_hevc_planes *planes, char *message);
+/// Frees the decoder and its picture (NULL is allowed).
+void sp_hevc_image_free(sp_hevc_image *image);
+
 #endif

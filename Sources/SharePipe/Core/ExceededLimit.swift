@@ -15,6 +15,8 @@ public struct ExceededLimit: Sendable, Equatable, Codable, CustomStringConvertib
         case totalFramePixels
         /// `ImageLimits.maxDecoderMemory`: memory a decoder needs for its own arrays, in bytes.
         case decoderMemory
+        /// `ImageLimits.maxStreamedMemory`: the priced memory of a job over the default pixel limit, in bytes.
+        case streamedMemory
         /// `ImageLimits.maxMetadataBytes`: metadata read from a JPEG header, in bytes.
         case metadataBytes
         /// Number of JPEG metadata segments (a fixed reader limit).
@@ -72,6 +74,7 @@ public struct ExceededLimit: Sendable, Equatable, Codable, CustomStringConvertib
         case .frameCount: return "the frame limit of \(number) frames"
         case .totalFramePixels: return "the animation limit of \(number) frame pixels"
         case .decoderMemory: return "the decoder memory limit of \(number) bytes"
+        case .streamedMemory: return "the memory limit of \(number) bytes for images over the default pixel limit"
         case .metadataBytes: return "the metadata limit of \(number) bytes (APPn/COM segments)"
         case .metadataSegments: return "the limit of \(number) metadata segments"
         case .progressiveScans: return "the limit of \(number) progressive scans"
@@ -88,7 +91,7 @@ public struct ExceededLimit: Sendable, Equatable, Codable, CustomStringConvertib
         case .dimension, .pixelArea: return "found \(found)"
         case .frameCount: return "at least \(found) frames"
         case .totalFramePixels: return "at least \(found) frame pixels"
-        case .decoderMemory, .memoryBudget: return "needs \(found)"
+        case .decoderMemory, .memoryBudget, .streamedMemory: return "needs \(found)"
         case .metadataBytes, .chunkBytes: return "has \(found)"
         case .metadataSegments, .progressiveScans, .metadataChunks: return "at least \(found)"
         case .availableMemory: return "needs \(found)"

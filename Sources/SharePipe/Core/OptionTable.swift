@@ -48,7 +48,11 @@ public enum OptionTable {
     /// `ImageLimits.maxPixels`.
     public static let limitsMaxPixels = OptionSpec(
         "limits.maxPixels", .integer(\.limits.maxPixels), flag: "max-pixels", query: "max_pixels",
-        valid: .atLeast(1, phrase: "a positive limit"), help: "Refuse images with more pixels than this (decompression bombs).")
+        valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Refuse images with more pixels than this (decompression bombs). Unset, 120 MP where the job holds a "
+            + "full-resolution bitmap; an image its route streams (grid HEIC, JPEG shrunk on load, non-interlaced "
+            + "PNG) may be larger, up to 1 GP, when its job is priced within --max-streamed-memory. "
+            + "Set, it applies to every image as given.")
     /// `ImageLimits.maxFrames`.
     public static let limitsMaxFrames = OptionSpec(
         "limits.maxFrames", .integer(\.limits.maxFrames), flag: "max-frames", query: "max_frames",
@@ -72,6 +76,12 @@ public enum OptionTable {
     public static let limitsMaxMetadataBytes = OptionSpec(
         "limits.maxMetadataBytes", .integer(\.limits.maxMetadataBytes), query: "max_metadata_bytes",
         valid: .atLeast(1, phrase: "a positive limit"), help: "Largest total of metadata read from an image's header, in bytes.")
+    /// `ImageLimits.maxStreamedMemory`.
+    public static let limitsMaxStreamedMemory = OptionSpec(
+        "limits.maxStreamedMemory", .integer(\.limits.maxStreamedMemory), flag: "max-streamed-memory",
+        query: "max_streamed_memory", valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Largest priced memory, in bytes, of a job whose image is over the default pixel limit (such an image "
+            + "is taken only when its route streams it).")
     /// The output's width cap.
     public static let maxWidth = OptionSpec(
         "maxWidth", .optionalInteger(\.maxWidth), profile: ("maxWidth", .optionalInteger(\.caps.width)),
@@ -151,7 +161,7 @@ public enum OptionTable {
     public static let all: [OptionSpec] = [
         maxShortEdge, maxLongEdge, maxPixels, maxBytes, quality, minQuality, minShortEdge,
         limitsMaxDimension, limitsMaxPixels, limitsMaxFrames, limitsMaxTotalFramePixels, limitsMaxInputBytes,
-        limitsMaxDecoderMemory, limitsMaxMetadataBytes,
+        limitsMaxDecoderMemory, limitsMaxMetadataBytes, limitsMaxStreamedMemory,
         maxWidth, maxHeight, maxEdgeSum,
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,

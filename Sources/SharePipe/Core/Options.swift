@@ -13,8 +13,19 @@ public enum StripMode: String, Sendable, Codable, CaseIterable {
 public struct ImageLimits: Sendable, Equatable, Codable {
     /// Largest width or height accepted (default 65 500, just under JPEG's 65 535 maximum).
     public var maxDimension: Int
-    /// Largest width × height accepted. The default, 120 MP, admits a 100 MP photo.
-    public var maxPixels: Int
+    /// Largest width × height accepted. Unset (the default), it is 120 MP (`defaultMaxPixels`, which admits a
+    /// 100 MP photo) for a job that holds a full-resolution bitmap, while a larger image whose still route
+    /// streams it (a grid HEIC, a JPEG decoded at a reduced DCT scale, a non-interlaced PNG) is taken when its
+    /// job is priced (`MemoryEstimate`, from the header) under one byte per pixel and at most
+    /// `maxStreamedMemory`, up to `streamedPixelCeiling`. Set (the initializer's argument, this property,
+    /// `--max-pixels`), it applies to every route as given.
+    public var maxPixels: Int {
+        get { pixelLimit ?? Self.defaultMaxPixels }
+        set { pixelLimit = newValue }
+    }
+    /// Whether `maxPixels` was set (then it applies to every route as given).
+    public var isPixelLimitSet: Bool { pixelLimit != nil }
+    private var pixelLimit: Int?
     /// Largest number of GIF frames accepted.
     public var maxFrames: Int
     /// Largest sum of frame areas over an animation (frames × width × height).
@@ -29,17 +40,47 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     /// about 16 MiB) with room for Exif and extended XMP; a file of nothing but metadata stops here instead
     /// of costing memory in proportion to its size.
     public var maxMetadataBytes: Int
+    /// Largest priced memory (`MemoryEstimate.totalBytes`) of a job over the default pixel limit, in bytes:
+    /// such an image is taken only when its route streams it (see `maxPixels`). Default 256 MiB: a 200 MP
+    /// grid HEIC is priced at about 60 MB (it peaks at about 40 MB).
+    public var maxStreamedMemory: Int
 
-    public init(maxDimension: Int = 65_500, maxPixels: Int = 120_000_000, maxFrames: Int = 5_000,
+    /// `maxPixels` when it is not set: 120 MP.
+    public static let defaultMaxPixels = 120_000_000
+    /// The largest image a streamed route takes when `maxPixels` is not set: 1 GP, a bound on decoding time
+    /// (a 200 MP phone photo is a fifth of it).
+    public static let streamedPixelCeiling = 1_000_000_000
+
+    /// `maxPixels` nil: not set (the default, see `maxPixels`).
+    public init(maxDimension: Int = 65_500, maxPixels: Int? = nil, maxFrames: Int = 5_000,
                 maxTotalFramePixels: Int = 2_000_000_000, maxInputBytes: Int = 256 << 20,
-                maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20) {
+                maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20, maxStreamedMemory: Int = 256 << 20) {
         self.maxDimension = maxDimension
-        self.maxPixels = maxPixels
+        self.pixelLimit = maxPixels
         self.maxFrames = maxFrames
         self.maxTotalFramePixels = maxTotalFramePixels
         self.maxInputBytes = maxInputBytes
         self.maxDecoderMemory = maxDecoderMemory
         self.maxMetadataBytes = maxMetadataBytes
+        self.maxStreamedMemory = maxStreamedMemory
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case maxDimension, pixelLimit = "maxPixels", maxFrames, maxTotalFramePixels, maxInputBytes, maxDecoderMemory,
+             maxMetadataBytes, maxStreamedMemory
+    }
+
+    /// Reads the limits as encoded; `maxPixels` and `maxStreamedMemory` may be absent (not set, default).
+    public init(from decoder: Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(maxDimension: try values.decode(Int.self, forKey: .maxDimension),
+                  maxPixels: try values.decodeIfPresent(Int.self, forKey: .pixelLimit),
+                  maxFrames: try values.decode(Int.self, forKey: .maxFrames),
+                  maxTotalFramePixels: try values.decode(Int.self, forKey: .maxTotalFramePixels),
+                  maxInputBytes: try values.decode(Int.self, forKey: .maxInputBytes),
+                  maxDecoderMemory: try values.decode(Int.self, forKey: .maxDecoderMemory),
+                  maxMetadataBytes: try values.decode(Int.self, forKey: .maxMetadataBytes),
+                  maxStreamedMemory: try values.decodeIfPresent(Int.self, forKey: .maxStreamedMemory) ?? 256 << 20)
     }
 
     /// Throws `tooLarge` when a header's size is over a limit.
@@ -56,6 +97,36 @@ public struct ImageLimits: Sendable, Equatable, Codable {
         if overflow || area > maxPixels {
             throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.pixelArea, found: overflow ? Int.max : area,
                                                                                limit: maxPixels, size: size))
+        }
+    }
+
+    /// `check` for the header of a format whose still route can stream it (HEIF, JPEG, PNG): when `maxPixels`
+    /// is not set, an image over it up to `streamedPixelCeiling` passes here, and the pipeline takes it only if
+    /// its job is priced as a streamed one (`checkStreamedCost`). A refusal names `maxPixels`, as `check`'s does.
+    func checkHeader(width: Int, height: Int, file: String) throws {
+        guard !isPixelLimitSet, width > 0, height > 0, width <= maxDimension, height <= maxDimension else {
+            return try check(width: width, height: height, file: file)
+        }
+        let (area, overflow) = width.multipliedReportingOverflow(by: height)
+        guard !overflow, area <= Self.streamedPixelCeiling else { return try check(width: width, height: height, file: file) }
+    }
+
+    /// The pipeline's check, before anything is decoded, of an image over the default pixel limit that a header
+    /// check let past (`checkHeader`): its still route must be priced (`estimate`) under one byte per pixel
+    /// (no full-resolution plane held) and at most `maxStreamedMemory`. Any other route, or a set `maxPixels`,
+    /// refuses it as `check` does.
+    func checkStreamedCost(size: PixelSize, route: PreparePlan.Route, estimate: @autoclosure () -> MemoryEstimate,
+                           file: String) throws {
+        guard size.area > maxPixels else { return }
+        let priced = route == .still && !isPixelLimitSet ? estimate() : nil
+        guard let priced, priced.totalBytes < size.area else {
+            let detail = priced.map { "its job is priced at \($0.totalBytes) bytes: it holds the whole image" }
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.pixelArea, found: size.area, limit: maxPixels,
+                                                                               size: size, detail: detail))
+        }
+        if priced.totalBytes > maxStreamedMemory {
+            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.streamedMemory, found: priced.totalBytes,
+                                                                               limit: maxStreamedMemory, size: size))
         }
     }
 

@@ -41,6 +41,8 @@ struct HEIFProbe {
 /// `decodeMemory` and checked against `ImageLimits.maxDecoderMemory` before decoding. A grid of 8-bit HEVC
 /// tiles without alpha (phone photos) skips libheif's decode: `HEIFGrid` reads its boxes and
 /// `HEIFTileDecoding` decodes one row of tiles at a time with libde265 (about a sixth of the planes' memory).
+/// A single 8-bit HEVC image without alpha is read the same way as a grid of one tile: libde265 decodes it
+/// and its rows are converted from libde265's own picture (no copy of the planes, no libheif decode).
 enum HEIFDecoding {
     /// Tiles decoded at once on both grid routes: libheif's tile-decoding threads for grid images the tile
     /// route does not take, and the tile route's (`HEIFTileDecoding`: each tile in its own thread with its own
@@ -52,7 +54,9 @@ enum HEIFDecoding {
     static func probe(_ source: ImageSource, limits: ImageLimits) throws -> HEIFProbe {
         try HEIFReader.with(source, limits: limits) { reader in
             let info = try reader.info()
-            try limits.check(width: Int(info.width), height: Int(info.height), file: reader.file)
+            // The tile route streams: an image over the default pixel limit is left to the pipeline's cost check;
+            // libheif's route (the whole planes) is held to the pixel limit below.
+            try limits.checkHeader(width: Int(info.width), height: Int(info.height), file: reader.file)
             var metadata: [MetadataBlock] = []
             var exifOrientation: Int?
             for item in try reader.metadataItems(count: Int(info.metadata_blocks), maxBytes: limits.maxMetadataBytes) {
@@ -92,6 +96,7 @@ enum HEIFDecoding {
             }
             if let note = hdr.gainMapNote { probe.adjustments.append(note) }
             probe.grid = try tileRoute(source, info: info, limits: limits)
+            if probe.grid == nil { try limits.check(width: Int(info.width), height: Int(info.height), file: reader.file) }
             return probe
         }
     }
@@ -130,7 +135,8 @@ enum HEIFDecoding {
     /// the image (tests pass nil to compare a grid's two routes).
     static func render(_ source: ImageSource, grid: HEIFGrid?, target: PixelSize, limits: ImageLimits,
                        meter: PixelMemoryMeter) throws -> RenderedImage {
-        // A grid of 8-bit HEVC tiles without alpha: decoded one row of tiles at a time (HEIFTileDecoding).
+        // A grid of 8-bit HEVC tiles without alpha, decoded one row of tiles at a time, or a single 8-bit HEVC
+        // image read from libde265's picture (HEIFTileDecoding).
         // Everything that would need libheif was settled by the plan: nothing falls back after rows were decoded.
         if let grid {
             return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
@@ -182,8 +188,9 @@ enum HEIFDecoding {
         }
     }
 
-    /// The grid the tile route decodes for this primary image, nil when libheif decodes it: not a grid of
-    /// 8-bit HEVC tiles, alpha, or transforms that leave another displayed size (`clap`).
+    /// The grid the tile route decodes for this primary image (a single HEVC image as a grid of one tile), nil
+    /// when libheif decodes it: not a grid of 8-bit HEVC tiles nor one 8-bit HEVC image, alpha, or transforms
+    /// that leave another displayed size (`clap`).
     static func tileRoute(_ source: ImageSource, info: sp_heif_info, limits: ImageLimits) throws -> HEIFGrid? {
         guard info.has_alpha == 0, info.luma_bits <= 8, info.chroma_bits <= 8, HDRToneMap.Transfer(info.nclx) == nil,
               let grid = try HEIFGrid.plan(HEIFFileBytes(source), limits: limits),

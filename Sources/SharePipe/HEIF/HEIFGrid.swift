@@ -2,6 +2,9 @@
 /// A primary image of type `grid` whose tiles are HEVC (`hvc1`), as phones store photos (an iPhone's 12 MP
 /// photo is 8×6 tiles of 512×512), read from the file's own boxes so that it can be decoded one row of tiles
 /// at a time (`HEIFTileDecoding`). libheif 1.15 cannot do that: it decodes every tile into one full-size image.
+/// A primary image that is one HEVC image (`hvc1`: what converters, some cameras and editors write) is read
+/// the same way as a grid of one tile (`isSingleImage`), so it too is decoded by libde265 alone and its rows
+/// converted from libde265's picture, without libheif's copy of the planes.
 ///
 /// Only what this route handles exactly as libheif would is accepted; for anything else `plan` returns nil
 /// and the libheif route decodes the file as before: tiles that are not `hvc1` (AVIF grids), more than 8
@@ -42,8 +45,17 @@ struct HEIFGrid: Equatable, Sendable {
     /// the SPS's could not be read.
     var bitstreamColour: Colour?
 
+    /// Whether the primary image is a single HEVC image (`hvc1`), read as a grid of one tile: the item itself,
+    /// with the transforms and colour of its own properties. `HEIFTileDecoding` converts its rows straight
+    /// from libde265's picture instead of copying the tile.
+    var isSingleImage = false
+
     /// The colour each tile is converted with: the tiles' nclx, else their SPS's VUI. The plan only takes a
     /// grid whose colour SharePipe converts (not matrix 12), so nothing found while decoding hands it to libheif.
+    /// A single image likewise: its item's nclx, else its SPS's VUI. (libheif 1.15 attaches no nclx to a single
+    /// image's planes, but the colours its route gave match the VUI's: on the corpus's example.heic, whose VUI
+    /// is not BT.601 full range, converting with BT.601 full range moved pixels by up to 46 levels, the VUI by
+    /// up to 24 at hard edges.)
     var colour: Colour? { tileColour ?? bitstreamColour }
 
     /// The H.273 code points of an nclx description.
@@ -59,6 +71,7 @@ struct HEIFGrid: Equatable, Sendable {
     /// `colr` read by libheif for the colour, `pixi` restated by hvcC). Any other one sends the file to libheif.
     static let gridProperties: Set<String> = ["ispe", "colr", "pixi", "irot", "imir"]
     static let tileProperties: Set<String> = ["hvcC", "ispe", "colr", "pixi"]
+    // A single image's item has both sets (the union).
 
     /// The grid of `source`'s primary image, or nil when the primary image is not a grid this route decodes.
     /// Reads the top-level box headers, the `meta` box (at most `limits.maxMetadataBytes`) and the grid

@@ -114,12 +114,21 @@ extension HEIFGrid {
                 break
             }
         }
-        guard handler == "pict", let primary, itemTypes[primary] == "grid" else { return nil }
+        guard handler == "pict", let primary, ["grid", "hvc1"].contains(itemTypes[primary]) else { return nil }
+        // A single HEVC image is a grid of one tile: the primary item itself, its transforms and its coded data.
+        let singleImage = itemTypes[primary] == "hvc1"
         // One dimg reference from the grid to its tiles. Other items that refer to the grid are never decoded:
         // Exif (cdsc), a thumbnail (thmb), depth maps and gain maps (auxl); an alpha image (auxl too) sends the
         // image to libheif, which the caller learns from libheif's has_alpha.
         let tileLists = references.filter { $0.type == "dimg" && $0.from == primary }
-        guard tileLists.count == 1, let tileIDs = tileLists.first?.to, !tileIDs.isEmpty else { return nil }
+        let tileIDs: [Int]
+        if singleImage {
+            guard tileLists.isEmpty else { return nil }
+            tileIDs = [primary]
+        } else {
+            guard tileLists.count == 1, let list = tileLists.first?.to, !list.isEmpty else { return nil }
+            tileIDs = list
+        }
 
         /// An item's properties in ipma order with their ipco index; nil when one is not in `allowed`, or an
         /// association names no property (index 0 is allowed when not essential).
@@ -140,7 +149,8 @@ extension HEIFGrid {
         // The grid item's properties: only the known ones, transforms in order.
         var orientation = Orientation.up
         var gridSize: PixelSize?
-        guard let gridItemProperties = knownProperties(of: primary, allowed: gridProperties) else { return nil }
+        guard let gridItemProperties = knownProperties(of: primary, allowed: singleImage ? gridProperties.union(tileProperties) : gridProperties)
+        else { return nil }
         for (type, body, _) in gridItemProperties {
             var value = body
             switch type {
@@ -159,32 +169,17 @@ extension HEIFGrid {
             }
         }
 
-        // The grid descriptor.
-        guard let gridLocation = locations[primary] else { return nil }
-        var descriptorBytes: [UInt8] = []
-        switch gridLocation.method {
-        case 0:
-            for extent in gridLocation.extents {
-                guard extent.length > 0, extent.length <= 64, extent.offset <= fileSize - extent.length else { return nil }
-                descriptorBytes += try read(extent.offset, extent.length)
-            }
-        case 1:
-            guard let idat else { return nil }
-            for extent in gridLocation.extents {
-                guard extent.length > 0, extent.length <= 64, extent.offset <= idat.left - extent.length else { return nil }
-                descriptorBytes += idat.bytes[(idat.position + extent.offset)..<(idat.position + extent.offset + extent.length)]
-            }
-        default:
-            return nil
+        // The grid descriptor (a single image: one tile of its own size).
+        let rows: Int, columns: Int, size: PixelSize
+        if singleImage {
+            guard let gridSize else { return nil }
+            (rows, columns, size) = (1, 1, gridSize)
+        } else {
+            guard let described = try gridDescriptor(locations[primary], idat: idat, fileSize: fileSize, read: read),
+                  tileIDs.count == described.rows * described.columns else { return nil }
+            (rows, columns, size) = described
+            if let gridSize, gridSize != size { return nil }
         }
-        var descriptor = Cursor(descriptorBytes)
-        guard try descriptor.u8() == 0 else { return nil }
-        let flags = try descriptor.u8()
-        let rows = try descriptor.u8() + 1, columns = try descriptor.u8() + 1
-        let fieldSize = flags & 1 != 0 ? 4 : 2
-        let size = PixelSize(width: try descriptor.uint(fieldSize), height: try descriptor.uint(fieldSize))
-        guard size.width > 0, size.height > 0, tileIDs.count == rows * columns else { return nil }
-        if let gridSize, gridSize != size { return nil }
 
         // The tiles: hvc1, one size, one chroma format, 8 bits, in the file.
         var parameterSets: [[UInt8]] = []
@@ -205,7 +200,8 @@ extension HEIFGrid {
             var config: Int?
             var size: PixelSize?
             var colour: Colour?
-            guard let tileItemProperties = knownProperties(of: id, allowed: tileProperties) else { return nil }
+            guard let tileItemProperties = knownProperties(of: id, allowed: singleImage ? gridProperties.union(tileProperties) : tileProperties)
+            else { return nil }
             for (type, body, index) in tileItemProperties {
                 var value = body
                 if type == "ispe" {
@@ -259,7 +255,39 @@ extension HEIFGrid {
         if chroma == 1, tileSize.height % 2 != 0 { return nil }
         return HEIFGrid(columns: columns, rows: rows, size: size, tileSize: tileSize, chroma: chroma,
                         parameterSets: parameterSets, tileParameterSets: tileParameterSets, tileExtents: tileExtents,
-                        orientation: orientation, tileColour: tileColour, bitstreamColour: bitstreamColour)
+                        orientation: orientation, tileColour: tileColour, bitstreamColour: bitstreamColour,
+                        isSingleImage: singleImage)
+    }
+
+    /// The grid descriptor of the grid item at `location` (in the file, or in `idat`): rows, columns and the
+    /// output size; nil when it cannot be read.
+    private static func gridDescriptor(_ location: Location?, idat: Cursor?, fileSize: Int,
+                                       read: (Int, Int) throws -> [UInt8]) throws -> (rows: Int, columns: Int, size: PixelSize)? {
+        guard let gridLocation = location else { return nil }
+        var descriptorBytes: [UInt8] = []
+        switch gridLocation.method {
+        case 0:
+            for extent in gridLocation.extents {
+                guard extent.length > 0, extent.length <= 64, extent.offset <= fileSize - extent.length else { return nil }
+                descriptorBytes += try read(extent.offset, extent.length)
+            }
+        case 1:
+            guard let idat else { return nil }
+            for extent in gridLocation.extents {
+                guard extent.length > 0, extent.length <= 64, extent.offset <= idat.left - extent.length else { return nil }
+                descriptorBytes += idat.bytes[(idat.position + extent.offset)..<(idat.position + extent.offset + extent.length)]
+            }
+        default:
+            return nil
+        }
+        var descriptor = Cursor(descriptorBytes)
+        guard try descriptor.u8() == 0 else { return nil }
+        let flags = try descriptor.u8()
+        let rows = try descriptor.u8() + 1, columns = try descriptor.u8() + 1
+        let fieldSize = flags & 1 != 0 ? 4 : 2
+        let size = PixelSize(width: try descriptor.uint(fieldSize), height: try descriptor.uint(fieldSize))
+        guard size.width > 0, size.height > 0 else { return nil }
+        return (rows, columns, size)
     }
 
     /// The NAL units of an hvcC box as 4-byte length-prefixed units, its chroma_format_idc and its SPS's colour

@@ -8,7 +8,9 @@ extension MemoryEstimate {
     /// priced as that route alone: an upper bound, because the route never hands the file to libheif once it
     /// started. `HEIFGrid.plan` settles before anything is decoded what would need libheif (tile NAL types,
     /// the tiles' colour from their hvcC SPS's VUI or nclx, matrix ≥ 11), and a tile libde265 fails on is an
-    /// error (libheif would decode it with the same libde265), not a fallback.
+    /// error (libheif would decode it with the same libde265), not a fallback. A single HEVC image on that
+    /// route (a grid of one tile) holds libde265's decoder and picture (`HEIFTileDecoding.imageDecoderBytes`)
+    /// instead of a row of tiles.
     static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
         let size = info.size
         let monochrome = info.colorModel == .gray || info.colorModel == .grayAlpha

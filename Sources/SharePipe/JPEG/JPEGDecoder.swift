@@ -25,7 +25,8 @@ struct JPEGDecoder: ImageDecoder {
         let byteCount = try source.byteCount()
         return try JPEGReader.with(source, limits: limits) { reader in
             let header = try reader.readHeader(saveMarkers: true)
-            try limits.check(width: Int(header.width), height: Int(header.height), file: reader.file)
+            // Decoded at a reduced DCT scale: an image over the default pixel limit is left to the pipeline's cost check.
+            try limits.checkHeader(width: Int(header.width), height: Int(header.height), file: reader.file)
             let metadata = JPEGMarkers.metadata(from: reader.markers())
             var storedOrientation: Int?
             for case .exif(let tiff) in metadata {

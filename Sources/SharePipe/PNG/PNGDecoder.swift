@@ -63,7 +63,7 @@ struct PNGDecoder: ImageDecoder {
         try PNGReader.with(source, limits: limits) { reader in
             let header = try reader.readInfo()
             let stored = PixelSize(width: Int(header.width), height: Int(header.height))
-            try limits.check(width: stored.width, height: stored.height, file: reader.file)
+            try limits.checkHeader(width: stored.width, height: stored.height, file: reader.file)
             let expected = PNGRowFormat(header: header)
             let interlaceBytes = header.interlaced != 0 ? PNGRowFormat.evenRowCount(stored.height) * expected.rowBytes(width: stored.width) : 0
             if interlaceBytes > limits.maxDecoderMemory {

@@ -74,7 +74,8 @@ struct PNGScan {
         let ihdr = try walker.payload(of: first)
         guard ihdr.crcMatches else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "IHDR: CRC error") }
         let header = try PNGHeader(ihdr: ihdr.data, file: file)
-        try limits.check(width: header.width, height: header.height, file: file)
+        // Rows streamed: an image over the default pixel limit is left to the pipeline's cost check.
+        try limits.checkHeader(width: header.width, height: header.height, file: file)
 
         var scan = PNGScan(header: header, hasTransparencyChunk: false, structuralChunks: [], metadata: [], iccPosition: nil)
         var sawPalette = false, sawImageData = false, metadataChunks = 0

@@ -76,6 +76,13 @@ enum Pipeline {
         if plan.capsAtSourceQuality, let quality = input.sourceQuality?(source) {
             plan.capQuality(atSource: quality, options: options)
         }
+        // An image over the default pixel limit that its header check let past: taken only when its still route
+        // streams it and the job's priced memory fits (`ImageLimits.checkStreamedCost`); nothing decoded yet.
+        let residence: InputResidence
+        if case .bytes = source { residence = .memory } else { residence = .file }
+        try options.limits.checkStreamedCost(size: info.size, route: plan.route,
+                                             estimate: MemoryEstimate(plan: plan, info: info, options: options, input: residence),
+                                             file: file)
         var driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 
         switch plan.route {
