@@ -126,7 +126,7 @@ final class WebPAnimationSource: AnimationFrameSource {
                 throw SharePipeError.corrupt(file: file, phase: .decode,
                                              reason: "frame \(index + 1): the bitstream's size does not match its chunk")
             }
-            if keyFrame { canvas.pixels.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            if keyFrame { canvas.pixels.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
             decoder.withRows { rows, stride in composite(rows, stride: stride, frame: frame, keyFrame: keyFrame) }
         }
         previous = frame
