@@ -78,5 +78,20 @@ extension HEIFGrid {
             let word = try u32()
             return (word >> 24, word & 0xFFFFFF)
         }
+
+        /// Walks an `iinf` box's body: calls `visit` with each version-2+ `infe` entry's item type and the rest of
+        /// the entry (after item_ID and item_protection_index: item_name and, for `mime`, content_type follow).
+        mutating func forEachItemInfo(_ visit: (_ itemType: String, _ rest: inout Cursor) throws -> Void) throws {
+            let (version, _) = try fullBoxHeader()
+            let count = version == 0 ? try u16() : try u32()
+            for _ in 0..<count {
+                var (entryType, entry) = try box()
+                let (entryVersion, _) = try entry.fullBoxHeader()
+                guard entryType == "infe", entryVersion >= 2 else { continue }
+                try entry.skip(entryVersion == 2 ? 4 : 6)  // item_ID, item_protection_index
+                let itemType = try entry.fourCC()
+                try visit(itemType, &entry)
+            }
+        }
     }
 }

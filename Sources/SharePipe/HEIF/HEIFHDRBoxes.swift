@@ -29,16 +29,8 @@ struct HEIFHDRBoxes: Equatable {
                 var (type, body) = try cursor.box()
                 switch type {
                 case "iinf":
-                    let (version, _) = try body.fullBoxHeader()
-                    let count = version == 0 ? try body.u16() : try body.u32()
-                    for _ in 0..<count {
-                        var (entryType, entry) = try body.box()
-                        let (entryVersion, _) = try entry.fullBoxHeader()
-                        guard entryType == "infe", entryVersion >= 2 else { continue }
-                        try entry.skip(entryVersion == 2 ? 4 : 6)  // item_ID, item_protection_index
-                        if try entry.fourCC() == "tmap", result.gainMap == nil {
-                            result.gainMap = "ISO 21496-1 tone-map item (tmap)"
-                        }
+                    try body.forEachItemInfo { itemType, _ in
+                        if itemType == "tmap", result.gainMap == nil { result.gainMap = "ISO 21496-1 tone-map item (tmap)" }
                     }
                 case "iprp":
                     while body.left >= 8 {

@@ -65,14 +65,7 @@ enum ContentCredentials {
             while cursor.left >= 8 {
                 var (type, body) = try cursor.box()
                 guard type == "iinf" else { continue }
-                let (version, _) = try body.fullBoxHeader()
-                let count = version == 0 ? try body.u16() : try body.u32()
-                for _ in 0..<count {
-                    var (entryType, entry) = try body.box()
-                    let (entryVersion, _) = try entry.fullBoxHeader()
-                    guard entryType == "infe", entryVersion >= 2 else { continue }
-                    try entry.skip(entryVersion == 2 ? 4 : 6)  // item_ID, item_protection_index
-                    let itemType = try entry.fourCC()
+                try body.forEachItemInfo { itemType, entry in
                     var contentType = ""
                     if itemType == "mime" {
                         _ = entry.cString()  // item_name
