@@ -16,13 +16,15 @@ let package = Package(
     name: "SharePipeFuzz",
     dependencies: [
         // scripts/fuzz points this at a snapshot of the sources, so edits made while it builds cannot break it.
-        .package(name: "SharePipe", path: Context.environment["SHAREPIPE_ROOT"] ?? ".."),
+        .package(name: "SharePipe", path: Context.environment["SHAREPIPE_ROOT"] ?? "..")
     ],
     targets: [
         // The shared entry: options, invariants checked on every output.
         .target(name: "CFuzzDriver"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzDriver", .product(name: "SharePipe", package: "SharePipe")]),
-    ] + fuzzTargets.map {
-        .executableTarget(name: $0, dependencies: ["FuzzSupport", .product(name: "SharePipe", package: "SharePipe")])
-    }
+    ]
+        + fuzzTargets.map {
+            .executableTarget(
+                name: $0, dependencies: ["FuzzSupport", .product(name: "SharePipe", package: "SharePipe")])
+        }
 )

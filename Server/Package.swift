@@ -9,7 +9,7 @@ let package = Package(
     name: "SharePipeServer",
     platforms: [.macOS(.v14)],
     products: [
-        .executable(name: "sharepipe-server", targets: ["sharepipe-server"]),
+        .executable(name: "sharepipe-server", targets: ["sharepipe-server"])
     ],
     dependencies: [
         // The root package by path; named, because a path dependency is otherwise known by its folder's name.

@@ -26,8 +26,8 @@ let package = Package(
             ],
             path: "Benchmarks/PrepareBenchmarks",
             plugins: [
-                .plugin(name: "BenchmarkPlugin", package: "benchmark"),
+                .plugin(name: "BenchmarkPlugin", package: "benchmark")
             ]
-        ),
+        )
     ]
 )

@@ -1,11 +1,11 @@
 import SharePipe
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Dispatch
 
@@ -40,7 +40,7 @@ struct FileJSON: Encodable {
     var input: String
     var service: String?
     var output: String?
-    var status: String          // "ok", "failed", "skipped", "planned" (--dry-run)
+    var status: String  // "ok", "failed", "skipped", "planned" (--dry-run)
     var format: String?
     var inputWidth: Int?
     var inputHeight: Int?
@@ -137,11 +137,11 @@ enum InspectText {
     static func describe(file: String, info: ImageInfo) -> String {
         let kinds = info.metadataKinds.sorted().map(\.rawValue)
         return """
-        \(file): \(info.format.rawValue.uppercased()) \(info.size) \(info.colorModel.rawValue) \(info.bitDepth)-bit\
-        \(info.progressive ? (info.format == .jpeg ? " progressive" : " interlaced") : "")\
-        \(info.frameCount > 1 ? ", \(info.frameCount) frames" : ""), orientation \(info.storedOrientationValue.map(String.init) ?? "none")\
-         (\(info.orientation.rawValue)), metadata: \(kinds.isEmpty ? "none" : kinds.joined(separator: ", ")), \(info.byteCount) bytes
-        """
+            \(file): \(info.format.rawValue.uppercased()) \(info.size) \(info.colorModel.rawValue) \(info.bitDepth)-bit\
+            \(info.progressive ? (info.format == .jpeg ? " progressive" : " interlaced") : "")\
+            \(info.frameCount > 1 ? ", \(info.frameCount) frames" : ""), orientation \(info.storedOrientationValue.map(String.init) ?? "none")\
+             (\(info.orientation.rawValue)), metadata: \(kinds.isEmpty ? "none" : kinds.joined(separator: ", ")), \(info.byteCount) bytes
+            """
     }
 }
 
@@ -168,7 +168,13 @@ final class Reporter {
     func fileDone(_ report: BatchReport) {
         done += 1
         if case .internalError? = report.error { internalFailures += 1 }
-        if report.error != nil { failed += 1 } else if report.skipped { skipped += 1 } else if report.planned { planned += 1 } else {
+        if report.error != nil {
+            failed += 1
+        } else if report.skipped {
+            skipped += 1
+        } else if report.planned {
+            planned += 1
+        } else {
             processed += 1
             bytesIn += report.inputBytes ?? 0
             bytesOut += report.bytes ?? 0
@@ -179,7 +185,9 @@ final class Reporter {
             do { try file.append(object) } catch {
                 // The report is how a batch is resumed: losing lines silently is not an option.
                 SharePipe.removeTemporaryOutputs()
-                printError("sharepipe: cannot append to --report \(file.path): \(error); stopped (outputs written so far are whole)")
+                printError(
+                    "sharepipe: cannot append to --report \(file.path): \(error); stopped (outputs written so far are whole)"
+                )
                 exit(ExitStatus.nothingDoneOrFatal)
             }
         }
@@ -203,7 +211,8 @@ final class Reporter {
     static func describe(_ report: BatchReport, _ result: PreparedImage) -> String {
         let removed = result.removedMetadata.sorted().map(\.displayName).joined(separator: ",")
         let quality = result.quality.map { "q\($0)" } ?? result.method.rawValue
-        return "\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
+        return
+            "\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
             + "\(report.inputBytes ?? 0) → \(report.bytes ?? 0) bytes, \(quality), "
             + "\(result.attempts.count) attempt(s), removed: \(removed.isEmpty ? "nothing" : removed)"
             + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : "")
@@ -223,7 +232,9 @@ final class Reporter {
     func summary() {
         if interactive { writeStandardError("\r\u{1B}[K") }
         var line = "processed \(processed), failed \(failed), skipped \(skipped), bytes \(bytesIn) → \(bytesOut)"
-        if planned > 0 { line = "dry run: \(planned) output(s) planned, nothing written; failed \(failed), skipped \(skipped)" }
+        if planned > 0 {
+            line = "dry run: \(planned) output(s) planned, nothing written; failed \(failed), skipped \(skipped)"
+        }
         if json || toStandardError {
             printError(line)
         } else {
@@ -273,9 +284,11 @@ enum ServicesTable {
                 if let px = p.animation.maxPixels { animated += " px ≤ \(px)" }
                 if let f = p.animation.maxFrames { animated += " ≤ \(f) frames" }
             }
-            return [p.name, String(p.maxStillBytes), animated, caps.joined(separator: ", "),
-                    p.formats.map(\.rawValue).joined(separator: ","), p.strip.rawValue,
-                    "\(p.minQuality)–\(p.maxQuality)", "\(p.source) (\(p.confidence))"]
+            return [
+                p.name, String(p.maxStillBytes), animated, caps.joined(separator: ", "),
+                p.formats.map(\.rawValue).joined(separator: ","), p.strip.rawValue,
+                "\(p.minQuality)–\(p.maxQuality)", "\(p.source) (\(p.confidence))",
+            ]
         }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         let lines = ([header] + rows).map { row in

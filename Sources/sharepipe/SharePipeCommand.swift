@@ -1,19 +1,20 @@
 import ArgumentParser
 import SharePipe
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @main
 struct SharePipeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sharepipe",
-        abstract: "Prepare images for posting: strip private metadata, apply orientation, downscale, fit under a service's byte limit.",
+        abstract:
+            "Prepare images for posting: strip private metadata, apply orientation, downscale, fit under a service's byte limit.",
         version: SharePipeVersion.current,
         subcommands: [PrepareCommand.self, InspectCommand.self, ServicesCommand.self],
         defaultSubcommand: PrepareCommand.self
@@ -72,10 +73,16 @@ extension ArgumentHelp {
 
 /// Options that shape how each image is prepared.
 struct PipelineOptions: ParsableArguments {
-    @Option(help: "Service profile whose limits to meet; repeat for several services (outputs go to --out/<service>/). `sharepipe services` lists them. Explicit options below override the profile.")
+    @Option(
+        help:
+            "Service profile whose limits to meet; repeat for several services (outputs go to --out/<service>/). `sharepipe services` lists them. Explicit options below override the profile."
+    )
     var service: [String] = []
 
-    @Option(help: "JSON file adding or overriding service profiles (default: $SHAREPIPE_PROFILES, else ~/.config/sharepipe/profiles.json if it exists).")
+    @Option(
+        help:
+            "JSON file adding or overriding service profiles (default: $SHAREPIPE_PROFILES, else ~/.config/sharepipe/profiles.json if it exists)."
+    )
     var profiles: String?
 
     // The flags below that set an option take their names and help from the library's `OptionTable`.
@@ -168,7 +175,8 @@ struct PipelineOptions: ParsableArguments {
         base.limits.maxTotalFramePixels = maxFramePixels
         let catalog = try loadCatalog()
         let profiles = service.compactMap { catalog.named($0) }
-        let targets: [(String?, PrepareOptions)] = profiles.isEmpty
+        let targets: [(String?, PrepareOptions)] =
+            profiles.isEmpty
             ? [(nil, base)] : profiles.map { ($0.name, $0.options(basedOn: base)) }
         return targets.map { name, profileOptions in
             var options = profileOptions
@@ -185,12 +193,16 @@ struct PipelineOptions: ParsableArguments {
 struct PrepareCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prepare",
-        abstract: "Prepare files and folders; outputs mirror the input tree under --out (under --out/<service>/ with --service).")
+        abstract:
+            "Prepare files and folders; outputs mirror the input tree under --out (under --out/<service>/ with --service)."
+    )
 
     @Argument(help: "Image files or folders; `-` reads one image from standard input.")
     var inputs: [String] = []
 
-    @Option(name: .shortAndLong, help: "Output folder (created if missing; never read as input); `-` writes the one image to standard output.")
+    @Option(
+        name: .shortAndLong,
+        help: "Output folder (created if missing; never read as input); `-` writes the one image to standard output.")
     var out: String
 
     @OptionGroup var pipeline: PipelineOptions
@@ -207,7 +219,8 @@ struct PrepareCommand: ParsableCommand {
     @Flag(help: "Print one JSON object per file instead of text.")
     var json = false
 
-    @Option(help: "Read input paths from FILE, one a line (`-`: standard input); listed paths are mirrored under --out.")
+    @Option(
+        help: "Read input paths from FILE, one a line (`-`: standard input); listed paths are mirrored under --out.")
     var filesFrom: String?
 
     @Flag(name: [.customShort("0"), .customLong("null")], help: "--files-from paths are NUL-separated (find -print0).")
@@ -224,9 +237,12 @@ struct PrepareCommand: ParsableCommand {
 
     func validate() throws {
         if jobs < 1 { throw ValidationError("expected at least 1 for --jobs, got \(jobs)") }
-        if inputs.isEmpty && filesFrom == nil { throw ValidationError("give files or folders to prepare, or --files-from FILE") }
+        if inputs.isEmpty && filesFrom == nil {
+            throw ValidationError("give files or folders to prepare, or --files-from FILE")
+        }
         if !inputs.isEmpty && filesFrom != nil {
-            throw ValidationError("--files-from cannot be combined with paths on the command line (got \(inputs.count))")
+            throw ValidationError(
+                "--files-from cannot be combined with paths on the command line (got \(inputs.count))")
         }
         if nulSeparated && filesFrom == nil { throw ValidationError("-0/--null only applies to --files-from") }
         if shard != nil { _ = try parsedShard() }
@@ -235,9 +251,15 @@ struct PrepareCommand: ParsableCommand {
             throw ValidationError("`-` (standard input or output) takes exactly one image: got \(inputs.count) inputs")
         }
         if out == "-" {
-            if pipeline.service.count > 1 { throw ValidationError("--out - writes one image: give at most one --service") }
-            if let first = inputs.first, first != "-", isDirectory(first) { throw ValidationError("--out - writes one image, but \(inputs[0]) is a folder") }
-            if isatty(STDOUT_FILENO) != 0 { throw ValidationError("--out - would write an image to the terminal: redirect standard output") }
+            if pipeline.service.count > 1 {
+                throw ValidationError("--out - writes one image: give at most one --service")
+            }
+            if let first = inputs.first, first != "-", isDirectory(first) {
+                throw ValidationError("--out - writes one image, but \(inputs[0]) is a folder")
+            }
+            if isatty(STDOUT_FILENO) != 0 {
+                throw ValidationError("--out - would write an image to the terminal: redirect standard output")
+            }
         }
         if standardIO && (dryRun || shard != nil || filesFrom != nil) {
             throw ValidationError("`-` cannot be combined with --dry-run, --shard or --files-from")
@@ -247,8 +269,12 @@ struct PrepareCommand: ParsableCommand {
     func parsedShard() throws -> BatchShard? {
         guard let shard else { return nil }
         let parts = shard.split(separator: "/")
-        guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1, (1...count).contains(index) else {
-            throw ValidationError("expected i/n with 1 ≤ i ≤ n for --shard, got '\(shard)' (Kubernetes: --shard $((JOB_COMPLETION_INDEX+1))/N)")
+        guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1,
+            (1...count).contains(index)
+        else {
+            throw ValidationError(
+                "expected i/n with 1 ≤ i ≤ n for --shard, got '\(shard)' (Kubernetes: --shard $((JOB_COMPLETION_INDEX+1))/N)"
+            )
         }
         return BatchShard(index: index, count: count)
     }
@@ -257,15 +283,20 @@ struct PrepareCommand: ParsableCommand {
         SignalCleanup.install()
         let targets = try pipeline.makeTargets().map { BatchTarget(service: $0.name, options: $0.options) }
         let reportFile = try report.map { path in
-            do { return try AppendOnlyFile(path: path) } catch { throw fatal("cannot write --report \(path): \(Self.reason(error))") }
+            do { return try AppendOnlyFile(path: path) } catch {
+                throw fatal("cannot write --report \(path): \(Self.reason(error))")
+            }
         }
-        let batch = Batch(outputDirectory: out, targets: targets, recursive: recursive, jobs: jobs,
-                          skipExisting: skipExisting, shard: try parsedShard(), dryRun: dryRun)
+        let batch = Batch(
+            outputDirectory: out, targets: targets, recursive: recursive, jobs: jobs,
+            skipExisting: skipExisting, shard: try parsedShard(), dryRun: dryRun)
         if inputs == ["-"] || out == "-" {
             return try StandardIO(batch: batch, input: inputs[0], json: json, report: reportFile).run()
         }
         if !dryRun {
-            do { try batch.checkOutputDirectory() } catch { throw fatal("cannot write to --out \(out): \(Self.reason(error))") }
+            do { try batch.checkOutputDirectory() } catch {
+                throw fatal("cannot write to --out \(out): \(Self.reason(error))")
+            }
         }
         let source: BatchInputs
         if let filesFrom {
@@ -290,9 +321,15 @@ struct PrepareCommand: ParsableCommand {
     /// Why a walk found no file, e.g. "3 subfolders skipped: use --recursive".
     static func nothingToDo(_ walk: BatchWalkSummary) -> String {
         var reasons: [String] = []
-        if walk.subfoldersSkipped > 0 { reasons.append("\(walk.subfoldersSkipped) subfolder(s) skipped: use --recursive") }
-        if walk.sidecarsSkipped > 0 { reasons.append("\(walk.sidecarsSkipped) sidecar file(s) (.xmp, .txt …) passed over") }
-        if walk.insideOutput > 0 { reasons.append("\(walk.insideOutput) input(s) inside --out skipped: outputs are never inputs") }
+        if walk.subfoldersSkipped > 0 {
+            reasons.append("\(walk.subfoldersSkipped) subfolder(s) skipped: use --recursive")
+        }
+        if walk.sidecarsSkipped > 0 {
+            reasons.append("\(walk.sidecarsSkipped) sidecar file(s) (.xmp, .txt …) passed over")
+        }
+        if walk.insideOutput > 0 {
+            reasons.append("\(walk.insideOutput) input(s) inside --out skipped: outputs are never inputs")
+        }
         if walk.otherShards > 0 { reasons.append("all \(walk.otherShards) file(s) belong to other shards") }
         return reasons.isEmpty ? "no files found" : "no files to prepare; " + reasons.joined(separator: "; ")
     }
@@ -343,8 +380,9 @@ struct StandardIO {
             }
         }
         let reporter = Reporter(json: json, report: report, toStandardError: toStandardOutput)
-        let reports = batch.process(source, named: input == "-" ? "stdin" : input,
-                                    sink: toStandardOutput ? { try writeStandardOutput($0.bytes) } : nil)
+        let reports = batch.process(
+            source, named: input == "-" ? "stdin" : input,
+            sink: toStandardOutput ? { try writeStandardOutput($0.bytes) } : nil)
         for each in reports { reporter.fileDone(each) }
         reporter.summary()
         if let status = reporter.failureStatus { throw ExitCode(status) }
@@ -368,7 +406,9 @@ struct StandardIO {
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
             if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { throw SharePipeError.unwritable(file: "<stdout>", reason: String(cString: strerror(errno))) }
+            guard written > 0 else {
+                throw SharePipeError.unwritable(file: "<stdout>", reason: String(cString: strerror(errno)))
+            }
             offset += written
         }
     }

@@ -25,8 +25,10 @@ import Testing
         var offset = 0
         repeat {
             let count = min(65_535, data.count - offset)
-            out += [offset + count == data.count ? 1 : 0, UInt8(count & 0xFF), UInt8(count >> 8),
-                    UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+            out += [
+                offset + count == data.count ? 1 : 0, UInt8(count & 0xFF), UInt8(count >> 8),
+                UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF),
+            ]
             out += data[offset..<offset + count]
             offset += count
         } while offset < data.count
@@ -48,7 +50,9 @@ import Testing
     /// The APNG: acTL (one frame, loop forever), the magenta IDAT outside the animation, then (unless
     /// `noFrameControl`) an fcTL covering the canvas and the blue frame's fdAT chunks.
     static func apng(_ layout: FrameData) -> [UInt8] {
-        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] { PNGChunk(type: PNGChunkType(name: type)!, data: data).serialized }
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            PNGChunk(type: PNGChunkType(name: type)!, data: data).serialized
+        }
         var out = PNGChunkWalker.signature
         out += chunk("IHDR", u32(size.width) + u32(size.height) + [8, 2, 0, 0, 0])
         out += chunk("acTL", u32(1) + u32(0))
@@ -113,7 +117,9 @@ import Testing
 
     /// acTL of one frame, an fcTL before the IDAT (the default image is frame 0), then an fdAT no fcTL announced.
     static func apngWithExtraDataAfterFrameZero() -> [UInt8] {
-        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] { PNGChunk(type: PNGChunkType(name: type)!, data: data).serialized }
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            PNGChunk(type: PNGChunkType(name: type)!, data: data).serialized
+        }
         var out = PNGChunkWalker.signature
         out += chunk("IHDR", u32(size.width) + u32(size.height) + [8, 2, 0, 0, 0])
         out += chunk("acTL", u32(1) + u32(0))

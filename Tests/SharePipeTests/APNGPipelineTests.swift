@@ -33,11 +33,13 @@ import Testing
     }
 
     @Test func playCountsAndTheHiddenDefaultImage() throws {
-        let hidden = try DecodedGIF(try SharePipe.prepare(.file(path: Self.path("hidden-default.png")), options: Self.animatedOptions).bytes)
+        let hidden = try DecodedGIF(
+            try SharePipe.prepare(.file(path: Self.path("hidden-default.png")), options: Self.animatedOptions).bytes)
         #expect(hidden.frames.count == 2)
         #expect(hidden.container.loopCount == 0)  // forever
         #expect(Array(hidden.pictures[0][0..<4]) == [0, 0, 255, 255])  // never the magenta fallback image
-        let once = try DecodedGIF(try SharePipe.prepare(.file(path: Self.path("palette.png")), options: Self.animatedOptions).bytes)
+        let once = try DecodedGIF(
+            try SharePipe.prepare(.file(path: Self.path("palette.png")), options: Self.animatedOptions).bytes)
         #expect(once.frames.count == 3)
         #expect(once.container.loopCount == nil)  // num_plays 1: no loop extension
     }
@@ -98,7 +100,8 @@ import Testing
     @Test func cliPreparesAnAPNGIntoAGIFAndSaysSo() throws {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
-        let run = try Tool.run(Tool.sharepipe, ["prepare", Self.path("dispose-blend.png"), "--out", directory, "--service", "x", "--json"])
+        let run = try Tool.run(
+            Tool.sharepipe, ["prepare", Self.path("dispose-blend.png"), "--out", directory, "--service", "x", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("\"format\":\"gif\""), "\(run.stdout)")
         // With --service the layout is out/<service>/… (README, "Output names").
@@ -108,15 +111,17 @@ import Testing
     @Test func cliTextSaysFirstFrameOnlyAndWarnsAboutABrokenAnimation() throws {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
-        let still = try Tool.run(Tool.sharepipe, ["prepare", Self.path("hidden-default.png"), "--out", directory + "/a", "--service", "bluesky"])
+        let still = try Tool.run(
+            Tool.sharepipe,
+            ["prepare", Self.path("hidden-default.png"), "--out", directory + "/a", "--service", "bluesky"])
         #expect(still.status == 0, "\(still.stderr)")
         #expect(still.stdout.contains("first frame only (of 2; the service shows no animation)"), "\(still.stdout)")
-        let broken = try Tool.run(Tool.sharepipe, ["prepare", Self.path("broken-animation/bad-sequence.png"), "--out", directory + "/b"])
+        let broken = try Tool.run(
+            Tool.sharepipe, ["prepare", Self.path("broken-animation/bad-sequence.png"), "--out", directory + "/b"])
         #expect(broken.status == 0, "\(broken.stderr)")
         #expect(broken.stdout.contains("warnings: animation ignored"), "\(broken.stdout)")
     }
 }
-
 
 extension PNGListing {
     /// Whether PNG bytes still carry APNG chunks.

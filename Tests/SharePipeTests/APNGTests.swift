@@ -12,7 +12,9 @@ import Testing
     }
 
     /// Every frame of an APNG, through the frame source, with the meter it counted in.
-    static func frames(_ path: String) throws -> (frames: [AnimationFrame], source: APNGFrameSource, meter: PixelMemoryMeter) {
+    static func frames(_ path: String) throws -> (
+        frames: [AnimationFrame], source: APNGFrameSource, meter: PixelMemoryMeter
+    ) {
         let info = try probe(path)
         let animation = try #require(info.pngAnimation)
         let meter = PixelMemoryMeter()
@@ -44,7 +46,9 @@ import Testing
         #expect(frames.count == 4)
         #expect(source.loopCount == 2)
         #expect(frames.map(\.durationMilliseconds) == [100, 250, 70, 1500])
-        for frame in frames { #expect(frame.canvas.size == PixelSize(width: 64, height: 48) && frame.canvas.layout == .rgba) }
+        for frame in frames {
+            #expect(frame.canvas.size == PixelSize(width: 64, height: 48) && frame.canvas.layout == .rgba)
+        }
         // Frame 0: marked corners on grey.
         let f0 = frames[0].canvas
         #expect(Self.rgba(f0, 0, 0) == [255, 0, 0, 255])
@@ -110,8 +114,12 @@ import Testing
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let raw = directory + "/frames.rgba"
-        let run = try Tool.run("ffmpeg", ["-v", "error", "-ignore_loop", "1", "-i", Self.path(name),
-                                            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgba", raw])
+        let run = try Tool.run(
+            "ffmpeg",
+            [
+                "-v", "error", "-ignore_loop", "1", "-i", Self.path(name),
+                "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgba", raw,
+            ])
         try #require(run.status == 0, "ffmpeg: \(run.stderr)")
         let witness = try Fixtures.bytes(raw)
         let (frames, _, _) = try Self.frames(Self.path(name))
@@ -136,8 +144,9 @@ import Testing
         #expect(info.frameCount == 1)
         #expect(info.pngAnimation == nil)
         #expect(info.probeWarnings.contains { $0.hasPrefix("animation ignored") })
-        let rendered = try PNGDecoder().render(.file(path: path), info: info, target: info.size, limits: ImageLimits(),
-                                               meter: PixelMemoryMeter())
+        let rendered = try PNGDecoder().render(
+            .file(path: path), info: info, target: info.size, limits: ImageLimits(),
+            meter: PixelMemoryMeter())
         #expect(rendered.bitmap.pixel(x: 3, y: 3).prefix(3).map(Int.init) == [0, 0, 255])
     }
 
@@ -151,7 +160,8 @@ import Testing
             #expect(file == path)
             #expect(exceeded.kind == .totalFramePixels && exceeded.found == 64 * 48 * 4)
         }
-        #expect(try Self.probe(path, limits: ImageLimits(maxFrames: 4, maxTotalFramePixels: 64 * 48 * 4)).frameCount == 4)
+        #expect(
+            try Self.probe(path, limits: ImageLimits(maxFrames: 4, maxTotalFramePixels: 64 * 48 * 4)).frameCount == 4)
     }
 
     @Test func exifOrientationAndMetadataAreFound() throws {
@@ -175,8 +185,9 @@ import Testing
         let info = try PNGDecoder().probe(.bytes(bytes), limits: ImageLimits())
         let fdat = try #require(Self.offset(of: "fdAT", in: bytes))
         damaged[fdat + 12] ^= 0xFF  // inside the payload: CRC no longer matches
-        var source = try APNGFrameSource(.bytes(damaged), animation: try #require(info.pngAnimation),
-                                         limits: ImageLimits(), meter: PixelMemoryMeter())
+        var source = try APNGFrameSource(
+            .bytes(damaged), animation: try #require(info.pngAnimation),
+            limits: ImageLimits(), meter: PixelMemoryMeter())
         _ = try source.nextFrame()
         #expect {
             _ = try source.nextFrame()
@@ -190,16 +201,19 @@ import Testing
         let path = Self.path("hidden-default.png")
         let info = try Self.probe(path)
         let meter = PixelMemoryMeter()
-        let rendered = try PNGDecoder().render(.file(path: path), info: info, target: PixelSize(width: 20, height: 15),
-                                               limits: ImageLimits(), meter: meter)
+        let rendered = try PNGDecoder().render(
+            .file(path: path), info: info, target: PixelSize(width: 20, height: 15),
+            limits: ImageLimits(), meter: meter)
         #expect(rendered.bitmap.size == PixelSize(width: 20, height: 15))
         for (x, y) in [(0, 0), (19, 0), (0, 14), (19, 14)] {
-            #expect(rendered.bitmap.pixel(x: x, y: y).map(Int.init) == [0, 0, 255, 255], "(\(x),\(y))")  // blue, not magenta
+            // Blue, not magenta.
+            #expect(rendered.bitmap.pixel(x: x, y: y).map(Int.init) == [0, 0, 255, 255], "(\(x),\(y))")
         }
         #expect(meter.currentBytes == rendered.bitmap.byteCount || meter.currentBytes == 0)
         // With the default image as frame 0, the still is that image, corners in place.
-        let marked = try PNGDecoder().render(.file(path: Self.path("dispose-blend.png")), info: try Self.probe(Self.path("dispose-blend.png")),
-                                             target: PixelSize(width: 64, height: 48), limits: ImageLimits(), meter: PixelMemoryMeter())
+        let marked = try PNGDecoder().render(
+            .file(path: Self.path("dispose-blend.png")), info: try Self.probe(Self.path("dispose-blend.png")),
+            target: PixelSize(width: 64, height: 48), limits: ImageLimits(), meter: PixelMemoryMeter())
         #expect(marked.bitmap.pixel(x: 0, y: 0).prefix(3).map(Int.init) == [255, 0, 0])
         #expect(marked.bitmap.pixel(x: 63, y: 47).prefix(3).map(Int.init) == [0, 0, 255])
     }
@@ -207,8 +221,9 @@ import Testing
     @Test func aBrokenAnimationsWarningReachesTheRender() throws {
         let path = Self.path("broken-animation/bad-sequence.png")
         let info = try Self.probe(path)
-        let rendered = try PNGDecoder().render(.file(path: path), info: info, target: info.size, limits: ImageLimits(),
-                                               meter: PixelMemoryMeter())
+        let rendered = try PNGDecoder().render(
+            .file(path: path), info: info, target: info.size, limits: ImageLimits(),
+            meter: PixelMemoryMeter())
         #expect(rendered.warnings.contains { $0.contains("sequence number 7 where 2 was expected") })
     }
 

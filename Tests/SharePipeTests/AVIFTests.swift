@@ -16,24 +16,41 @@ import Testing
             if output?.status != 0 { print("fixture: \(tool) \(arguments) failed: \(output?.stderr ?? "not run")") }
         }
         // Quadrants: red top left, green top right, blue bottom left, white bottom right (64×48).
-        run(convert, ["-size", "64x48", "xc:red", "-fill", "lime", "-draw", "rectangle 32,0 63,23",
-                      "-fill", "blue", "-draw", "rectangle 0,24 31,47", "-fill", "white", "-draw", "rectangle 32,24 63,47",
-                      "PNG24:" + directory + "/quadrants.png"])
+        run(
+            convert,
+            [
+                "-size", "64x48", "xc:red", "-fill", "lime", "-draw", "rectangle 32,0 63,23",
+                "-fill", "blue", "-draw", "rectangle 0,24 31,47", "-fill", "white", "-draw", "rectangle 32,24 63,47",
+                "PNG24:" + directory + "/quadrants.png",
+            ])
         // Alpha: opaque red left half, half-transparent blue third quarter, fully transparent last quarter.
-        run(convert, ["-size", "64x48", "xc:none", "-fill", "red", "-draw", "rectangle 0,0 31,47",
-                      "-fill", "rgba(0,0,255,0.5)", "-draw", "rectangle 32,0 47,47", "PNG32:" + directory + "/alpha.png"])
+        run(
+            convert,
+            [
+                "-size", "64x48", "xc:none", "-fill", "red", "-draw", "rectangle 0,0 31,47",
+                "-fill", "rgba(0,0,255,0.5)", "-draw", "rectangle 32,0 47,47", "PNG32:" + directory + "/alpha.png",
+            ])
         for (name, colour) in [("red", "red"), ("green", "lime"), ("blue", "blue")] {
             // 24×24 of the colour, then a transparent strip 8 wide on the right.
-            run(convert, ["-size", "24x24", "xc:" + colour, "-background", "none", "-extent", "32x24",
-                          "PNG32:" + directory + "/\(name).png"])
+            run(
+                convert,
+                [
+                    "-size", "24x24", "xc:" + colour, "-background", "none", "-extent", "32x24",
+                    "PNG32:" + directory + "/\(name).png",
+                ])
         }
         let exact = ["-s", "10", "-y", "444", "--min", "0", "--max", "0", "--minalpha", "0", "--maxalpha", "0"]
         run("avifenc", exact + [directory + "/quadrants.png", directory + "/quadrants.avif"])
-        run("avifenc", exact + ["--irot", "1", "--imir", "0", directory + "/quadrants.png", directory + "/turned.avif"])
+        run(
+            "avifenc", exact + ["--irot", "1", "--imir", "0", directory + "/quadrants.png", directory + "/turned.avif"])
         run("avifenc", exact + [directory + "/alpha.png", directory + "/alpha.avif"])
         // Three frames of 100, 200 and 300 ms (timescale 10).
-        run("avifenc", exact + ["--timescale", "10", "--duration", "1", directory + "/red.png", "--duration", "2",
-                                directory + "/green.png", "--duration", "3", directory + "/blue.png", directory + "/sequence.avif"])
+        run(
+            "avifenc",
+            exact + [
+                "--timescale", "10", "--duration", "1", directory + "/red.png", "--duration", "2",
+                directory + "/green.png", "--duration", "3", directory + "/blue.png", directory + "/sequence.avif",
+            ])
         return directory
     }()
 
@@ -82,14 +99,19 @@ import Testing
         #expect(decoded.size == PixelSize(width: 48, height: 64))
         // After the turn: green top left, white top right, red bottom left, blue bottom right; the mirror
         // exchanges top and bottom.
-        let expected: [(Int, Int, [Int])] = [(10, 10, [255, 0, 0]), (38, 10, [0, 0, 255]),
-                                             (10, 54, [0, 255, 0]), (38, 54, [255, 255, 255])]
+        let expected: [(Int, Int, [Int])] = [
+            (10, 10, [255, 0, 0]), (38, 10, [0, 0, 255]),
+            (10, 54, [0, 255, 0]), (38, 54, [255, 255, 255]),
+        ]
         for (x, y, colour) in expected {
             #expect(Self.close(Array(decoded.rgb(x, y).prefix(3)), colour), "(\(x),\(y)) \(decoded.rgb(x, y))")
         }
         // The untouched file keeps its quadrants where they are.
-        let plain = try Decode.bitmap(try SharePipe.prepare(.file(path: Self.path("quadrants.avif")), options: PrepareOptions()).bytes)
-        #expect(Self.close(Array(plain.rgb(10, 10).prefix(3)), [255, 0, 0]) && Self.close(Array(plain.rgb(50, 40).prefix(3)), [255, 255, 255]))
+        let plain = try Decode.bitmap(
+            try SharePipe.prepare(.file(path: Self.path("quadrants.avif")), options: PrepareOptions()).bytes)
+        #expect(
+            Self.close(Array(plain.rgb(10, 10).prefix(3)), [255, 0, 0])
+                && Self.close(Array(plain.rgb(50, 40).prefix(3)), [255, 255, 255]))
     }
 
     /// An image sequence with a still primary item (as avifenc writes it) and the same sequence without any
@@ -101,7 +123,9 @@ import Testing
         withoutItem.replaceSubrange(meta + 4..<meta + 8, with: Array("free".utf8))
         let ftypSize = Int(withoutItem[3])
         for brand in stride(from: 16, to: ftypSize, by: 4)
-        where ["avif", "mif1", "miaf", "MA1A", "MA1B"].contains(String(decoding: withoutItem[brand..<brand + 4], as: UTF8.self)) {
+        where ["avif", "mif1", "miaf", "MA1A", "MA1B"].contains(
+            String(decoding: withoutItem[brand..<brand + 4], as: UTF8.self))
+        {
             withoutItem.replaceSubrange(brand..<brand + 4, with: Array("iso8".utf8))
         }
         return [("with a still item", withItem), ("animation only", withoutItem)]
@@ -125,7 +149,9 @@ import Testing
             let colours: [[Int]] = [[255, 0, 0], [0, 255, 0], [0, 0, 255]]
             for (index, frame) in frames.enumerated() where frame.count == 32 * 24 * 4 {
                 let centre = (12 * 32 + 10) * 4
-                #expect(Self.close(frame[centre..<centre + 3].map(Int.init), colours[index], tolerance: 12), "\(name) frame \(index)")
+                #expect(
+                    Self.close(frame[centre..<centre + 3].map(Int.init), colours[index], tolerance: 12),
+                    "\(name) frame \(index)")
             }
             // The transparent strip stays transparent (ImageMagick's coalesce paints a GIF's uncovered screen
             // opaque; SharePipe's GIF reader, like browsers, leaves it clear).
@@ -138,7 +164,9 @@ import Testing
         for (name, bytes) in try Self.sequences() {
             let result = try SharePipe.prepare(.bytes(bytes), options: ServiceProfile.bluesky.options())
             #expect(result.frameCount == 1 && result.format == .png, "\(name)")
-            #expect(result.adjustments.contains { $0.hasPrefix("first frame only (of 3") }, "\(name): \(result.adjustments)")
+            #expect(
+                result.adjustments.contains { $0.hasPrefix("first frame only (of 3") }, "\(name): \(result.adjustments)"
+            )
             let decoded = try Decode.bitmap(result.bytes)
             #expect(Self.close(Array(decoded.rgb(10, 12).prefix(3)), [255, 0, 0]), "\(name): \(decoded.rgb(10, 12))")
         }
@@ -158,7 +186,7 @@ import Testing
         var many = sequence
         var at = 0
         while let offset = Self.box("stsz", in: Array(many[at...])).map({ $0 + at }) {
-            many.replaceSubrange(offset + 12..<offset + 20, with: [0, 0, 0, 16, 0, 1, 0x86, 0xA0])   // size 16, 100000
+            many.replaceSubrange(offset + 12..<offset + 20, with: [0, 0, 0, 16, 0, 1, 0x86, 0xA0])  // size 16, 100000
             at = offset + 8
         }
         at = 0

@@ -61,7 +61,9 @@ import Testing
             let start = Date()
             do {
                 let result = try SharePipe.prepare(.bytes(Array(whole[..<cut])), options: ServiceProfile.x.options())
-                Issue.record("\(name) cut at \(cut) of \(whole.count) was prepared: \(result.size), \(result.frameCount) frame(s)")
+                Issue.record(
+                    "\(name) cut at \(cut) of \(whole.count) was prepared: \(result.size), \(result.frameCount) frame(s)"
+                )
             } catch let error as SharePipeError {
                 #expect("\(error)".hasPrefix("<memory>: "), "\(name) cut at \(cut): \(error)")
                 #expect(!"\(error)".hasSuffix("\n"), "\(name) cut at \(cut): a message ending in a newline")

@@ -43,8 +43,11 @@ import Testing
         let receiving = try await budget.reserve(10, holdingJobSlot: false)
         await budget.release(receiving)
         await budget.release(held)
-        #expect(await budget.usage == MemoryBudget.Usage(reservedBytes: 0, runningJobs: 0, waitingRequests: 0,
-                                                         peakReservedBytes: 20, peakRunningJobs: 1))
+        #expect(
+            await budget.usage
+                == MemoryBudget.Usage(
+                    reservedBytes: 0, runningJobs: 0, waitingRequests: 0,
+                    peakReservedBytes: 20, peakRunningJobs: 1))
     }
 
     @Test func aWaiterPastTheWaitLimitIsRefusedAndLeavesTheQueue() async throws {
@@ -99,9 +102,11 @@ import Testing
 
     @Test func aPipelineRefusesAnUploadWhenItsQueueIsFullBeforeReadingIt() async throws {
         let large = Fixtures.path("jpeg/large-4000x3000.jpg")
-        let configuration = SharePipeline.Configuration(memoryBudget: 64 << 20, maxConcurrentJobs: 1,
-                                                        maxWaitingRequests: 0)
-        let pipeline = try SharePipeline(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let configuration = SharePipeline.Configuration(
+            memoryBudget: 64 << 20, maxConcurrentJobs: 1,
+            maxWaitingRequests: 0)
+        let pipeline = try SharePipeline(
+            configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         let blocker = try await pipeline.budget.reserve(64 << 20)
         let consumed = BodyReads()
         let bytes = try Fixtures.bytes(large)
@@ -120,18 +125,25 @@ import Testing
     @Test func aPipelineWaitLimitRefusesAnInputThatWaitsTooLong() async throws {
         let path = Fixtures.path("jpeg/gps-orient6.jpg")
         let configuration = SharePipeline.Configuration(memoryBudget: 64 << 20, maxWait: .milliseconds(100))
-        let pipeline = try SharePipeline(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let pipeline = try SharePipeline(
+            configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         let blocker = try await pipeline.budget.reserve(64 << 20)
         await #expect(throws: SharePipeError.overloaded(file: path, reason: .waitTimedOut(after: .milliseconds(100)))) {
             _ = try await pipeline.prepare(.file(path: path), for: [.x])
         }
         await pipeline.budget.release(blocker)
-        #expect(await pipeline.budget.usage == MemoryBudget.Usage(reservedBytes: 0, runningJobs: 0, waitingRequests: 0,
-                                                                  peakReservedBytes: 64 << 20, peakRunningJobs: 1))
+        #expect(
+            await pipeline.budget.usage
+                == MemoryBudget.Usage(
+                    reservedBytes: 0, runningJobs: 0, waitingRequests: 0,
+                    peakReservedBytes: 64 << 20, peakRunningJobs: 1))
     }
 
     @Test func aNegativeQueueBoundOrANonPositiveWaitIsAnInvalidConfiguration() throws {
-        #expect(throws: SharePipeError.invalidOptions(InvalidOption("maxWaitingRequests", expected: "0 or more requests", found: "-1"))) {
+        #expect(
+            throws: SharePipeError.invalidOptions(
+                InvalidOption("maxWaitingRequests", expected: "0 or more requests", found: "-1"))
+        ) {
             try SharePipeline(configuration: .init(memoryBudget: 1 << 20, maxWaitingRequests: -1))
         }
         #expect(throws: SharePipeError.self) {
@@ -141,8 +153,9 @@ import Testing
 
     @Test func aCallsAdjustmentOverridesTheProfileAndIsCheckedBeforeTheInputIsRead() async throws {
         let path = Fixtures.path("jpeg/large-4000x3000.jpg")
-        let pipeline = try SharePipeline(configuration: .init(memoryBudget: 512 << 20),
-                                         logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let pipeline = try SharePipeline(
+            configuration: .init(memoryBudget: 512 << 20),
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         let results = try await pipeline.prepare(.file(path: path), for: [.x, .bluesky]) { options in
             options.maxShortEdge = 300
             options.strip = .gps
@@ -173,5 +186,9 @@ private final class BodyReads: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
     var value: Int { lock.withLock { count } }
-    func increment() -> Int { lock.withLock { count += 1; return count } }
+    func increment() -> Int {
+        lock.withLock {
+            count += 1; return count
+        }
+    }
 }

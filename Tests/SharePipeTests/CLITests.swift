@@ -13,8 +13,10 @@ import Testing
         for name in ["orient-6.jpg", "gps-thumb.jpg"] {
             try FileManager.default.copyItem(atPath: Fixtures.path("jpeg/" + name), toPath: directory + "/in/" + name)
         }
-        try FileManager.default.copyItem(atPath: Fixtures.path("broken/truncated.jpg"), toPath: directory + "/in/truncated.jpg")
-        try FileManager.default.copyItem(atPath: Fixtures.path("jpeg/orient-3.jpg"), toPath: directory + "/in/sub/orient-3.jpg")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("broken/truncated.jpg"), toPath: directory + "/in/truncated.jpg")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("jpeg/orient-3.jpg"), toPath: directory + "/in/sub/orient-3.jpg")
         try Fixtures.write(Array("not an image".utf8), to: directory + "/in/sub/notes.jpg")
         return directory
     }
@@ -25,11 +27,14 @@ import Testing
         let inputs = try FileManager.default.subpathsOfDirectory(atPath: directory + "/in").sorted()
         let before = try inputs.map { try? Self.sha(directory + "/in/" + $0) }
 
-        let run = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/out", "--recursive"])
+        let run = try Tool.run(
+            Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/out", "--recursive"])
         #expect(run.status == 1)
         #expect(run.stdout.contains("processed 3, failed 2, skipped 0"), "\(run.stdout)")
         #expect(run.stderr.contains("truncated.jpg: corrupt image"), "\(run.stderr)")
-        #expect(run.stderr.contains("notes.jpg: unsupported format: not a JPEG, PNG, GIF, WebP, HEIC or AVIF"), "\(run.stderr)")
+        #expect(
+            run.stderr.contains("notes.jpg: unsupported format: not a JPEG, PNG, GIF, WebP, HEIC or AVIF"),
+            "\(run.stderr)")
         // Outputs mirror the tree; bad files leave nothing behind, not even temporary files.
         let outputs = try FileManager.default.subpathsOfDirectory(atPath: directory + "/out").sorted()
         #expect(outputs == ["in", "in/gps-thumb.jpg", "in/orient-6.jpg", "in/sub", "in/sub/orient-3.jpg"])
@@ -41,8 +46,12 @@ import Testing
     @Test func jsonPrintsOneObjectPerFile() throws {
         let directory = try Self.makeBatch()
         defer { Fixtures.cleanUp(directory) }
-        let run = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in/orient-6.jpg", directory + "/in/truncated.jpg",
-                                                "--out", directory + "/out", "--json", "--max-bytes", "4000000"])
+        let run = try Tool.run(
+            Tool.sharepipe,
+            [
+                "prepare", directory + "/in/orient-6.jpg", directory + "/in/truncated.jpg",
+                "--out", directory + "/out", "--json", "--max-bytes", "4000000",
+            ])
         let lines = run.stdout.split(separator: "\n")
         #expect(lines.count == 2)
         let objects = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
@@ -62,8 +71,12 @@ import Testing
     @Test func serviceProfileAppliesItsLimit() throws {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
-        let run = try Tool.run(Tool.sharepipe, ["prepare", Fixtures.path("jpeg/large-4000x3000.jpg"), "--out", directory,
-                                                "--service", "weibo"])
+        let run = try Tool.run(
+            Tool.sharepipe,
+            [
+                "prepare", Fixtures.path("jpeg/large-4000x3000.jpg"), "--out", directory,
+                "--service", "weibo",
+            ])
         #expect(run.status == 0, "\(run.stderr)")
         // With --service, outputs always go under out/<service>/, however many services are named.
         let output = try Fixtures.bytes(directory + "/weibo/large-4000x3000.jpg")
@@ -87,8 +100,12 @@ import Testing
         let directory = try Self.makeBatch()
         defer { Fixtures.cleanUp(directory) }
         _ = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in/orient-6.jpg", "--out", directory + "/out"])
-        let run = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in/orient-6.jpg", directory + "/in/gps-thumb.jpg",
-                                                "--out", directory + "/out", "--skip-existing"])
+        let run = try Tool.run(
+            Tool.sharepipe,
+            [
+                "prepare", directory + "/in/orient-6.jpg", directory + "/in/gps-thumb.jpg",
+                "--out", directory + "/out", "--skip-existing",
+            ])
         #expect(run.status == 0)
         #expect(run.stdout.contains("processed 1, failed 0, skipped 1"), "\(run.stdout)")
     }
@@ -107,6 +124,9 @@ import Testing
         let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as! [String: Any]
         #expect(object["width"] as? Int == 480 && object["height"] as? Int == 640)
         #expect(object["orientation"] as? Int == 6)
-        #expect((object["metadata"] as? [String]).map(Set.init) == ["exif", "gps", "exifThumbnail", "xmp", "iptc", "comment"])
+        #expect(
+            (object["metadata"] as? [String]).map(Set.init) == [
+                "exif", "gps", "exifThumbnail", "xmp", "iptc", "comment",
+            ])
     }
 }

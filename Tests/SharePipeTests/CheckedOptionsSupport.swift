@@ -5,7 +5,9 @@
 // planner and the estimate trap on invalid options: the tests give them valid ones).
 
 extension Pipeline {
-    static func prepare(_ source: ImageSource, options: PrepareOptions, checkpoint: @escaping Checkpoint = {}) throws -> PreparedImage {
+    static func prepare(_ source: ImageSource, options: PrepareOptions, checkpoint: @escaping Checkpoint = {}) throws
+        -> PreparedImage
+    {
         try prepare(source, options: options.checked(), checkpoint: checkpoint)
     }
 }

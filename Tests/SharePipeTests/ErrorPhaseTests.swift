@@ -7,7 +7,8 @@ import Testing
 /// through the CLI by its JSON line and exit status; an internal error is SharePipe's, never the input's.
 @Suite struct ErrorPhaseTests {
     /// One file through `sharepipe prepare --json`: its JSON line and the exit status.
-    static func prepareJSON(_ path: String, environment: [String] = []) throws -> (object: [String: Any], status: Int32) {
+    static func prepareJSON(_ path: String, environment: [String] = []) throws -> (object: [String: Any], status: Int32)
+    {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         // `Tool.run` runs through /usr/bin/env, so `env VAR=value sharepipe …` sets the variables.
@@ -31,7 +32,9 @@ import Testing
             if Array(bytes[at + 4..<at + 8]) == Array("IDAT".utf8) {
                 for index in (at + 8 + length / 2)..<(at + 8 + length / 2 + 16) { bytes[index] ^= 0x5A }
                 let crc = PNGCRC.checksum(type: .IDAT, data: Array(bytes[at + 8..<at + 8 + length]))
-                bytes.replaceSubrange(at + 8 + length..<at + 12 + length, with: [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: crc >> $0) })
+                bytes.replaceSubrange(
+                    at + 8 + length..<at + 12 + length,
+                    with: [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: crc >> $0) })
                 return bytes
             }
             at += 12 + length
@@ -69,7 +72,9 @@ import Testing
         let path = directory + "/damaged.png"
         try Fixtures.write(try Self.damagedImageData(), to: path)
         // The header is whole: the probe reads it as the undamaged file's.
-        #expect(try SharePipe.inspect(.file(path: path)).size == SharePipe.inspect(.file(path: Fixtures.path("png/detail-rgb-16.png"))).size)
+        #expect(
+            try SharePipe.inspect(.file(path: path)).size
+                == SharePipe.inspect(.file(path: Fixtures.path("png/detail-rgb-16.png"))).size)
         #expect {
             try Self.prepare(path)
         } throws: { error in
@@ -100,8 +105,9 @@ import Testing
             return file == twelveBit && reason.contains("12-bit JPEG")
         }
         let (object, status) = try Self.prepareJSON(twelveBit)
-        #expect(object["errorKind"] as? String == "unsupportedFormat" && object["errorUnsupported"] as? String == "feature",
-                "\(object)")
+        #expect(
+            object["errorKind"] as? String == "unsupportedFormat" && object["errorUnsupported"] as? String == "feature",
+            "\(object)")
         #expect(object["errorPhase"] == nil && status == 1)
 
         let text = Fixtures.path("broken/not-an-image.png")
@@ -140,8 +146,9 @@ import Testing
     func internalErrorFromTheCatchAll() throws {
         struct Bug: Error {}
         let path = Fixtures.path("jpeg/orient-6.jpg")
-        let results = Pipeline.prepare(.file(path: path), forEach: [.success(try PrepareOptions().checked())],
-                                       checkpoint: { throw Bug() })
+        let results = Pipeline.prepare(
+            .file(path: path), forEach: [.success(try PrepareOptions().checked())],
+            checkpoint: { throw Bug() })
         guard case .failure(let error) = try #require(results.first) else {
             Issue.record("the job succeeded past a throwing checkpoint")
             return
@@ -163,13 +170,17 @@ import Testing
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         struct Bug: Error {}
-        let configuration = SharePipeline.Configuration(memoryBudget: 1 << 30, spoolThreshold: 1 << 10,
-                                                        spoolDirectory: directory)
+        let configuration = SharePipeline.Configuration(
+            memoryBudget: 1 << 30, spoolThreshold: 1 << 10,
+            spoolDirectory: directory)
         var pipeline = try SharePipeline(configuration: configuration)
         pipeline.hooks.checkpoint = { throw Bug() }
         let bytes = try Fixtures.bytes(Fixtures.path("jpeg/orient-6.jpg"))
-        let results = try await pipeline.prepare(upload: AsyncStream { $0.yield(bytes); $0.finish() }, named: "upload.jpg",
-                                                 for: [.x])
+        let results = try await pipeline.prepare(
+            upload: AsyncStream {
+                $0.yield(bytes); $0.finish()
+            }, named: "upload.jpg",
+            for: [.x])
         let result = try #require(results.first)
         guard case .failure(.internalError(let file, _)) = result.outcome else {
             Issue.record("\(result.outcome)")
@@ -215,18 +226,26 @@ import Testing
             }
         }
         #expect(error(SP_OK) == nil && error(SP_ERR_END) == nil)
-        #expect(error(SP_ERR_LIBRARY, .header) == .corrupt(file: "f.img", phase: .header, reason: "what the library said"))
-        #expect(error(SP_ERR_LIBRARY, .decode) == .corrupt(file: "f.img", phase: .decode, reason: "what the library said"))
+        #expect(
+            error(SP_ERR_LIBRARY, .header) == .corrupt(file: "f.img", phase: .header, reason: "what the library said"))
+        #expect(
+            error(SP_ERR_LIBRARY, .decode) == .corrupt(file: "f.img", phase: .decode, reason: "what the library said"))
         #expect(error(SP_ERR_IO) == .unreadable(file: "f.img", reason: "what the library said"))
-        #expect(error(SP_ERR_UNAVAILABLE) == .unsupportedFormat(file: "f.img", missing: .library, reason: "what the library said"))
-        #expect(error(SP_ERR_UNSUPPORTED) == .unsupportedFormat(file: "f.img", missing: .feature, reason: "what the library said"))
-        guard case .tooLarge(_, let memory)? = error(SP_ERR_MEMORY), case .tooLarge(_, let limit)? = error(SP_ERR_LIMIT) else {
+        #expect(
+            error(SP_ERR_UNAVAILABLE)
+                == .unsupportedFormat(file: "f.img", missing: .library, reason: "what the library said"))
+        #expect(
+            error(SP_ERR_UNSUPPORTED)
+                == .unsupportedFormat(file: "f.img", missing: .feature, reason: "what the library said"))
+        guard case .tooLarge(_, let memory)? = error(SP_ERR_MEMORY), case .tooLarge(_, let limit)? = error(SP_ERR_LIMIT)
+        else {
             Issue.record("memory and limit statuses are tooLarge")
             return
         }
         #expect(memory.kind == .availableMemory && limit.kind == .pixelArea)
         guard case .internalError(let file, let reason)? = error(SP_ERR_ARGUMENT),
-              case .internalError(_, let unknown)? = error(sp_status(rawValue: 99)) else {
+            case .internalError(_, let unknown)? = error(sp_status(rawValue: 99))
+        else {
             Issue.record("a refused argument and an unknown status are SharePipe's bugs")
             return
         }

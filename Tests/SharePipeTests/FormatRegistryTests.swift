@@ -26,7 +26,9 @@ struct FormatRegistryTests {
         for file in files {
             let path = root + "/" + file
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                continue
+            }
             let prefix = Array(try Fixtures.bytes(path).prefix(64))
             let claims = FormatRegistry.all.filter { $0.matches(prefix) }.map(\.format)
             #expect(claims.count <= 1, "\(file): \(claims)")
@@ -64,9 +66,13 @@ struct FormatRegistryTests {
         #expect(targets.count >= 6, "\(targets)")
         let mains = try targets.map { try String(contentsOfFile: "\(sources)/\($0)/main.swift", encoding: .utf8) }
         for format in ImageFormat.allCases {
-            #expect(mains.contains { $0.contains(".\(format.rawValue)") }, "no fuzz target under \(sources) feeds .\(format.rawValue)")
+            #expect(
+                mains.contains { $0.contains(".\(format.rawValue)") },
+                "no fuzz target under \(sources) feeds .\(format.rawValue)")
         }
         let manifest = try String(contentsOfFile: Fixtures.root + "/Fuzz/Package.swift", encoding: .utf8)
-        #expect(manifest.contains("contentsOfDirectory"), "Fuzz/Package.swift no longer derives its targets from Fuzz/Sources")
+        #expect(
+            manifest.contains("contentsOfDirectory"),
+            "Fuzz/Package.swift no longer derives its targets from Fuzz/Sources")
     }
 }

@@ -25,14 +25,18 @@ struct GIFCorpusTests {
             // Every corpus file is within the 1080 cap, so the pictures must come back exactly.
             for (index, (a, b)) in zip(result.pictures, source.pictures).enumerated() {
                 let difference = PictureDifference(a, b)
-                #expect(difference.meanColorError == 0 && difference.alphaMismatch == 0, "\(name) frame \(index): \(difference)")
+                #expect(
+                    difference.meanColorError == 0 && difference.alphaMismatch == 0,
+                    "\(name) frame \(index): \(difference)")
             }
             try GIFWitness.require()
             do {
                 // gifsicle reports the last of several loop extensions; SharePipe keeps the first.
                 let witness = try GIFWitness.gifsicleInfo(written)
                 #expect(witness.frames == source.frames.count, "\(name): gifsicle frame count")
-                #expect(try GIFWitness.delaysAndDisposals(written).map(\.delay) == source.delays, "\(name): identify delays")
+                #expect(
+                    try GIFWitness.delaysAndDisposals(written).map(\.delay) == source.delays, "\(name): identify delays"
+                )
             }
         }
     }

@@ -6,11 +6,14 @@ import Testing
 /// with gifsicle and ImageMagick as outside witnesses.
 @Suite("GIF pipeline")
 struct GIFPipelineTests {
-    static let animatedFixtures = ["delays-loop0.gif", "disposals.gif", "loop3.gif", "noloop.gif", "interlaced.gif",
-                                   "metadata.gif", "multiple-loops.gif", "frame-outside.gif"]
+    static let animatedFixtures = [
+        "delays-loop0.gif", "disposals.gif", "loop3.gif", "noloop.gif", "interlaced.gif",
+        "metadata.gif", "multiple-loops.gif", "frame-outside.gif",
+    ]
 
-    @Test("small animations keep frames, delays, loop count, disposal and pictures exactly",
-          arguments: animatedFixtures)
+    @Test(
+        "small animations keep frames, delays, loop count, disposal and pictures exactly",
+        arguments: animatedFixtures)
     func keepsEverything(name: String) throws {
         let source = try DecodedGIF(.file(path: GIFFixtures.path(name)))
         let (result, path) = try GIFFixtures.prepare(name)
@@ -44,7 +47,8 @@ struct GIFPipelineTests {
         let output = try DecodedGIF(result.bytes)
         #expect(output.disposals == [1, 0, 2, 3, 1, 0])
         try GIFWitness.require()
-        #expect(try GIFWitness.delaysAndDisposals(path).map(\.disposal)
+        #expect(
+            try GIFWitness.delaysAndDisposals(path).map(\.disposal)
                 == ["None", "Undefined", "Background", "Previous", "None", "Undefined"])
         let theirs = try GIFWitness.coalesced(path, size: output.size)
         let source = try GIFWitness.coalesced(GIFFixtures.path("disposals.gif"), size: output.size)
@@ -55,7 +59,8 @@ struct GIFPipelineTests {
         }
         for (index, (a, b)) in zip(theirs, output.pictures).enumerated() {
             let difference = PictureDifference(a, b)
-            #expect(difference.meanColorError == 0 && difference.alphaMismatch == 0, "ours vs ImageMagick, frame \(index)")
+            #expect(
+                difference.meanColorError == 0 && difference.alphaMismatch == 0, "ours vs ImageMagick, frame \(index)")
         }
     }
 
@@ -127,13 +132,16 @@ struct GIFPipelineTests {
         try GIFWitness.require()
         do {
             let theirs = try GIFWitness.coalesced(path, size: target)
-            let scaledSource = try GIFWitness.coalesced(GIFFixtures.path("large-1600x1200.gif"),
-                                                        size: PixelSize(width: 1600, height: 1200), resizeTo: target)
+            let scaledSource = try GIFWitness.coalesced(
+                GIFFixtures.path("large-1600x1200.gif"),
+                size: PixelSize(width: 1600, height: 1200), resizeTo: target)
             #expect(theirs.count == 4 && scaledSource.count == 4)
             for (index, (a, b)) in zip(theirs, scaledSource).enumerated() {
                 let difference = PictureDifference(a, b)
                 #expect(difference.alphaMismatch == 0, "frame \(index): \(difference)")
-                #expect(difference.meanColorError < 6, "ImageMagick's view of ours vs its scaled source, frame \(index): \(difference)")
+                #expect(
+                    difference.meanColorError < 6,
+                    "ImageMagick's view of ours vs its scaled source, frame \(index): \(difference)")
             }
         }
     }
@@ -169,7 +177,7 @@ struct GIFPipelineTests {
         let result = try SharePipe.prepare(.file(path: path))
         #expect(result.format == .gif)
         #expect(result.frameCount == 1)
-        #expect(result.method == .metadataRewrite)   // only its comment goes
+        #expect(result.method == .metadataRewrite)  // only its comment goes
         let output = try DecodedGIF(result.bytes)
         let source = try DecodedGIF(.file(path: path))
         #expect(output.frames.count == 1)
@@ -178,7 +186,7 @@ struct GIFPipelineTests {
         #expect(difference.meanColorError == 0 && difference.alphaMismatch == 0, "\(difference)")
         let scaled = try SharePipe.prepare(.file(path: path), options: PrepareOptions(maxShortEdge: 75))
         #expect(scaled.size == PixelSize(width: 100, height: 75))
-        #expect(scaled.attempts.allSatisfy { $0.format == .gif && $0.quality != nil })   // the still fitter's search
+        #expect(scaled.attempts.allSatisfy { $0.format == .gif && $0.quality != nil })  // the still fitter's search
         #expect(try DecodedGIF(scaled.bytes).frames.count == 1)
     }
 
@@ -186,8 +194,9 @@ struct GIFPipelineTests {
     func byteLimitShrinks() throws {
         let full = try SharePipe.prepare(.file(path: GIFFixtures.path("large-1600x1200.gif")))
         let limit = full.byteCount / 2
-        let result = try SharePipe.prepare(.file(path: GIFFixtures.path("large-1600x1200.gif")),
-                                           options: PrepareOptions(maxBytes: limit))
+        let result = try SharePipe.prepare(
+            .file(path: GIFFixtures.path("large-1600x1200.gif")),
+            options: PrepareOptions(maxBytes: limit))
         #expect(result.byteCount <= limit)
         #expect(result.size.shortEdge < 1080)
         #expect(result.frameCount == 4)
@@ -201,7 +210,7 @@ struct GIFPipelineTests {
     func byteLimitDecimates() throws {
         let path = GIFFixtures.path("delays-loop0.gif")
         var options = PrepareOptions(maxBytes: 2_200)
-        options.minShortEdge = 90          // no room to shrink: colours, then frames, must give
+        options.minShortEdge = 90  // no room to shrink: colours, then frames, must give
         let result = try SharePipe.prepare(.file(path: path), options: options)
         #expect(result.byteCount <= 2_200)
         let notes = result.attempts.compactMap(\.note)
@@ -242,13 +251,17 @@ struct GIFPipelineTests {
             let writer = try GIFWriter()
             var palette: [UInt8] = []
             for i in 0..<16 { palette += [UInt8(i * 16), UInt8(255 - i * 16), UInt8(i * 7)] }
-            try writer.begin(GIFContainer(screenSize: PixelSize(width: 400, height: 300), globalPalette: GIFPalette(rgb: palette),
-                                          backgroundIndex: 0, colorResolution: 8, aspectByte: 0, loopCount: 0, metadata: []))
+            try writer.begin(
+                GIFContainer(
+                    screenSize: PixelSize(width: 400, height: 300), globalPalette: GIFPalette(rgb: palette),
+                    backgroundIndex: 0, colorResolution: 8, aspectByte: 0, loopCount: 0, metadata: []))
             for n in 0..<frames {
                 var indices = (0..<(400 * 300)).map { UInt8(($0 % 400 / 25 + $0 / 400 / 25 + n) % 16) }
-                try writer.putFrame(GIFFrame(rect: GIFRect(left: 0, top: 0, width: 400, height: 300), localPalette: nil,
-                                             interlaced: false, control: GIFGraphicsControl(disposal: .none, delay: 5)),
-                                    indices: &indices)
+                try writer.putFrame(
+                    GIFFrame(
+                        rect: GIFRect(left: 0, top: 0, width: 400, height: 300), localPalette: nil,
+                        interlaced: false, control: GIFGraphicsControl(disposal: .none, delay: 5)),
+                    indices: &indices)
             }
             return try writer.finish()
         }

@@ -36,7 +36,8 @@ struct GIFPortableOutputTests {
     /// The first frame as ffmpeg decodes it (what X, Mastodon and Reddit turn GIFs into video with).
     static func ffmpegFirstFrame(_ path: String) throws -> [UInt8] {
         let raw = path + ".rgba"
-        _ = try Tool.run("ffmpeg", ["-v", "error", "-y", "-i", path, "-frames:v", "1", "-pix_fmt", "rgba", "-f", "rawvideo", raw])
+        _ = try Tool.run(
+            "ffmpeg", ["-v", "error", "-y", "-i", path, "-frames:v", "1", "-pix_fmt", "rgba", "-f", "rawvideo", raw])
         return (try? Fixtures.bytes(raw)) ?? []
     }
 
@@ -52,12 +53,16 @@ struct GIFPortableOutputTests {
             #expect(result.method == .reencoded || label == "same size")
             let output = try DecodedGIF(result.bytes)
             let screen = output.size
-            #expect(output.frames[0].rect == GIFRect(left: 0, top: 0, width: screen.width, height: screen.height), "\(label)")
+            #expect(
+                output.frames[0].rect == GIFRect(left: 0, top: 0, width: screen.width, height: screen.height),
+                "\(label)")
             #expect(output.frames[0].transparentIndex != nil, "\(label)")
             // By the browser's rules: the corners transparent, the centre opaque.
             let first = output.pictures[0]
             #expect(LenientInputTests.rgba(first, width: screen.width, 0, 0)[3] == 0, "\(label)")
-            #expect(LenientInputTests.rgba(first, width: screen.width, screen.width / 2, screen.height / 2)[3] == 255, "\(label)")
+            #expect(
+                LenientInputTests.rgba(first, width: screen.width, screen.width / 2, screen.height / 2)[3] == 255,
+                "\(label)")
 
             let directory = Fixtures.temporaryDirectory()
             defer { Fixtures.cleanUp(directory) }
@@ -68,7 +73,8 @@ struct GIFPortableOutputTests {
             do {
                 let coalesced = try GIFWitness.coalesced(path, size: screen)
                 #expect(coalesced.count == 3)
-                #expect(coalesced.first.map { LenientInputTests.rgba($0, width: screen.width, 0, 0)[3] } == 0, "\(label)")
+                #expect(
+                    coalesced.first.map { LenientInputTests.rgba($0, width: screen.width, 0, 0)[3] } == 0, "\(label)")
             }
             // ffmpeg fills what frame 0 leaves uncovered with opaque colour: nothing may be left uncovered.
             try Witness.require("ffmpeg")
@@ -77,9 +83,12 @@ struct GIFPortableOutputTests {
                 let pixels = Array(frame.prefix(screen.area * 4))
                 #expect(pixels.count == screen.area * 4, "\(label)")
                 if pixels.count == screen.area * 4 {
-                    #expect(LenientInputTests.rgba(pixels, width: screen.width, 0, 0)[3] == 0, "\(label): ffmpeg corner")
-                    #expect(LenientInputTests.rgba(pixels, width: screen.width, screen.width - 1, screen.height - 1)[3] == 0,
-                            "\(label): ffmpeg corner")
+                    #expect(
+                        LenientInputTests.rgba(pixels, width: screen.width, 0, 0)[3] == 0, "\(label): ffmpeg corner")
+                    #expect(
+                        LenientInputTests.rgba(pixels, width: screen.width, screen.width - 1, screen.height - 1)[3]
+                            == 0,
+                        "\(label): ffmpeg corner")
                 }
             }
         }
@@ -98,7 +107,7 @@ struct GIFPortableOutputTests {
         #expect(Self.frameData(result.bytes) == Self.frameData(input))
         #expect(result.removedMetadata.isSuperset(of: [.comment, .xmp]))
         #expect(GIFFixtures.count("XMP DataXMP", in: result.bytes) == 0)
-        #expect(GIFFixtures.count("ICCRGBG1012", in: result.bytes) == 1)   // the colour profile stays
+        #expect(GIFFixtures.count("ICCRGBG1012", in: result.bytes) == 1)  // the colour profile stays
         #expect(GIFFixtures.count("private comment", in: result.bytes) == 0)
         let output = try DecodedGIF(result.bytes)
         let source = try DecodedGIF(input)
@@ -137,9 +146,11 @@ struct GIFPortableOutputTests {
 
     @Test("frames without a colour table are re-encoded with a palette, not copied (only browsers show them)")
     func noColorTableIsNotCopied() throws {
-        let result = try Pipeline.prepare(.file(path: Self.lenient("gif-no-color-table.gif")), options: PrepareOptions())
+        let result = try Pipeline.prepare(
+            .file(path: Self.lenient("gif-no-color-table.gif")), options: PrepareOptions())
         #expect(result.method == .reencoded)
-        #expect(try DecodedGIF(result.bytes).frames.allSatisfy { $0.localPalette != nil }
+        #expect(
+            try DecodedGIF(result.bytes).frames.allSatisfy { $0.localPalette != nil }
                 || DecodedGIF(result.bytes).container.globalPalette != nil)
     }
 
@@ -149,7 +160,10 @@ struct GIFPortableOutputTests {
             let result = try Pipeline.prepare(.file(path: path), options: PrepareOptions())
             #expect(result.method == .reencoded, "\(path)")
             let screen = try DecodedGIF(result.bytes).size
-            #expect(try DecodedGIF(result.bytes).frames.allSatisfy { !$0.rect.isEmpty && $0.rect.clipped(to: screen) == $0.rect })
+            #expect(
+                try DecodedGIF(result.bytes).frames.allSatisfy {
+                    !$0.rect.isEmpty && $0.rect.clipped(to: screen) == $0.rect
+                })
         }
     }
 
@@ -178,7 +192,8 @@ struct GIFPortableOutputTests {
         let input = try Fixtures.bytes(path)
         let info = try SharePipe.inspect(.bytes(input))
         let options = PrepareOptions()
-        let capped = ScalePlan.targetSize(for: info.size, caps: info.frameCount > 1 ? options.animatedSizeCaps : options.sizeCaps)
+        let capped = ScalePlan.targetSize(
+            for: info.size, caps: info.frameCount > 1 ? options.animatedSizeCaps : options.sizeCaps)
         guard capped == info.size else { return }  // needs a resize: not this test's case
         let result = try Pipeline.prepare(.file(path: path), options: options)
         #expect(result.byteCount <= input.count, "\(path): \(input.count) → \(result.byteCount) (\(result.method))")

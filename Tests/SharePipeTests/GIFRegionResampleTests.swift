@@ -11,26 +11,33 @@ enum GIFRegionFixtures {
         var palette: [UInt8] = []
         for i in stride(from: 0, to: 256, by: 2) { palette += [UInt8(i), UInt8((i * 3) % 256), UInt8(255 - i)] }
         let writer = try GIFWriter()
-        try writer.begin(GIFContainer(screenSize: PixelSize(width: width, height: height),
-                                      globalPalette: GIFPalette(rgb: palette), backgroundIndex: 0, colorResolution: 8,
-                                      aspectByte: 0, loopCount: 0, metadata: []))
+        try writer.begin(
+            GIFContainer(
+                screenSize: PixelSize(width: width, height: height),
+                globalPalette: GIFPalette(rgb: palette), backgroundIndex: 0, colorResolution: 8,
+                aspectByte: 0, loopCount: 0, metadata: []))
         var first = [UInt8](repeating: 0, count: width * height)
         for y in 0..<height { for x in 0..<width { first[y * width + x] = UInt8((x / 7 + y / 11) % 120) } }
-        try writer.putFrame(GIFFrame(rect: GIFRect(left: 0, top: 0, width: width, height: height), localPalette: nil,
-                                     interlaced: false, control: GIFGraphicsControl(disposal: .none, delay: 4)),
-                            indices: &first)
+        try writer.putFrame(
+            GIFFrame(
+                rect: GIFRect(left: 0, top: 0, width: width, height: height), localPalette: nil,
+                interlaced: false, control: GIFGraphicsControl(disposal: .none, delay: 4)),
+            indices: &first)
         for n in 1..<max(1, frames) {
             let cx = 60 + (n * 7) % (width - 120), cy = 60 + (n * 5) % (height - 120)
             var ball = [UInt8](repeating: 0, count: 120 * 120)
             for y in 0..<120 {
                 for x in 0..<120 {
-                    ball[y * 120 + x] = (x - 60) * (x - 60) + (y - 60) * (y - 60) < 3000 ? 127 : UInt8((x + y + n) % 120)
+                    ball[y * 120 + x] =
+                        (x - 60) * (x - 60) + (y - 60) * (y - 60) < 3000 ? 127 : UInt8((x + y + n) % 120)
                 }
             }
-            try writer.putFrame(GIFFrame(rect: GIFRect(left: cx - 60, top: cy - 60, width: 120, height: 120),
-                                         localPalette: nil, interlaced: false,
-                                         control: GIFGraphicsControl(disposal: .none, delay: 4)),
-                                indices: &ball)
+            try writer.putFrame(
+                GIFFrame(
+                    rect: GIFRect(left: cx - 60, top: cy - 60, width: 120, height: 120),
+                    localPalette: nil, interlaced: false,
+                    control: GIFGraphicsControl(disposal: .none, delay: 4)),
+                indices: &ball)
         }
         return try writer.finish()
     }
@@ -43,11 +50,14 @@ enum GIFRegionFixtures {
         func palette(_ count: Int) -> GIFPalette { GIFPalette(rgb: (0..<count * 3).map { _ in UInt8(rng.next(256)) }) }
         let global = palette([4, 16, 64, 128][rng.next(4)])
         let writer = try GIFWriter()
-        try writer.begin(GIFContainer(screenSize: PixelSize(width: width, height: height), globalPalette: global,
-                                      backgroundIndex: 0, colorResolution: 8, aspectByte: 0, loopCount: 0, metadata: []))
+        try writer.begin(
+            GIFContainer(
+                screenSize: PixelSize(width: width, height: height), globalPalette: global,
+                backgroundIndex: 0, colorResolution: 8, aspectByte: 0, loopCount: 0, metadata: []))
         for n in 0..<(2 + rng.next(12)) {
-            var rect = GIFRect(left: rng.next(width), top: rng.next(height), width: 1 + rng.next(width + 20),
-                               height: 1 + rng.next(height + 20))
+            var rect = GIFRect(
+                left: rng.next(width), top: rng.next(height), width: 1 + rng.next(width + 20),
+                height: 1 + rng.next(height + 20))
             if n == 0 || rng.next(5) == 0 { rect = GIFRect(left: 0, top: 0, width: width, height: height) }
             let local = rng.next(3) == 0 ? palette([2, 8, 32][rng.next(3)]) : nil
             let colors = (local ?? global).count
@@ -56,14 +66,18 @@ enum GIFRegionFixtures {
             var indices = [UInt8](repeating: 0, count: rect.area)
             for y in 0..<rect.height {
                 for x in 0..<rect.width {
-                    indices[y * rect.width + x] = UInt8(pattern == 0 ? rng.next(colors) : (x * 7 / pattern + y * 3 + n) % colors)
+                    indices[y * rect.width + x] = UInt8(
+                        pattern == 0 ? rng.next(colors) : (x * 7 / pattern + y * 3 + n) % colors)
                 }
             }
             let disposal = GIFDisposal(rawValue: [0, 1, 2, 3, 2, 3][rng.next(6)])
-            try writer.putFrame(GIFFrame(rect: rect, localPalette: local, interlaced: rng.next(5) == 0,
-                                         control: GIFGraphicsControl(disposal: disposal, delay: rng.next(20),
-                                                                     transparentIndex: transparent)),
-                                indices: &indices)
+            try writer.putFrame(
+                GIFFrame(
+                    rect: rect, localPalette: local, interlaced: rng.next(5) == 0,
+                    control: GIFGraphicsControl(
+                        disposal: disposal, delay: rng.next(20),
+                        transparentIndex: transparent)),
+                indices: &indices)
         }
         return try writer.finish()
     }
@@ -82,9 +96,11 @@ enum GIFRegionFixtures {
     /// Output sizes to try: the bench's 640×480 ratio (0.8) and odd ones; fewer for large screens, whose
     /// whole-canvas references are slow in debug builds.
     static func sizes(for screen: PixelSize) -> [PixelSize] {
-        let sizes = [0.8, 0.37, 0.5, 0.13].map {
-            PixelSize(width: max(1, Int(Double(screen.width) * $0)), height: max(1, Int(Double(screen.height) * $0 + 1)))
-        } + [PixelSize(width: max(1, screen.width * 2 / 3), height: max(1, screen.height - 1))]
+        let sizes =
+            [0.8, 0.37, 0.5, 0.13].map {
+                PixelSize(
+                    width: max(1, Int(Double(screen.width) * $0)), height: max(1, Int(Double(screen.height) * $0 + 1)))
+            } + [PixelSize(width: max(1, screen.width * 2 / 3), height: max(1, screen.height - 1))]
         return Array(sizes.prefix(screen.area > 1_000_000 ? 2 : screen.area > 200_000 ? 3 : 5))
     }
 
@@ -103,7 +119,8 @@ enum GIFRegionFixtures {
 
 /// Byte equality through memcmp (fast in debug builds too).
 func sameBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in memcmp(x.baseAddress!, y.baseAddress!, a.count) == 0 } }
+    a.count == b.count
+        && a.withUnsafeBytes { x in b.withUnsafeBytes { y in memcmp(x.baseAddress!, y.baseAddress!, a.count) == 0 } }
 }
 
 @Suite("GIF region resampling")
@@ -125,19 +142,23 @@ struct GIFRegionResampleTests {
                     let changes = canvas.takeChanges()
                     for (size, resampler) in zip(sizes, resamplers) {
                         let before = resampler.output
-                        let area = changes.map { changed in
-                            canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: changed) }
-                        } ?? .empty
+                        let area =
+                            changes.map { changed in
+                                canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: changed) }
+                            } ?? .empty
                         let whole = try AnimatedGIFPass.picture(of: canvas, at: size, meter: PixelMemoryMeter())
-                        #expect(sameBytes(resampler.output, whole), "\(name) → \(size), frame \(index): region update differs")
+                        #expect(
+                            sameBytes(resampler.output, whole),
+                            "\(name) → \(size), frame \(index): region update differs")
                         // The previous picture with only `area` taken from the new one is the new one.
                         var patched = before
                         for y in area.top..<area.bottom {
                             let start = (y * size.width + area.left) * 4, end = start + area.width * 4
                             patched.replaceSubrange(start..<end, with: resampler.output[start..<end])
                         }
-                        #expect(sameBytes(patched, resampler.output),
-                                "\(name) → \(size), frame \(index): pixels changed outside \(area)")
+                        #expect(
+                            sameBytes(patched, resampler.output),
+                            "\(name) → \(size), frame \(index): pixels changed outside \(area)")
                     }
                     canvas.dispose(frame)
                     index += 1
@@ -160,12 +181,16 @@ struct GIFRegionResampleTests {
             plans.append(AnimatedGIFPlan(size: screen, colorBudget: 32, keepEvery: 2))
             plans.append(AnimatedGIFPlan(size: sizes[1], colorBudget: 32, keepEvery: 3))
             for plan in plans {
-                var reference = AnimatedGIFPass(source: .bytes(bytes), summary: summary, metadata: [], meter: PixelMemoryMeter())
+                var reference = AnimatedGIFPass(
+                    source: .bytes(bytes), summary: summary, metadata: [], meter: PixelMemoryMeter())
                 reference.incremental = false
-                let incremental = AnimatedGIFPass(source: .bytes(bytes), summary: summary, metadata: [], meter: PixelMemoryMeter())
+                let incremental = AnimatedGIFPass(
+                    source: .bytes(bytes), summary: summary, metadata: [], meter: PixelMemoryMeter())
                 let expected = try reference.run(plan, globalUsage: nil, checkpoint: {})
                 let actual = try incremental.run(plan, globalUsage: nil, checkpoint: {})
-                #expect(sameBytes(actual.bytes, expected.bytes), "\(name) with \(plan): the incremental pass wrote other bytes")
+                #expect(
+                    sameBytes(actual.bytes, expected.bytes),
+                    "\(name) with \(plan): the incremental pass wrote other bytes")
                 #expect(actual.globalUsage == expected.globalUsage, "\(name) with \(plan)")
             }
         }
@@ -206,20 +231,27 @@ struct GIFRegionResampleTests {
     @Test func unchangedFrameWithLocalTableUnderColorBudget() throws {
         let writer = try GIFWriter()
         let red = GIFPalette(rgb: [255, 0, 0, 0, 0, 255])
-        try writer.begin(GIFContainer(screenSize: PixelSize(width: 20, height: 10), globalPalette: red, backgroundIndex: 0,
-                                      colorResolution: 8, aspectByte: 0, loopCount: 0, metadata: []))
+        try writer.begin(
+            GIFContainer(
+                screenSize: PixelSize(width: 20, height: 10), globalPalette: red, backgroundIndex: 0,
+                colorResolution: 8, aspectByte: 0, loopCount: 0, metadata: []))
         var first = [UInt8](repeating: 0, count: 200)
-        try writer.putFrame(GIFFrame(rect: GIFRect(left: 0, top: 0, width: 20, height: 10), localPalette: nil, interlaced: false,
-                                     control: GIFGraphicsControl(disposal: .none, delay: 5)), indices: &first)
+        try writer.putFrame(
+            GIFFrame(
+                rect: GIFRect(left: 0, top: 0, width: 20, height: 10), localPalette: nil, interlaced: false,
+                control: GIFGraphicsControl(disposal: .none, delay: 5)), indices: &first)
         var same = [UInt8](repeating: 1, count: 200)
-        try writer.putFrame(GIFFrame(rect: GIFRect(left: 0, top: 0, width: 20, height: 10),
-                                     localPalette: GIFPalette(rgb: [0, 0, 0, 255, 0, 0]), interlaced: false,
-                                     control: GIFGraphicsControl(disposal: .none, delay: 5)), indices: &same)
+        try writer.putFrame(
+            GIFFrame(
+                rect: GIFRect(left: 0, top: 0, width: 20, height: 10),
+                localPalette: GIFPalette(rgb: [0, 0, 0, 255, 0, 0]), interlaced: false,
+                control: GIFGraphicsControl(disposal: .none, delay: 5)), indices: &same)
         let bytes = try writer.finish()
         let summary = try GIFSummary.read(.bytes(bytes), limits: ImageLimits())
         let pass = AnimatedGIFPass(source: .bytes(bytes), summary: summary, metadata: [], meter: PixelMemoryMeter())
-        let output = try pass.run(AnimatedGIFPlan(size: PixelSize(width: 20, height: 10), colorBudget: 64), globalUsage: nil,
-                                  checkpoint: {})
+        let output = try pass.run(
+            AnimatedGIFPlan(size: PixelSize(width: 20, height: 10), colorBudget: 64), globalUsage: nil,
+            checkpoint: {})
         let decoded = try DecodedGIF(output.bytes)
         #expect(decoded.frames.count == 2)
         #expect(decoded.pictures[1] == decoded.pictures[0])

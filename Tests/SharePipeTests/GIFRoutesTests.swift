@@ -14,16 +14,27 @@ import Testing
     }
 
     static let routes: [Route] = [
-        Route(description: "still GIF", file: "metadata-all-kinds-still.gif",
-              options: { PrepareOptions(strip: $0) }, format: .gif, frames: 1),
-        Route(description: "animated GIF", file: "metadata-all-kinds.gif",
-              options: { PrepareOptions(strip: $0) }, format: .gif, frames: 2),
-        Route(description: "animation → PNG (bluesky)", file: "metadata-all-kinds.gif",
-              options: { var o = ServiceProfile.bluesky.options(); o.strip = $0; return o }, format: .png, frames: 1),
-        Route(description: "animation → JPEG", file: "metadata-all-kinds.gif",
-              options: { var o = PrepareOptions(strip: $0); o.acceptedFormats = [.jpeg]; return o }, format: .jpeg, frames: 1),
-        Route(description: "still → PNG", file: "metadata-all-kinds-still.gif",
-              options: { var o = PrepareOptions(strip: $0); o.acceptedFormats = [.png]; return o }, format: .png, frames: 1),
+        Route(
+            description: "still GIF", file: "metadata-all-kinds-still.gif",
+            options: { PrepareOptions(strip: $0) }, format: .gif, frames: 1),
+        Route(
+            description: "animated GIF", file: "metadata-all-kinds.gif",
+            options: { PrepareOptions(strip: $0) }, format: .gif, frames: 2),
+        Route(
+            description: "animation → PNG (bluesky)", file: "metadata-all-kinds.gif",
+            options: {
+                var o = ServiceProfile.bluesky.options(); o.strip = $0; return o
+            }, format: .png, frames: 1),
+        Route(
+            description: "animation → JPEG", file: "metadata-all-kinds.gif",
+            options: {
+                var o = PrepareOptions(strip: $0); o.acceptedFormats = [.jpeg]; return o
+            }, format: .jpeg, frames: 1),
+        Route(
+            description: "still → PNG", file: "metadata-all-kinds-still.gif",
+            options: {
+                var o = PrepareOptions(strip: $0); o.acceptedFormats = [.png]; return o
+            }, format: .png, frames: 1),
     ]
 
     /// The marker an ICC profile leaves in each output format.
@@ -33,7 +44,7 @@ import Testing
         case .png: return "iCCP"
         case .jpeg: return "ICC_PROFILE"
         case .webp: return "ICCP"
-        default: return "prof"   // input-only formats (HEIF, AVIF): never an output
+        default: return "prof"  // input-only formats (HEIF, AVIF): never an output
         }
     }
 
@@ -55,7 +66,8 @@ import Testing
             #expect(result.keptMetadata == [.icc], "\(route)")
             #expect(result.removedMetadata == [.comment, .xmp, .other], "\(route)")
         default:
-            #expect(result.keptMetadata.isSuperset(of: [.icc]) && !result.keptMetadata.contains(.xmp)
+            #expect(
+                result.keptMetadata.isSuperset(of: [.icc]) && !result.keptMetadata.contains(.xmp)
                     && !result.keptMetadata.contains(.iptc) && !result.keptMetadata.contains(.other), "\(route)")
             #expect(result.removedMetadata.isSuperset(of: [.xmp, .other]), "\(route)")
         }
@@ -76,13 +88,17 @@ import Testing
     @Test("`gps` and `all` give the same kept kinds on the still and the animated route")
     func stillAndAnimatedAgree() throws {
         for mode in [StripMode.all, .gps] {
-            let still = try SharePipe.prepare(.file(path: GIFFixtures.path("metadata-all-kinds-still.gif")),
-                                              options: PrepareOptions(strip: mode))
-            let animated = try SharePipe.prepare(.file(path: GIFFixtures.path("metadata-all-kinds.gif")),
-                                                 options: PrepareOptions(strip: mode))
+            let still = try SharePipe.prepare(
+                .file(path: GIFFixtures.path("metadata-all-kinds-still.gif")),
+                options: PrepareOptions(strip: mode))
+            let animated = try SharePipe.prepare(
+                .file(path: GIFFixtures.path("metadata-all-kinds.gif")),
+                options: PrepareOptions(strip: mode))
             #expect(still.keptMetadata == animated.keptMetadata, "\(mode)")
             #expect(still.removedMetadata == animated.removedMetadata, "\(mode)")
-            #expect(try DecodedGIF(still.bytes).container.metadata == DecodedGIF(animated.bytes).container.metadata, "\(mode)")
+            #expect(
+                try DecodedGIF(still.bytes).container.metadata == DecodedGIF(animated.bytes).container.metadata,
+                "\(mode)")
         }
     }
 }
@@ -102,9 +118,10 @@ struct GIFAsFrameSource: AnimationFrameSource {
     mutating func nextFrame() throws -> AnimationFrame? {
         guard next < decoded.frames.count else { return nil }
         defer { next += 1 }
-        return AnimationFrame(canvas: Bitmap(size: decoded.size, layout: .rgba, pixels: decoded.pictures[next]),
-                              durationMilliseconds: decoded.frames[next].delay * 10)
-     }
+        return AnimationFrame(
+            canvas: Bitmap(size: decoded.size, layout: .rgba, pixels: decoded.pictures[next]),
+            durationMilliseconds: decoded.frames[next].delay * 10)
+    }
 
     mutating func close() { next = decoded.frames.count }
 }
@@ -121,14 +138,18 @@ struct GIFAsFrameSource: AnimationFrameSource {
             throw SharePipeError.corrupt(file: name, phase: .decode, reason: "no animation ladder")
         }
         let meter = PixelMemoryMeter()
-        let pass = AnimationFramesPass(open: { try GIFAsFrameSource(source) }, metadata: plan.writtenMetadata.kept, meter: meter)
-        var ladder = AnimationLadder(run: { try pass.run($0, globalUsage: $1, checkpoint: $2) }, initial: initial,
-                                     frameCount: frameCount, dimensionFloor: floor, minShortEdge: minShortEdge,
-                                     metadata: plan.writtenMetadata, warnings: [])
+        let pass = AnimationFramesPass(
+            open: { try GIFAsFrameSource(source) }, metadata: plan.writtenMetadata.kept, meter: meter)
+        var ladder = AnimationLadder(
+            run: { try pass.run($0, globalUsage: $1, checkpoint: $2) }, initial: initial,
+            frameCount: frameCount, dimensionFloor: floor, minShortEdge: minShortEdge,
+            metadata: plan.writtenMetadata, warnings: [])
         return try FittingDriver(source: source, info: info, plan: plan, meter: meter).run(&ladder, checkpoint: {})
     }
 
-    @Test(arguments: ["disposals.gif", "delays-loop0.gif", "loop3.gif", "noloop.gif", "frame-outside.gif", "interlaced.gif"])
+    @Test(arguments: [
+        "disposals.gif", "delays-loop0.gif", "loop3.gif", "noloop.gif", "frame-outside.gif", "interlaced.gif",
+    ])
     func framesDelaysLoopAndPixelsSurvive(_ name: String) throws {
         let input = try DecodedGIF(.file(path: GIFFixtures.path(name)))
         let result = try Self.prepare(name)
@@ -166,10 +187,11 @@ struct GIFAsFrameSource: AnimationFrameSource {
         var clock = CentisecondClock()
         let delays = (0..<30).map { _ in clock.advance(milliseconds: 33) }
         let total: Int = delays.reduce(0, +)
-        #expect(total == 99)   // 990 ms
+        #expect(total == 99)  // 990 ms
         #expect(Set(delays).isSubset(of: [3, 4]))
         var zero = CentisecondClock()
-        let first = zero.advance(milliseconds: 0), second = zero.advance(milliseconds: 4), third = zero.advance(milliseconds: 2)
+        let first = zero.advance(milliseconds: 0), second = zero.advance(milliseconds: 4),
+            third = zero.advance(milliseconds: 2)
         #expect(first == 0)
         #expect(second == 0)
         #expect(third == 1)

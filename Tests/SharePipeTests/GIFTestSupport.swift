@@ -39,7 +39,8 @@ struct DecodedGIF {
     func pictures(scaledTo size: PixelSize) -> [[UInt8]] {
         pictures.map { pixels in
             let bitmap = Bitmap(size: self.size, layout: .rgba, pixels: pixels)
-            return try! InMemoryResample.resize(bitmap, to: size, meter: PixelMemoryMeter()).pixels  // no checkpoint: cannot throw
+            // No checkpoint: cannot throw.
+            return try! InMemoryResample.resize(bitmap, to: size, meter: PixelMemoryMeter()).pixels
         }
     }
 }
@@ -86,13 +87,17 @@ enum GIFWitness {
     /// What `gifsicle --info` says: frame count and loop ("forever", a count, or "none").
     static func gifsicleInfo(_ path: String) throws -> (frames: Int, loop: String, interlacedFrames: Int) {
         let output = try Tool.run("gifsicle", ["--info", path]).stdout
-        let frames = output.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("+ image #") }.count
+        let frames = output.split(separator: "\n").filter {
+            $0.trimmingCharacters(in: .whitespaces).hasPrefix("+ image #")
+        }.count
         var loop = "none"
-        if output.contains("loop forever") { loop = "forever" }
-        else if let range = output.range(of: "loop count ") {
+        if output.contains("loop forever") {
+            loop = "forever"
+        } else if let range = output.range(of: "loop count ") {
             loop = String(output[range.upperBound...].prefix { $0.isNumber })
         }
-        let interlaced = output.split(separator: "\n").filter { $0.contains("+ image #") && $0.contains(" interlaced") }.count
+        let interlaced = output.split(separator: "\n").filter { $0.contains("+ image #") && $0.contains(" interlaced") }
+            .count
         return (frames, loop, interlaced)
     }
 
@@ -121,7 +126,9 @@ enum GIFWitness {
         process.waitUntilExit()
         let frameSize = (target ?? size).area * 4
         let bytes = [UInt8](data)
-        return stride(from: 0, to: bytes.count, by: frameSize).map { Array(bytes[$0..<min(bytes.count, $0 + frameSize)]) }
+        return stride(from: 0, to: bytes.count, by: frameSize).map {
+            Array(bytes[$0..<min(bytes.count, $0 + frameSize)])
+        }
     }
 }
 
@@ -130,7 +137,9 @@ enum GIFFixtures {
     static func path(_ name: String) -> String { Fixtures.path("gif/" + name) }
 
     /// Prepares a fixture and writes the output to a temporary file (for the witnesses).
-    static func prepare(_ name: String, options: PrepareOptions = PrepareOptions()) throws -> (result: PreparedImage, path: String) {
+    static func prepare(_ name: String, options: PrepareOptions = PrepareOptions()) throws -> (
+        result: PreparedImage, path: String
+    ) {
         let result = try SharePipe.prepare(.file(path: path(name)), options: options)
         let directory = Fixtures.temporaryDirectory()
         let output = directory + "/" + name

@@ -63,13 +63,13 @@ struct GIFReadingTests {
             let offset = (y * gif.size.width + x) * 4
             return Array(gif.pictures[frame][offset..<offset + 4])
         }
-        #expect(pixel(1, 20, 20) == pixel(0, 20, 20))            // transparent index leaves the background
-        #expect(pixel(1, 12, 12) == [255, 0, 0, 255])           // frame 1 drawn (red)
-        #expect(pixel(2, 61, 21) == [10, 20, 30, 255])          // local table entry 0
-        #expect(pixel(3, 61, 21) == [0, 0, 0, 0])               // frame 2's area cleared to transparent
-        #expect(pixel(3, 70, 65) == [0, 0, 255, 255])           // frame 3 drawn (blue)
-        #expect(pixel(3, 50, 80) == pixel(2, 50, 80))           // its transparent band shows what was there
-        #expect(pixel(4, 70, 65) == pixel(2, 70, 65))           // frame 3 undone (disposal previous)
+        #expect(pixel(1, 20, 20) == pixel(0, 20, 20))  // transparent index leaves the background
+        #expect(pixel(1, 12, 12) == [255, 0, 0, 255])  // frame 1 drawn (red)
+        #expect(pixel(2, 61, 21) == [10, 20, 30, 255])  // local table entry 0
+        #expect(pixel(3, 61, 21) == [0, 0, 0, 0])  // frame 2's area cleared to transparent
+        #expect(pixel(3, 70, 65) == [0, 0, 255, 255])  // frame 3 drawn (blue)
+        #expect(pixel(3, 50, 80) == pixel(2, 50, 80))  // its transparent band shows what was there
+        #expect(pixel(4, 70, 65) == pixel(2, 70, 65))  // frame 3 undone (disposal previous)
     }
 
     @Test("frames reaching outside the screen are clipped; a frame wholly outside stays, empty")
@@ -122,7 +122,7 @@ struct GIFReadingTests {
     func otherDamage() throws {
         let bytes = try Fixtures.bytes(GIFFixtures.path("loop3.gif"))
         var garbage = bytes
-        garbage.insert(0x55, at: garbage.count - 1)   // before the trailer: the 3 frames stand, as in browsers
+        garbage.insert(0x55, at: garbage.count - 1)  // before the trailer: the 3 frames stand, as in browsers
         #expect(try SharePipe.inspect(.bytes(garbage)).frameCount == 3)
         let beforeFirstImage = Array(bytes.prefix(13 + 24)) + [0x55] + Array(bytes.dropFirst(13 + 24))
         #expect {
@@ -131,7 +131,7 @@ struct GIFReadingTests {
             guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
             return reason.contains("unknown block type 0x55")
         }
-        let headerOnly = Array(bytes.prefix(13 + 24)) + [0x3B]   // screen, global table, trailer
+        let headerOnly = Array(bytes.prefix(13 + 24)) + [0x3B]  // screen, global table, trailer
         #expect {
             _ = try SharePipe.inspect(.bytes(headerOnly))
         } throws: { error in
@@ -178,22 +178,28 @@ struct GIFWritingTests {
     func writerLevels() throws {
         let writer = try GIFWriter()
         let palette = GIFPalette(rgb: [0, 0, 0, 255, 0, 0, 0, 255, 0])
-        try writer.begin(GIFContainer(screenSize: PixelSize(width: 8, height: 4), globalPalette: palette,
-                                      backgroundIndex: 2, colorResolution: 5, aspectByte: 49, loopCount: 7,
-                                      metadata: [.comment(Array("hello".utf8))]))
+        try writer.begin(
+            GIFContainer(
+                screenSize: PixelSize(width: 8, height: 4), globalPalette: palette,
+                backgroundIndex: 2, colorResolution: 5, aspectByte: 49, loopCount: 7,
+                metadata: [.comment(Array("hello".utf8))]))
         var first = [UInt8](repeating: 1, count: 32)
-        try writer.putFrame(GIFFrame(rect: GIFRect(left: 0, top: 0, width: 8, height: 4), localPalette: nil,
-                                     interlaced: false,
-                                     control: GIFGraphicsControl(disposal: .background, delay: 1, transparentIndex: 0)),
-                            indices: &first)
+        try writer.putFrame(
+            GIFFrame(
+                rect: GIFRect(left: 0, top: 0, width: 8, height: 4), localPalette: nil,
+                interlaced: false,
+                control: GIFGraphicsControl(disposal: .background, delay: 1, transparentIndex: 0)),
+            indices: &first)
         var second = [UInt8](repeating: 1, count: 4)
-        try writer.putFrame(GIFFrame(rect: GIFRect(left: 2, top: 1, width: 2, height: 2),
-                                     localPalette: GIFPalette(rgb: [9, 9, 9, 200, 100, 0]), interlaced: true,
-                                     control: nil), indices: &second)
+        try writer.putFrame(
+            GIFFrame(
+                rect: GIFRect(left: 2, top: 1, width: 2, height: 2),
+                localPalette: GIFPalette(rgb: [9, 9, 9, 200, 100, 0]), interlaced: true,
+                control: nil), indices: &second)
         let bytes = try writer.finish()
         #expect(Array(bytes.prefix(6)) == Array("GIF89a".utf8))
-        #expect(bytes[12] == 49)                                             // aspect byte kept
-        #expect(bytes[11] == 2)                                              // background index
+        #expect(bytes[12] == 49)  // aspect byte kept
+        #expect(bytes[11] == 2)  // background index
         #expect(GIFFixtures.count("NETSCAPE2.0", in: bytes) == 1)
         let decoded = try DecodedGIF(bytes)
         #expect(decoded.container.loopCount == 7)
@@ -211,12 +217,16 @@ struct GIFWritingTests {
     func xmpRoundTrip() throws {
         let packet = Array("<x:xmpmeta xmlns:x=\"adobe:ns:meta/\">GPS here</x:xmpmeta>".utf8)
         let writer = try GIFWriter()
-        try writer.begin(GIFContainer(screenSize: PixelSize(width: 1, height: 1), globalPalette: GIFPalette(rgb: [0, 0, 0, 1, 1, 1]),
-                                      backgroundIndex: 0, colorResolution: 8, aspectByte: 0, loopCount: nil,
-                                      metadata: [.xmp(packet), .icc([UInt8](repeating: 7, count: 600))]))
+        try writer.begin(
+            GIFContainer(
+                screenSize: PixelSize(width: 1, height: 1), globalPalette: GIFPalette(rgb: [0, 0, 0, 1, 1, 1]),
+                backgroundIndex: 0, colorResolution: 8, aspectByte: 0, loopCount: nil,
+                metadata: [.xmp(packet), .icc([UInt8](repeating: 7, count: 600))]))
         var pixel: [UInt8] = [0]
-        try writer.putFrame(GIFFrame(rect: GIFRect(left: 0, top: 0, width: 1, height: 1), localPalette: nil,
-                                     interlaced: false, control: nil), indices: &pixel)
+        try writer.putFrame(
+            GIFFrame(
+                rect: GIFRect(left: 0, top: 0, width: 1, height: 1), localPalette: nil,
+                interlaced: false, control: nil), indices: &pixel)
         let bytes = try writer.finish()
         let decoded = try DecodedGIF(bytes)
         #expect(decoded.container.metadata == [.xmp(packet), .icc([UInt8](repeating: 7, count: 600))])
@@ -231,24 +241,28 @@ struct GIFWritingTests {
             for x in 0..<16 { pixels += [UInt8(x * 16), UInt8(y * 16), 77, x == 0 ? 0 : 255] }
         }
         let bitmap = Bitmap(size: PixelSize(width: 16, height: 16), layout: .rgba, pixels: pixels)
-        let bytes = try GIFEncoder().encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
+        let bytes = try GIFEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
         let decoded = try DecodedGIF(bytes)
         #expect(decoded.frames.count == 1)
         let difference = PictureDifference(decoded.pictures[0], pixels)
         #expect(difference.meanColorError == 0 && difference.alphaMismatch == 0)
-        #expect(decoded.pictures[0][3] == 0)          // x = 0 is transparent
+        #expect(decoded.pictures[0][3] == 0)  // x = 0 is transparent
         #expect(decoded.pictures[0][7] == 255)
         // Lower "quality" means fewer colours.
         #expect(GIFEncoder.colorBudget(forQuality: 85) == 256)
         #expect(GIFEncoder.colorBudget(forQuality: 40) == 128)
-        let few = try GIFEncoder().encode(bitmap, settings: EncodeSettings(quality: 5, progressive: false), metadata: [])
+        let few = try GIFEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 5, progressive: false), metadata: [])
         #expect(try DecodedGIF(few).container.globalPalette!.count <= 16)
     }
 
     @Test("median cut keeps the heaviest colours apart")
     func medianCut() {
-        let samples = [GIFQuantizer.Sample(r: 255, g: 0, b: 0, weight: 100), GIFQuantizer.Sample(r: 250, g: 5, b: 0, weight: 1),
-                       GIFQuantizer.Sample(r: 0, g: 0, b: 255, weight: 100), GIFQuantizer.Sample(r: 0, g: 255, b: 0, weight: 100)]
+        let samples = [
+            GIFQuantizer.Sample(r: 255, g: 0, b: 0, weight: 100), GIFQuantizer.Sample(r: 250, g: 5, b: 0, weight: 1),
+            GIFQuantizer.Sample(r: 0, g: 0, b: 255, weight: 100), GIFQuantizer.Sample(r: 0, g: 255, b: 0, weight: 100),
+        ]
         let palette = GIFQuantizer.medianCut(samples, maxColors: 3)
         #expect(palette.count == 3)
         var nearest = GIFNearestColor(palette: palette)

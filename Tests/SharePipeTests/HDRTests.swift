@@ -21,11 +21,14 @@ import Testing
     static let chromiumPQGreys = [0, 29, 63, 98, 136, 187, 223, 255, 255, 255]
     static let chromiumHLGGreys = [0, 9, 43, 76, 99, 126, 187, 221, 245, 255]
     /// The colour patches: BT.2020 linear ratios, at 400 cd/m² (PQ) or half of HLG's scene range.
-    static let colours: [[Double]] = [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [0, 1, 1], [1, 0, 1],
-                                      [1, 0.5, 0.25], [0.25, 0.5, 1], [0.5, 0.5, 0.5], [0.2, 0.1, 0.05]]
+    static let colours: [[Double]] = [
+        [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [0, 1, 1], [1, 0, 1],
+        [1, 0.5, 0.25], [0.25, 0.5, 1], [0.5, 0.5, 0.5], [0.2, 0.1, 0.05],
+    ]
 
     static func pq(_ nits: Double) -> Double {
-        let m1 = 2610.0 / 16384, m2 = 2523.0 / 4096 * 128, c1 = 3424.0 / 4096, c2 = 2413.0 / 4096 * 32, c3 = 2392.0 / 4096 * 32
+        let m1 = 2610.0 / 16384, m2 = 2523.0 / 4096 * 128, c1 = 3424.0 / 4096, c2 = 2413.0 / 4096 * 32,
+            c3 = 2392.0 / 4096 * 32
         let y = pow(nits / 10000, m1)
         return pow((c1 + c2 * y) / (1 + c3 * y), m2)
     }
@@ -59,7 +62,8 @@ import Testing
         FileManager.default.createFile(atPath: directory + "/hlg.png", contents: Data(hlgPNG))
         let exact = ["--min", "0", "--max", "0", "-y", "444", "-d", "12"]
         for (name, cicp) in [("pq", "9/16/9"), ("hlg", "9/18/9")] {
-            let output = try? Tool.run("avifenc", exact + ["--cicp", cicp, directory + "/\(name).png", directory + "/\(name).avif"])
+            let output = try? Tool.run(
+                "avifenc", exact + ["--cicp", cicp, directory + "/\(name).png", directory + "/\(name).avif"])
             if output?.status != 0 { print("fixture: avifenc \(name) failed: \(output?.stderr ?? "not run")") }
         }
         return directory
@@ -107,9 +111,14 @@ import Testing
         // which the curve maps to 0.7407 (Bézier from (1, 0.5) through (1.65, 0.825) to (4.93, 1)); the
         // components keep their ratios, then BT.2020 → Display P3 (the matrix of SMPTE EG 432-1's primaries).
         let rec2020 = [1.0, 0.5, 0.25].map { $0 * 0.7407 }
-        let toP3 = [[1.3435783, -0.2821797, -0.0613986], [-0.0652975, 1.0757879, -0.0104905], [0.0028218, -0.0195985, 1.0167767]]
+        let toP3 = [
+            [1.3435783, -0.2821797, -0.0613986], [-0.0652975, 1.0757879, -0.0104905],
+            [0.0028218, -0.0195985, 1.0167767],
+        ]
         let p3 = toP3.map { row in min(max(zip(row, rec2020).map(*).reduce(0, +), 0), 1) }
-        let encoded = p3.map { v in Int((255 * (v <= 0.0031308 ? 12.92 * v : 1.055 * pow(v, 1 / 2.4) - 0.055)).rounded()) }
+        let encoded = p3.map { v in
+            Int((255 * (v <= 0.0031308 ? 12.92 * v : 1.055 * pow(v, 1 / 2.4) - 0.055)).rounded())
+        }
         let got = Self.patchCentre(decoded, 6, colour: true)
         #expect(close(got, encoded, tolerance: 4), "\(got) vs \(encoded)")
         // Chromium showed this patch as sRGB (255, 154, 110); the same colour in Display P3 is less saturated.
@@ -124,7 +133,8 @@ import Testing
         #expect(result.keptMetadata.contains(.icc))
         let path = directory + "/out.jpg"
         FileManager.default.createFile(atPath: path, contents: Data(result.bytes))
-        let exif = try Tool.run("exiftool", ["-s", "-ICC_Profile:ProfileDescription", "-ICC_Profile:RedMatrixColumn", path])
+        let exif = try Tool.run(
+            "exiftool", ["-s", "-ICC_Profile:ProfileDescription", "-ICC_Profile:RedMatrixColumn", path])
         #expect(exif.stdout.contains("SharePipe Display P3"), "\(exif.stdout)")
         // Display P3's red primary adapted to D50, as Little CMS writes it (sRGB's would be 0.436 0.222 0.014).
         #expect(exif.stdout.contains("RedMatrixColumn") && exif.stdout.contains("0.51"), "\(exif.stdout)")
@@ -137,7 +147,8 @@ import Testing
         _ = try Self.bytes("pq.avif")
         let text = try Tool.run(Tool.sharepipe, ["prepare", input, "--service", "x", "--out", directory + "/text"])
         #expect(text.status == 0 && text.stdout.contains("HDR (PQ) tone-mapped to SDR"), "\(text.stdout)\(text.stderr)")
-        let json = try Tool.run(Tool.sharepipe, ["prepare", input, "--service", "bluesky", "--json", "--out", directory + "/json"])
+        let json = try Tool.run(
+            Tool.sharepipe, ["prepare", input, "--service", "bluesky", "--json", "--out", directory + "/json"])
         let line = try #require(json.stdout.split(separator: "\n").first { $0.hasPrefix("{") })
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         let adjustments = try #require(object["adjustments"] as? [String], "\(object)")
@@ -179,15 +190,21 @@ import Testing
         try Witness.require("heif-enc")
         let coded = fixtures + "/pq-plain.heic"
         _ = try bytes("pq.avif")
-        let run = try Tool.run("heif-enc", ["-q", "100", "-p", "chroma=444", "-b", "10", "--matrix_coefficients", "9",
-                                            "--full_range_flag", "1", "-o", coded, fixtures + "/pq.png"])
+        let run = try Tool.run(
+            "heif-enc",
+            [
+                "-q", "100", "-p", "chroma=444", "-b", "10", "--matrix_coefficients", "9",
+                "--full_range_flag", "1", "-o", coded, fixtures + "/pq.png",
+            ])
         try #require(run.status == 0, "heif-enc: \(run.stderr)")
         return try withNCLX(try Fixtures.bytes(coded), primaries: 9, transfer: 16, matrix: 9)
     }
 
     static func withNCLX(_ file: [UInt8], primaries: Int, transfer: Int, matrix: Int) throws -> [UInt8] {
         func u32(_ b: [UInt8], _ at: Int) -> Int { b[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
-        func be(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8((value >> (8 * (count - 1 - $0))) & 0xFF) } }
+        func be(_ value: Int, _ count: Int) -> [UInt8] {
+            (0..<count).map { UInt8((value >> (8 * (count - 1 - $0))) & 0xFF) }
+        }
         func children(_ b: [UInt8], _ start: Int, _ end: Int) -> [(type: String, start: Int, end: Int)] {
             var out: [(String, Int, Int)] = [], at = start
             while at + 8 <= end {
@@ -200,9 +217,11 @@ import Testing
         var d = file
         let meta = try #require(children(d, 0, d.count).first { $0.type == "meta" })
         let inMeta = children(d, meta.start + 12, meta.end)
-        let iprp = try #require(inMeta.first { $0.type == "iprp" }), iloc = try #require(inMeta.first { $0.type == "iloc" })
+        let iprp = try #require(inMeta.first { $0.type == "iprp" }),
+            iloc = try #require(inMeta.first { $0.type == "iloc" })
         let inIprp = children(d, iprp.start + 8, iprp.end)
-        let ipco = try #require(inIprp.first { $0.type == "ipco" }), ipma = try #require(inIprp.first { $0.type == "ipma" })
+        let ipco = try #require(inIprp.first { $0.type == "ipco" }),
+            ipma = try #require(inIprp.first { $0.type == "ipma" })
         try #require(ipco.end == ipma.start && d[ipma.start + 11] & 1 == 0 && d[ipma.start + 8] == 0)
         let propertyCount = children(d, ipco.start + 8, ipco.end).count
         let colr = be(19, 4) + Array("colrnclx".utf8) + be(primaries, 2) + be(transfer, 2) + be(matrix, 2) + [0x80]
@@ -213,11 +232,16 @@ import Testing
         var ipmaBody = be(entries, 4)
         for _ in 0..<entries {
             let count = Int(d[at + 2])
-            ipmaBody += Array(d[at..<at + 2]) + [UInt8(count + 1)] + Array(d[at + 3..<at + 3 + count]) + [UInt8(0x80 | (propertyCount + 1))]
+            ipmaBody +=
+                Array(d[at..<at + 2]) + [UInt8(count + 1)] + Array(d[at + 3..<at + 3 + count]) + [
+                    UInt8(0x80 | (propertyCount + 1))
+                ]
             at += 3 + count
         }
-        let newIpma = be(12 + ipmaBody.count, 4) + Array("ipma".utf8) + Array(d[ipma.start + 8..<ipma.start + 12]) + ipmaBody
-        let newIpco = be(ipco.end - ipco.start + colr.count, 4) + Array("ipco".utf8) + Array(d[ipco.start + 8..<ipco.end]) + colr
+        let newIpma =
+            be(12 + ipmaBody.count, 4) + Array("ipma".utf8) + Array(d[ipma.start + 8..<ipma.start + 12]) + ipmaBody
+        let newIpco =
+            be(ipco.end - ipco.start + colr.count, 4) + Array("ipco".utf8) + Array(d[ipco.start + 8..<ipco.end]) + colr
         let delta = newIpma.count + newIpco.count - (ipma.end - ipco.start)
         // iloc: items stored in the file (construction method 0) move by `delta`.
         at = iloc.start + 8
@@ -251,7 +275,8 @@ import Testing
                 at += offsetSize + lengthSize
             }
         }
-        let newIprp = be(iprp.end - iprp.start + delta, 4) + Array("iprp".utf8) + Array(d[iprp.start + 8..<ipco.start])
+        let newIprp =
+            be(iprp.end - iprp.start + delta, 4) + Array("iprp".utf8) + Array(d[iprp.start + 8..<ipco.start])
             + newIpco + newIpma + Array(d[ipma.end..<iprp.end])
         var out = Array(d[0..<iprp.start]) + newIprp + Array(d[iprp.end...])
         out.replaceSubrange(meta.start..<meta.start + 4, with: be(meta.end - meta.start + delta, 4))
@@ -280,25 +305,32 @@ import Testing
     static func ultraHDR() throws -> [UInt8] {
         try Witness.require(Witness.convert)
         let directory = fixtures
-        _ = try Tool.run(Witness.convert, ["-size", "64x48", "gradient:#804020-#20a0ff", "-quality", "90", directory + "/base.jpg"])
+        _ = try Tool.run(
+            Witness.convert, ["-size", "64x48", "gradient:#804020-#20a0ff", "-quality", "90", directory + "/base.jpg"])
         _ = try Tool.run(Witness.convert, ["-size", "32x24", "xc:#808080", "-quality", "90", directory + "/gain.jpg"])
         let base = try Fixtures.bytes(directory + "/base.jpg"), gain = try Fixtures.bytes(directory + "/gain.jpg")
         func segment(_ code: UInt8, _ payload: [UInt8]) -> [UInt8] {
             [0xFF, code, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
         }
         func xmp(_ attributes: String) -> [UInt8] {
-            Array(("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf="
-                   + "\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"><rdf:Description xmlns:hdrgm="
-                   + "\"http://ns.adobe.com/hdr-gain-map/1.0/\" hdrgm:Version=\"1.0\" \(attributes)/></rdf:RDF></x:xmpmeta>").utf8)
+            Array(
+                ("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf="
+                    + "\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"><rdf:Description xmlns:hdrgm="
+                    + "\"http://ns.adobe.com/hdr-gain-map/1.0/\" hdrgm:Version=\"1.0\" \(attributes)/></rdf:RDF></x:xmpmeta>")
+                    .utf8)
         }
-        let gainFile = Array(gain[0..<2]) + segment(0xE1, xmp("hdrgm:GainMapMax=\"2.0\" hdrgm:HDRCapacityMax=\"2.0\"")) + Array(gain[2...])
+        let gainFile =
+            Array(gain[0..<2]) + segment(0xE1, xmp("hdrgm:GainMapMax=\"2.0\" hdrgm:HDRCapacityMax=\"2.0\""))
+            + Array(gain[2...])
         func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * $0)) & 0xFF) } }
         func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8((v >> (8 * $0)) & 0xFF) } }
         func mpf(primaryLength: Int, secondOffset: Int) -> [UInt8] {
-            let ifd = le16(3) + le16(0xB000) + le16(7) + le32(4) + Array("0100".utf8)
+            let ifd =
+                le16(3) + le16(0xB000) + le16(7) + le32(4) + Array("0100".utf8)
                 + le16(0xB001) + le16(4) + le32(1) + le32(2)
                 + le16(0xB002) + le16(7) + le32(32) + le32(8 + 2 + 36 + 4) + le32(0)
-            let entries = le32(0x030000) + le32(primaryLength) + le32(0) + le16(0) + le16(0)
+            let entries =
+                le32(0x030000) + le32(primaryLength) + le32(0) + le16(0) + le16(0)
                 + le32(0) + le32(gainFile.count) + le32(secondOffset) + le16(0) + le16(0)
             return Array("MPF\0".utf8) + [0x49, 0x49, 0x2A, 0x00] + le32(8) + ifd + entries
         }
@@ -320,7 +352,8 @@ import Testing
         #expect(result.size == PixelSize(width: 64, height: 48))
         let mpf = Array("MPF\0".utf8)
         #expect(!(0..<(result.bytes.count - 4)).contains { Array(result.bytes[$0..<$0 + 4]) == mpf })
-        let eoi = try #require((0..<(result.bytes.count - 1)).last { result.bytes[$0] == 0xFF && result.bytes[$0 + 1] == 0xD9 })
+        let eoi = try #require(
+            (0..<(result.bytes.count - 1)).last { result.bytes[$0] == 0xFF && result.bytes[$0 + 1] == 0xD9 })
         #expect(eoi == result.bytes.count - 2, "nothing follows the base image's EOI")
         let decoded = try Decode.bitmap(result.bytes)
         let original = try Decode.bitmap(input)
@@ -335,26 +368,39 @@ import Testing
         // image and a clli property.
         func box(_ type: String, _ body: [UInt8]) -> [UInt8] {
             let size = body.count + 8
-            return [UInt8(size >> 24), UInt8((size >> 16) & 0xFF), UInt8((size >> 8) & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + body
+            return [UInt8(size >> 24), UInt8((size >> 16) & 0xFF), UInt8((size >> 8) & 0xFF), UInt8(size & 0xFF)]
+                + Array(type.utf8) + body
         }
-        func infe(_ id: Int, _ type: String) -> [UInt8] { box("infe", [2, 0, 0, 0, 0, UInt8(id), 0, 0] + Array(type.utf8) + [0]) }
+        func infe(_ id: Int, _ type: String) -> [UInt8] {
+            box("infe", [2, 0, 0, 0, 0, UInt8(id), 0, 0] + Array(type.utf8) + [0])
+        }
         func file(_ items: [String], _ properties: [[UInt8]]) -> [UInt8] {
-            let iinf = box("iinf", [0, 0, 0, 0, 0, UInt8(items.count)] + items.enumerated().flatMap { infe($0.offset + 1, $0.element) })
+            let iinf = box(
+                "iinf",
+                [0, 0, 0, 0, 0, UInt8(items.count)] + items.enumerated().flatMap { infe($0.offset + 1, $0.element) })
             let iprp = box("iprp", box("ipco", properties.flatMap { $0 }))
             return box("ftyp", Array("heic".utf8) + [0, 0, 0, 0]) + box("meta", [0, 0, 0, 0] + iinf + iprp)
         }
         let tmap = try HEIFHDRBoxes.read(HEIFFileBytes(memory: file(["hvc1", "hvc1", "tmap"], [])), maxBytes: 1 << 20)
         #expect(tmap.gainMap == "ISO 21496-1 tone-map item (tmap)" && tmap.peakLuminance == nil)
-        let apple = try HEIFHDRBoxes.read(HEIFFileBytes(memory: file(["hvc1", "hvc1"], [
-            box("auxC", [0, 0, 0, 0] + Array("urn:com:apple:photo:2020:aux:hdrgainmap".utf8) + [0]),
-            box("clli", [0x02, 0xC8, 0x00, 0x48]),
-        ])), maxBytes: 1 << 20)
+        let apple = try HEIFHDRBoxes.read(
+            HEIFFileBytes(
+                memory: file(
+                    ["hvc1", "hvc1"],
+                    [
+                        box("auxC", [0, 0, 0, 0] + Array("urn:com:apple:photo:2020:aux:hdrgainmap".utf8) + [0]),
+                        box("clli", [0x02, 0xC8, 0x00, 0x48]),
+                    ])), maxBytes: 1 << 20)
         #expect(apple.gainMap == "auxiliary gain map image urn:com:apple:photo:2020:aux:hdrgainmap")
         #expect(apple.peakLuminance == 712)
         #expect(apple.gainMapNote?.hasPrefix("gain map removed (auxiliary gain map image") == true)
-        let alpha = try HEIFHDRBoxes.read(HEIFFileBytes(memory: file(["hvc1", "hvc1"], [
-            box("auxC", [0, 0, 0, 0] + Array("urn:mpeg:mpegB:cicp:systems:auxiliary:alpha".utf8) + [0]),
-        ])), maxBytes: 1 << 20)
+        let alpha = try HEIFHDRBoxes.read(
+            HEIFFileBytes(
+                memory: file(
+                    ["hvc1", "hvc1"],
+                    [
+                        box("auxC", [0, 0, 0, 0] + Array("urn:mpeg:mpegB:cicp:systems:auxiliary:alpha".utf8) + [0])
+                    ])), maxBytes: 1 << 20)
         #expect(alpha == HEIFHDRBoxes())
     }
 }
@@ -376,7 +422,9 @@ enum PNG16 {
             + chunk("IEND", [])
     }
 
-    static func be32(_ v: Int) -> [UInt8] { [UInt8((v >> 24) & 0xFF), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+    static func be32(_ v: Int) -> [UInt8] {
+        [UInt8((v >> 24) & 0xFF), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
+    }
 
     static func crc32(_ bytes: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF

@@ -7,23 +7,31 @@ import Testing
 /// header facts, metadata items, transforms, YCbCr conversion against libheif's own (heif-convert), alpha,
 /// 10-bit samples, nclx colour and the limits.
 @Suite struct HEIFDecodeTests {
-    static func render(_ file: String, target: PixelSize? = nil, limits: ImageLimits = ImageLimits(),
-                       meter: PixelMemoryMeter = PixelMemoryMeter()) throws -> Bitmap {
+    static func render(
+        _ file: String, target: PixelSize? = nil, limits: ImageLimits = ImageLimits(),
+        meter: PixelMemoryMeter = PixelMemoryMeter()
+    ) throws -> Bitmap {
         let source = ImageSource.file(path: Fixtures.path("heif/" + file))
         let probe = try HEIFDecoding.probe(source, limits: limits)
-        return try HEIFDecoding.render(source, grid: probe.grid, target: target ?? probe.size, limits: limits, meter: meter).bitmap
+        return try HEIFDecoding.render(
+            source, grid: probe.grid, target: target ?? probe.size, limits: limits, meter: meter
+        ).bitmap
     }
 
     /// Red top-left, green top-right, blue bottom-right, grey bottom-left and centre (100-px squares).
-    static func expectCorners(_ bitmap: Bitmap, tolerance: Int = 12, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectCorners(_ bitmap: Bitmap, tolerance: Int = 12, sourceLocation: SourceLocation = #_sourceLocation)
+    {
         let w = bitmap.width, h = bitmap.height
         let s = max(1, 50 * w / 600)
-        let expected: [(Int, Int, [Int])] = [(s, s, [255, 0, 0]), (w - s, s, [0, 255, 0]), (w - s, h - s, [0, 0, 255]),
-                                              (s, h - s, [128, 128, 128]), (w / 2, h / 2, [128, 128, 128])]
+        let expected: [(Int, Int, [Int])] = [
+            (s, s, [255, 0, 0]), (w - s, s, [0, 255, 0]), (w - s, h - s, [0, 0, 255]),
+            (s, h - s, [128, 128, 128]), (w / 2, h / 2, [128, 128, 128]),
+        ]
         for (x, y, colour) in expected {
             let got = Array(bitmap.rgb(min(x, w - 1), min(y, h - 1)).prefix(3))
-            #expect(close(got, colour, tolerance: tolerance), "(\(x), \(y)) is \(got), expected \(colour)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                close(got, colour, tolerance: tolerance), "(\(x), \(y)) is \(got), expected \(colour)",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -63,13 +71,19 @@ import Testing
         #expect(bitmap.size == PixelSize(width: 150, height: 100))
         Self.expectCorners(bitmap, tolerance: 20)
         // The planes (4:2:0, 600×400: 360 000 bytes, twice while decoding) are counted; all released after.
-        #expect(meter.peakBytes >= HEIFDecoding.decodeMemory(size: PixelSize(width: 600, height: 400), bitDepth: 8,
-                                                            hasAlpha: false, monochrome: false))
+        #expect(
+            meter.peakBytes
+                >= HEIFDecoding.decodeMemory(
+                    size: PixelSize(width: 600, height: 400), bitDepth: 8,
+                    hasAlpha: false, monochrome: false))
         #expect(meter.currentBytes == 0)
     }
 
     /// SharePipe's row conversion agrees with libheif's own YCbCr → RGB (heif-convert) on every pixel.
-    @Test(arguments: ["gps-irot.heic", "mirror.heic", "mirror-rotate.heic", "corners-444.heic", "corners.avif", "p3-nclx.heic", "ten-bit.heic"])
+    @Test(arguments: [
+        "gps-irot.heic", "mirror.heic", "mirror-rotate.heic", "corners-444.heic", "corners.avif", "p3-nclx.heic",
+        "ten-bit.heic",
+    ])
     func conversionMatchesLibheif(file: String) throws {
         try Witness.require("heif-convert")
         let directory = Fixtures.temporaryDirectory()
@@ -127,14 +141,17 @@ import Testing
         let probe = try HEIFDecoding.probe(.file(path: Fixtures.path("heif/p3-nclx.heic")), limits: ImageLimits())
         let nclx = try #require(probe.nclx)
         #expect(nclx.color_primaries == 12 && nclx.transfer_characteristics == 13)
-        let ours = try #require(probe.metadata.compactMap { if case .icc(let p) = $0 { return p } else { return nil } }.first)
+        let ours = try #require(
+            probe.metadata.compactMap { if case .icc(let p) = $0 { return p } else { return nil } }.first)
         let jpeg = try SharePipe.inspect(.file(path: Fixtures.path("jpeg/icc-p3.jpg")))
-        let reference = try #require(jpeg.metadata.compactMap { if case .icc(let p) = $0 { return p } else { return nil } }.first)
+        let reference = try #require(
+            jpeg.metadata.compactMap { if case .icc(let p) = $0 { return p } else { return nil } }.first)
         let bitmap = try Self.render("p3-nclx.heic")
 
-        var srgb = sp_heif_nclx(present: 1, color_primaries: 1, transfer_characteristics: 13, matrix_coefficients: 6,
-                                full_range: 1, red_x: 0.64, red_y: 0.33, green_x: 0.30, green_y: 0.60,
-                                blue_x: 0.15, blue_y: 0.06, white_x: 0.3127, white_y: 0.3290)
+        var srgb = sp_heif_nclx(
+            present: 1, color_primaries: 1, transfer_characteristics: 13, matrix_coefficients: 6,
+            full_range: 1, red_x: 0.64, red_y: 0.33, green_x: 0.30, green_y: 0.60,
+            blue_x: 0.15, blue_y: 0.06, white_x: 0.3127, white_y: 0.3290)
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
         var message = shimMessageBuffer()
@@ -146,19 +163,28 @@ import Testing
         defer { Fixtures.cleanUp(directory) }
         try Fixtures.write(srgbProfile, to: directory + "/srgb.icc")
         func toSRGB(_ profile: [UInt8], _ name: String) throws -> Bitmap {
-            let png = try PNGEncoder().encode(bitmap, settings: EncodeSettings(quality: 90, progressive: false),
-                                              metadata: [.icc(profile)])
+            let png = try PNGEncoder().encode(
+                bitmap, settings: EncodeSettings(quality: 90, progressive: false),
+                metadata: [.icc(profile)])
             try Fixtures.write(png, to: directory + "/\(name).png")
-            let run = try Tool.run(Witness.convert, [directory + "/\(name).png", "-profile", directory + "/srgb.icc",
-                                               "-strip", "PNG24:" + directory + "/\(name)-srgb.png"])
+            let run = try Tool.run(
+                Witness.convert,
+                [
+                    directory + "/\(name).png", "-profile", directory + "/srgb.icc",
+                    "-strip", "PNG24:" + directory + "/\(name)-srgb.png",
+                ])
             #expect(run.status == 0, "\(run.stderr)")
             return try Decode.bitmap(try Fixtures.bytes(directory + "/\(name)-srgb.png"))
         }
         let viaNCLX = try toSRGB(ours, "nclx"), viaReference = try toSRGB(reference, "reference")
-        for (x, y, p3) in [(32, 32, [200, 60, 40]), (96, 32, [40, 180, 90]), (32, 96, [60, 80, 200]), (96, 96, [230, 230, 230])] {
+        for (x, y, p3) in [
+            (32, 32, [200, 60, 40]), (96, 32, [40, 180, 90]), (32, 96, [60, 80, 200]), (96, 96, [230, 230, 230]),
+        ] {
             let a = Array(viaNCLX.rgb(x, y).prefix(3)), b = Array(viaReference.rgb(x, y).prefix(3))
             #expect(close(a, b, tolerance: 2), "patch \(p3): nclx profile gives \(a), reference P3 profile \(b)")
-            #expect(close(a, Self.displayP3ToSRGB(p3), tolerance: 4), "patch \(p3): \(a), expected \(Self.displayP3ToSRGB(p3))")
+            #expect(
+                close(a, Self.displayP3ToSRGB(p3), tolerance: 4),
+                "patch \(p3): \(a), expected \(Self.displayP3ToSRGB(p3))")
         }
         // Not a no-op: the saturated patches really move in sRGB.
         #expect(!close(Array(viaNCLX.rgb(96, 32).prefix(3)), [40, 180, 90], tolerance: 4))
@@ -190,7 +216,9 @@ import Testing
 
     @Test func decoderMemoryLimitIsCheckedBeforeDecoding() throws {
         let meter = PixelMemoryMeter()
-        #expect { try Self.render("gps-irot.heic", limits: ImageLimits(maxDecoderMemory: 100_000), meter: meter) } throws: { error in
+        #expect {
+            try Self.render("gps-irot.heic", limits: ImageLimits(maxDecoderMemory: 100_000), meter: meter)
+        } throws: { error in
             guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
             return exceeded.kind == .decoderMemory && exceeded.limit == 100_000
         }
@@ -208,13 +236,16 @@ import Testing
     static func renderPath(_ path: String) throws -> Bitmap {
         let source = ImageSource.file(path: path)
         let probe = try HEIFDecoding.probe(source, limits: ImageLimits())
-        return try HEIFDecoding.render(source, grid: probe.grid, target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter()).bitmap
+        return try HEIFDecoding.render(
+            source, grid: probe.grid, target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter()
+        ).bitmap
     }
 
     @Test func bytesInMemoryDecodeLikeTheFile() throws {
         let bytes = try Fixtures.bytes(Fixtures.path("heif/corners.avif"))
         let probe = try HEIFDecoding.probe(.bytes(bytes), limits: ImageLimits())
-        let fromBytes = try HEIFDecoding.render(.bytes(bytes), grid: probe.grid, target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter())
+        let fromBytes = try HEIFDecoding.render(
+            .bytes(bytes), grid: probe.grid, target: probe.size, limits: ImageLimits(), meter: PixelMemoryMeter())
         #expect(fromBytes.bitmap == (try Self.render("corners.avif")))
     }
 
@@ -231,8 +262,9 @@ import Testing
             do {
                 let source = ImageSource.bytes(bytes)
                 let probe = try HEIFDecoding.probe(source, limits: limits)
-                _ = try HEIFDecoding.render(source, grid: probe.grid, target: PixelSize(width: 64, height: 64), limits: limits,
-                                            meter: PixelMemoryMeter())
+                _ = try HEIFDecoding.render(
+                    source, grid: probe.grid, target: PixelSize(width: 64, height: 64), limits: limits,
+                    meter: PixelMemoryMeter())
                 _ = probe
             } catch let error as SharePipeError {
                 failures += 1

@@ -8,8 +8,11 @@ import Testing
 /// turned or mirrored with irot/imir on the grid item): exact against libheif's own RGB (heif-convert), close
 /// to the libheif route when downscaled, transforms applied once, the fallbacks, damaged files, memory.
 @Suite struct HEIFGridTests {
-    static let files = ["grid.heic", "grid-444.heic", "grid-422.heic", "grid-709-limited.heic", "grid-iphone-irot1.heic", "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
-                        "grid-imir1.heic", "grid-mirror-rotate.heic"]
+    static let files = [
+        "grid.heic", "grid-444.heic", "grid-422.heic", "grid-709-limited.heic", "grid-iphone-irot1.heic",
+        "grid-irot1.heic", "grid-irot2.heic", "grid-irot3.heic", "grid-imir0.heic",
+        "grid-imir1.heic", "grid-mirror-rotate.heic",
+    ]
 
     static func path(_ file: String) -> String { Fixtures.path("heif-grid/" + file) }
 
@@ -25,11 +28,15 @@ import Testing
         return (largest, Double(total) / Double(a.pixels.count))
     }
 
-    static func render(_ source: ImageSource, target: PixelSize? = nil, tileRoute: Bool = true,
-                       limits: ImageLimits = ImageLimits(), meter: PixelMemoryMeter = PixelMemoryMeter()) throws -> Bitmap {
+    static func render(
+        _ source: ImageSource, target: PixelSize? = nil, tileRoute: Bool = true,
+        limits: ImageLimits = ImageLimits(), meter: PixelMemoryMeter = PixelMemoryMeter()
+    ) throws -> Bitmap {
         let probe = try HEIFDecoding.probe(source, limits: limits)
-        return try HEIFDecoding.render(source, grid: tileRoute ? probe.grid : nil, target: target ?? probe.size,
-                                       limits: limits, meter: meter).bitmap
+        return try HEIFDecoding.render(
+            source, grid: tileRoute ? probe.grid : nil, target: target ?? probe.size,
+            limits: limits, meter: meter
+        ).bitmap
     }
 
     @Test(arguments: files)
@@ -39,15 +46,21 @@ import Testing
         let grid = try #require(probe.grid)
         #expect(probe.size == PixelSize(width: 600, height: 400))
         #expect(grid.displayedSize == probe.size)
-        let turned = ["grid-irot1.heic", "grid-iphone-irot1.heic", "grid-irot3.heic", "grid-mirror-rotate.heic"].contains(file)
+        let turned = ["grid-irot1.heic", "grid-iphone-irot1.heic", "grid-irot3.heic", "grid-mirror-rotate.heic"]
+            .contains(file)
         #expect(grid.size == (turned ? PixelSize(width: 400, height: 600) : PixelSize(width: 600, height: 400)))
         #expect(grid.tileSize == PixelSize(width: 256, height: 256))
         #expect(grid.columns == (turned ? 2 : 3) && grid.rows == (turned ? 3 : 2))
-        #expect(grid.chroma == (file == "grid-444.heic" ? HEIFChroma.yuv444 : file == "grid-422.heic" ? HEIFChroma.yuv422 : HEIFChroma.yuv420))
-        let expected: [String: Orientation] = ["grid.heic": .up, "grid-444.heic": .up, "grid-422.heic": .up, "grid-709-limited.heic": .up,
-                                               "grid-iphone-irot1.heic": .left, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
-                                               "grid-irot3.heic": .right, "grid-imir0.heic": .downMirrored,
-                                               "grid-imir1.heic": .upMirrored, "grid-mirror-rotate.heic": .leftMirrored]
+        #expect(
+            grid.chroma
+                == (file == "grid-444.heic"
+                    ? HEIFChroma.yuv444 : file == "grid-422.heic" ? HEIFChroma.yuv422 : HEIFChroma.yuv420))
+        let expected: [String: Orientation] = [
+            "grid.heic": .up, "grid-444.heic": .up, "grid-422.heic": .up, "grid-709-limited.heic": .up,
+            "grid-iphone-irot1.heic": .left, "grid-irot1.heic": .left, "grid-irot2.heic": .down,
+            "grid-irot3.heic": .right, "grid-imir0.heic": .downMirrored,
+            "grid-imir1.heic": .upMirrored, "grid-mirror-rotate.heic": .leftMirrored,
+        ]
         #expect(grid.orientation == expected[file])
         // Each tile's own hvcC, or one shared by all (grid-iphone-irot1.heic, whose grid descriptor is in idat).
         #expect(grid.parameterSets.count == (file == "grid-iphone-irot1.heic" ? 1 : grid.columns * grid.rows))
@@ -73,7 +86,9 @@ import Testing
         // Limited range: HEIFRowConverter's float arithmetic and libheif's fixed point are a step apart on most
         // pixels (as for single images, HEIFDecodeTests.conversionMatchesLibheif); full range is exact.
         let limited = file == "grid-709-limited.heic"
-        #expect(d.max <= (limited ? 1 : 0) && d.mean <= (limited ? 1 : 0), "largest channel difference \(d.max), mean \(d.mean)")
+        #expect(
+            d.max <= (limited ? 1 : 0) && d.mean <= (limited ? 1 : 0),
+            "largest channel difference \(d.max), mean \(d.mean)")
     }
 
     /// Downscaled, the tile route (resampled as coded, then turned) stays within a step of the libheif route
@@ -109,7 +124,10 @@ import Testing
 
     @Test func decoderMemoryLimitIsCheckedBeforeDecoding() throws {
         let meter = PixelMemoryMeter()
-        #expect { try Self.render(.file(path: Self.path("grid.heic")), limits: ImageLimits(maxDecoderMemory: 200_000), meter: meter) } throws: { error in
+        #expect {
+            try Self.render(
+                .file(path: Self.path("grid.heic")), limits: ImageLimits(maxDecoderMemory: 200_000), meter: meter)
+        } throws: { error in
             guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
             return exceeded.kind == .decoderMemory && exceeded.limit == 200_000
         }
@@ -132,7 +150,9 @@ import Testing
         var bytes = try Fixtures.bytes(Self.path("grid.heic"))
         let tileISPE = try #require(Self.find(Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0], in: bytes))
         bytes.replaceSubrange((tileISPE + 8)..<(tileISPE + 16), with: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
-        #expect(try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits(maxDimension: .max, maxPixels: .max)) == nil)
+        #expect(
+            try HEIFGrid.plan(HEIFFileBytes(memory: bytes), limits: ImageLimits(maxDimension: .max, maxPixels: .max))
+                == nil)
     }
 
     /// The render decodes the grid it is given (the one the probe found and the estimate priced) without
@@ -140,11 +160,15 @@ import Testing
     @Test func renderDecodesTheGridItIsGiven() throws {
         let source = ImageSource.file(path: Self.path("grid.heic"))
         var grid = try #require(try HEIFDecoding.probe(source, limits: ImageLimits()).grid)
-        let plain = try HEIFDecoding.render(source, grid: grid, target: grid.size, limits: ImageLimits(),
-                                            meter: PixelMemoryMeter()).bitmap
+        let plain = try HEIFDecoding.render(
+            source, grid: grid, target: grid.size, limits: ImageLimits(),
+            meter: PixelMemoryMeter()
+        ).bitmap
         grid.orientation = .down
-        let turned = try HEIFDecoding.render(source, grid: grid, target: grid.size, limits: ImageLimits(),
-                                             meter: PixelMemoryMeter()).bitmap
+        let turned = try HEIFDecoding.render(
+            source, grid: grid, target: grid.size, limits: ImageLimits(),
+            meter: PixelMemoryMeter()
+        ).bitmap
         #expect(turned == plain.applying(.down))
         #expect(turned != plain)
     }
@@ -167,7 +191,8 @@ import Testing
         bytes.replaceSubrange(irot..<(irot + 4), with: Array("clap".utf8))
         let file = HEIFFileBytes(memory: bytes)
         let meta = try #require(try file.metaBody(maxBytes: 1 << 20))
-        #expect(try HEIFGrid.parse(meta: meta, fileSize: bytes.count, read: { try file.read(at: $0, count: $1) }) == nil)
+        #expect(
+            try HEIFGrid.parse(meta: meta, fileSize: bytes.count, read: { try file.read(at: $0, count: $1) }) == nil)
 
         // Tiles whose ispe (280×280) is not what their SPS codes (256×256): libde265 would allocate the SPS's size.
         var resized = try Fixtures.bytes(Self.path("grid.heic"))
@@ -175,7 +200,9 @@ import Testing
         resized.replaceSubrange((tileISPE + 8)..<(tileISPE + 16), with: [0, 0, 1, 24, 0, 0, 1, 24])
         let resizedFile = HEIFFileBytes(memory: resized)
         let resizedMeta = try #require(try resizedFile.metaBody(maxBytes: 1 << 20))
-        #expect(try HEIFGrid.parse(meta: resizedMeta, fileSize: resized.count, read: { try resizedFile.read(at: $0, count: $1) }) == nil)
+        #expect(
+            try HEIFGrid.parse(
+                meta: resizedMeta, fileSize: resized.count, read: { try resizedFile.read(at: $0, count: $1) }) == nil)
         // The SPS of the committed tiles says 256×256, 4:2:0.
         let grid = try #require(try HEIFDecoding.probe(.file(path: Self.path("grid.heic")), limits: ImageLimits()).grid)
         var sets = grid.parameterSets[0][...]
@@ -228,17 +255,22 @@ import Testing
         // libheif's route fails on it too.
         #expect(throws: SharePipeError.self) { try Self.render(.bytes(bytes), tileRoute: false) }
         #expect(meter.currentBytes == 0)
-        let tileRoute = HEIFTileDecoding.decodeMemory(grid) + LanczosResampler.memoryEstimate(from: grid.size, to: grid.size, channels: 3)
+        let tileRoute =
+            HEIFTileDecoding.decodeMemory(grid)
+            + LanczosResampler.memoryEstimate(from: grid.size, to: grid.size, channels: 3)
             + grid.size.width * 3 * MemoryLayout<Float>.stride
         #expect(meter.peakBytes > 0 && meter.peakBytes <= tileRoute)
         let info = try HEIFDecoder(format: .heif).probe(.bytes(bytes), limits: ImageLimits())
         #expect(info.heifGrid != nil)
         let options = try PrepareOptions(maxShortEdge: 400).checked()
-        let parts = MemoryEstimate.heif(info, plan: PreparePlan(info: info, options: options), options: options, keptMetadata: 0)
+        let parts = MemoryEstimate.heif(
+            info, plan: PreparePlan(info: info, options: options), options: options, keptMetadata: 0)
         #expect(parts.metered >= meter.peakBytes)
         // Priced as the tile route alone (no libheif planes added for a fallback that no longer happens).
-        #expect(parts.metered == HEIFTileDecoding.decodeMemory(grid)
-                    + LanczosResampler.memoryEstimate(from: grid.size, to: grid.size, channels: 3) + grid.size.width * 3 * 4)
+        #expect(
+            parts.metered == HEIFTileDecoding.decodeMemory(grid)
+                + LanczosResampler.memoryEstimate(from: grid.size, to: grid.size, channels: 3) + grid.size.width * 3 * 4
+        )
     }
 
     /// The SPS NAL unit of a grid's first hvcC.
@@ -313,17 +345,21 @@ import Testing
             var copy = unit
             for k in 0..<8 {
                 let mask = UInt8(0x80) >> UInt8((bit + k) & 7)
-                copy[(bit + k) >> 3] = (value >> (7 - k)) & 1 == 1 ? copy[(bit + k) >> 3] | mask : copy[(bit + k) >> 3] & ~mask
+                copy[(bit + k) >> 3] =
+                    (value >> (7 - k)) & 1 == 1 ? copy[(bit + k) >> 3] | mask : copy[(bit + k) >> 3] & ~mask
             }
             return copy
         }
         // The matrix field: where writing 9 changes the parsed matrix to 9 and nothing else.
-        let matrixBit = try #require((16...(sps.count * 8 - 8)).first { bit in
-            let parsed = HEIFGrid.sequenceParameters(writing(9, at: bit, in: sps))
-            return parsed?.colour == HEIFGrid.Colour(primaries: original.primaries, transfer: original.transfer, matrix: 9,
-                                                      fullRange: original.fullRange)
-                && parsed?.width == 256 && parsed?.height == 256
-        })
+        let matrixBit = try #require(
+            (16...(sps.count * 8 - 8)).first { bit in
+                let parsed = HEIFGrid.sequenceParameters(writing(9, at: bit, in: sps))
+                return parsed?.colour
+                    == HEIFGrid.Colour(
+                        primaries: original.primaries, transfer: original.transfer, matrix: 9,
+                        fullRange: original.fullRange)
+                    && parsed?.width == 256 && parsed?.height == 256
+            })
         // Matrix 12: the SPS still reads (its size), its colour does not (libde265 replaces values ≥ 11).
         let twelve = writing(12, at: matrixBit, in: sps)
         #expect(HEIFGrid.sequenceParameters(twelve)?.width == 256 && HEIFGrid.sequenceParameters(twelve)?.colour == nil)
@@ -380,7 +416,8 @@ import Testing
         let parsed = try HEIFGrid.parse(meta: meta, fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
         #expect(parsed != nil)
         for cut in 0..<meta.count {
-            _ = try? HEIFGrid.parse(meta: Array(meta.prefix(cut)), fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
+            _ = try? HEIFGrid.parse(
+                meta: Array(meta.prefix(cut)), fileSize: whole.count, read: { try file.read(at: $0, count: $1) })
         }
         for at in 0..<meta.count {
             for value: UInt8 in [0, 0xFF, meta[at] ^ 0x80] {

@@ -6,7 +6,8 @@ import Testing
 /// displayed orientation (irot applied once, the Exif orientation never), metadata per strip mode with
 /// exiftool as the witness, colour profile, alpha, byte limits.
 @Suite struct HEIFPipelineTests {
-    static func prepare(_ file: String, _ configure: (inout PrepareOptions) -> Void = { _ in }) throws -> PreparedImage {
+    static func prepare(_ file: String, _ configure: (inout PrepareOptions) -> Void = { _ in }) throws -> PreparedImage
+    {
         var options = PrepareOptions()
         configure(&options)
         return try SharePipe.prepare(.file(path: Fixtures.path("heif/" + file)), options: options)
@@ -47,7 +48,9 @@ import Testing
         let left = try Self.exiftool(result.bytes, ["-GPS:all", "-EXIF:all", "-XMP:all", "-Orientation"])
         #expect(left.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "exiftool still finds:\n\(left)")
         // The witness sees them in the input, so the check can fail.
-        let input = try Tool.run("exiftool", ["-s", "-GPSLatitude", "-XMP-photoshop:City", Fixtures.path("heif/gps-irot.heic")]).stdout
+        let input = try Tool.run(
+            "exiftool", ["-s", "-GPSLatitude", "-XMP-photoshop:City", Fixtures.path("heif/gps-irot.heic")]
+        ).stdout
         #expect(input.contains("GPSLatitude") && input.contains("Berlin"))
     }
 
@@ -75,8 +78,11 @@ import Testing
         #expect(result.size == PixelSize(width: 300, height: 200))
         HEIFDecodeTests.expectCorners(try Decode.bitmap(result.bytes), tolerance: 20)
         // The pipeline counted libheif's planes.
-        #expect(result.peakPixelBytes >= HEIFDecoding.decodeMemory(size: PixelSize(width: 600, height: 400), bitDepth: 8,
-                                                                  hasAlpha: false, monochrome: false))
+        #expect(
+            result.peakPixelBytes
+                >= HEIFDecoding.decodeMemory(
+                    size: PixelSize(width: 600, height: 400), bitDepth: 8,
+                    hasAlpha: false, monochrome: false))
     }
 
     @Test func avifWithAlphaBecomesAPNGWithItsAlpha() throws {
@@ -101,8 +107,12 @@ import Testing
         #expect(info.metadataKinds.contains(.icc))
         #expect(result.keptMetadata.contains(.icc))
         try Witness.require("exiftool")
-        let listing = try Self.exiftool(result.bytes, ["-ICC_Profile:ProfileDescription", "-ICC_Profile:ColorSpaceData",
-                                                       "-ICC_Profile:ProfileDateTime"])
+        let listing = try Self.exiftool(
+            result.bytes,
+            [
+                "-ICC_Profile:ProfileDescription", "-ICC_Profile:ColorSpaceData",
+                "-ICC_Profile:ProfileDateTime",
+            ])
         #expect(listing.contains("SharePipe nclx 12/13"), "\(listing)")
         // The profile Little CMS builds carries a fixed date, not the clock's: the same input, the same bytes.
         #expect(listing.contains("2022:01:01 00:00:00"), "\(listing)")
@@ -130,8 +140,11 @@ import Testing
         let run = try Tool.run(Tool.sharepipe, ["prepare", Fixtures.path("heif"), "--out", directory, "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let outputs = try FileManager.default.contentsOfDirectory(atPath: directory + "/heif").sorted()
-        #expect(outputs == ["alpha.png", "corners-444.jpg", "corners.jpg", "gps-irot.jpg", "mirror-rotate.jpg",
-                            "mirror.jpg", "p3-nclx.jpg", "ten-bit.jpg"], "\(outputs)")
+        #expect(
+            outputs == [
+                "alpha.png", "corners-444.jpg", "corners.jpg", "gps-irot.jpg", "mirror-rotate.jpg",
+                "mirror.jpg", "p3-nclx.jpg", "ten-bit.jpg",
+            ], "\(outputs)")
         let inspect = try Tool.run(Tool.sharepipe, ["inspect", Fixtures.path("heif/gps-irot.heic")])
         #expect(inspect.stdout.contains("HEIF 600×400"), "\(inspect.stdout)")
         #expect(inspect.stdout.contains("gps"), "\(inspect.stdout)")

@@ -18,16 +18,27 @@ import Testing
             if output?.status != 0 { print("fixture: \(tool) \(arguments) failed: \(output?.stderr ?? "not run")") }
         }
         // A photo-like picture: a colour gradient with a plasma texture and hard-edged coloured squares.
-        run(Witness.convert, ["-seed", "19", "-size", "640x480", "gradient:#c04020-#2060d0", "(", "-size", "640x480",
-                              "plasma:fractal", ")", "-compose", "blend", "-define", "compose:args=40", "-composite",
-                              "-fill", "red", "-draw", "rectangle 20,20 120,120", "-fill", "lime", "-draw", "rectangle 500,20 620,120",
-                              "-fill", "blue", "-draw", "rectangle 500,360 620,460", "PNG24:" + directory + "/photo.png"])
+        run(
+            Witness.convert,
+            [
+                "-seed", "19", "-size", "640x480", "gradient:#c04020-#2060d0", "(", "-size", "640x480",
+                "plasma:fractal", ")", "-compose", "blend", "-define", "compose:args=40", "-composite",
+                "-fill", "red", "-draw", "rectangle 20,20 120,120", "-fill", "lime", "-draw",
+                "rectangle 500,20 620,120",
+                "-fill", "blue", "-draw", "rectangle 500,360 620,460", "PNG24:" + directory + "/photo.png",
+            ])
         run("heif-enc", ["-q", "60", directory + "/photo.png", "-o", directory + "/single.heic"])
-        run("heif-enc", ["-q", "60", "-p", "chroma=444", directory + "/photo.png", "-o", directory + "/single-444.heic"])
+        run(
+            "heif-enc",
+            ["-q", "60", "-p", "chroma=444", directory + "/photo.png", "-o", directory + "/single-444.heic"])
         // What stays with libheif: alpha. (An odd width: heif-enc 1.15 writes it as a 1×1 grid of an even tile,
         // which the grid route takes.)
-        run(Witness.convert, [directory + "/photo.png", "-alpha", "set", "-channel", "A", "-evaluate", "set", "60%", "+channel",
-                              "PNG32:" + directory + "/alpha.png"])
+        run(
+            Witness.convert,
+            [
+                directory + "/photo.png", "-alpha", "set", "-channel", "A", "-evaluate", "set", "60%", "+channel",
+                "PNG32:" + directory + "/alpha.png",
+            ])
         run("heif-enc", ["-q", "60", directory + "/alpha.png", "-o", directory + "/alpha.heic"])
         return directory
     }()
@@ -39,18 +50,26 @@ import Testing
 
     static func path(_ name: String) throws -> String {
         try Witness.require(Witness.convert, "heif-enc")
-        let path = generated.contains(name) || name == "alpha.heic" ? fixtures + "/" + name
+        let path =
+            generated.contains(name) || name == "alpha.heic"
+            ? fixtures + "/" + name
             : Fixtures.path("heif/" + name)
-        try #require(FileManager.default.fileExists(atPath: path), "\(name) was not made (is heif-enc installed? scripts/install-deps)")
+        try #require(
+            FileManager.default.fileExists(atPath: path),
+            "\(name) was not made (is heif-enc installed? scripts/install-deps)")
         return path
     }
 
-    static func render(_ path: String, target: PixelSize? = nil, libde265: Bool = true,
-                       meter: PixelMemoryMeter = PixelMemoryMeter()) throws -> Bitmap {
+    static func render(
+        _ path: String, target: PixelSize? = nil, libde265: Bool = true,
+        meter: PixelMemoryMeter = PixelMemoryMeter()
+    ) throws -> Bitmap {
         let source = ImageSource.file(path: path)
         let probe = try HEIFDecoding.probe(source, limits: ImageLimits())
-        return try HEIFDecoding.render(source, grid: libde265 ? probe.grid : nil, target: target ?? probe.size,
-                                       limits: ImageLimits(), meter: meter).bitmap
+        return try HEIFDecoding.render(
+            source, grid: libde265 ? probe.grid : nil, target: target ?? probe.size,
+            limits: ImageLimits(), meter: meter
+        ).bitmap
     }
 
     @Test(arguments: generated + committed)
@@ -61,9 +80,14 @@ import Testing
         #expect(grid.isSingleImage && grid.columns == 1 && grid.rows == 1 && grid.tileSize == grid.size)
         #expect(grid.displayedSize == probe.size)
         // irot 1; imir axis 0 (libheif 1.15: top and bottom exchanged); both (HEIFDecodeTests checks the corners).
-        let expected: [String: Orientation] = ["gps-irot.heic": .left, "mirror.heic": .downMirrored, "mirror-rotate.heic": .leftMirrored]
+        let expected: [String: Orientation] = [
+            "gps-irot.heic": .left, "mirror.heic": .downMirrored, "mirror-rotate.heic": .leftMirrored,
+        ]
         #expect(grid.orientation == expected[name] ?? .up, "\(name): \(grid.orientation)")
-        #expect(grid.chroma == (["single-444.heic", "corners-444.heic", "p3-nclx.heic"].contains(name) ? HEIFChroma.yuv444 : HEIFChroma.yuv420))
+        #expect(
+            grid.chroma
+                == (["single-444.heic", "corners-444.heic", "p3-nclx.heic"].contains(name)
+                    ? HEIFChroma.yuv444 : HEIFChroma.yuv420))
     }
 
     @Test(arguments: ["alpha.heic", "ten-bit.heic"])
@@ -90,11 +114,14 @@ import Testing
         let d = HEIFGridTests.difference(full, fullLibheif)
         #expect(d.max <= 8 && d.mean <= 0.05, "\(name) full size: largest channel difference \(d.max), mean \(d.mean)")
         let target = PixelSize(width: full.width / 4, height: full.height / 4)
-        let small = try Self.render(path, target: target), smallLibheif = try Self.render(path, target: target, libde265: false)
+        let small = try Self.render(path, target: target),
+            smallLibheif = try Self.render(path, target: target, libde265: false)
         #expect(small.size == target && smallLibheif.size == target)
         let e = HEIFGridTests.difference(small, smallLibheif)
         #expect(e.max <= 4 && e.mean <= 0.1, "\(name) downscaled: largest \(e.max), mean \(e.mean)")
-        print("single image \(name): full size largest \(d.max), mean \(d.mean); quarter size largest \(e.max), mean \(e.mean)")
+        print(
+            "single image \(name): full size largest \(d.max), mean \(d.mean); quarter size largest \(e.max), mean \(e.mean)"
+        )
     }
 
     /// Against libheif's own RGB (heif-convert): as the libheif route is (HEIFDecodeTests.conversionMatchesLibheif):
@@ -112,7 +139,9 @@ import Testing
         try #require(ours.size == reference.size && reference.layout == .rgb)
         let d = HEIFGridTests.difference(ours, reference)
         let subsampled = name != "single-444.heic"
-        #expect(d.max <= (subsampled ? 40 : 2) && d.mean <= (subsampled ? 1.0 : 0.6), "\(name): largest \(d.max), mean \(d.mean)")
+        #expect(
+            d.max <= (subsampled ? 40 : 2) && d.mean <= (subsampled ? 1.0 : 0.6),
+            "\(name): largest \(d.max), mean \(d.mean)")
     }
 
     /// The libde265 route meters libde265's decoder and picture as priced (the picture, its per-block metadata,

@@ -10,12 +10,14 @@ import Testing
     /// About 40 small files: JPEGs, PNGs and GIFs under several names and folders, and broken inputs.
     static func mixedDirectory() throws -> String {
         let directory = Fixtures.temporaryDirectory()
-        let sources = ["jpeg/tiny-16x16.jpg", "jpeg/orient-1.jpg", "jpeg/orient-6.jpg", "jpeg/orient-8.jpg", "jpeg/gray.jpg",
-                       "jpeg/cmyk-adobe.jpg", "jpeg/landscape-orient0.jpg", "jpeg/gps-orient6.jpg", "png/palette-8.png",
-                       "png/photo-160x120.png", "png/gray-alpha-8.png", "png/detail-rgba-8-interlaced.png", "png/gps-orient6.png",
-                       "gif/loop3.gif", "gif/single-frame.gif", "gif/frame-outside.gif", "gif/disposals.gif",
-                       "broken/truncated.jpg", "broken/no-sof.jpg", "broken/empty.jpg", "broken/bad-crc-ihdr.png",
-                       "broken/not-an-image.png", "broken/gif-no-frames.gif"]
+        let sources = [
+            "jpeg/tiny-16x16.jpg", "jpeg/orient-1.jpg", "jpeg/orient-6.jpg", "jpeg/orient-8.jpg", "jpeg/gray.jpg",
+            "jpeg/cmyk-adobe.jpg", "jpeg/landscape-orient0.jpg", "jpeg/gps-orient6.jpg", "png/palette-8.png",
+            "png/photo-160x120.png", "png/gray-alpha-8.png", "png/detail-rgba-8-interlaced.png", "png/gps-orient6.png",
+            "gif/loop3.gif", "gif/single-frame.gif", "gif/frame-outside.gif", "gif/disposals.gif",
+            "broken/truncated.jpg", "broken/no-sof.jpg", "broken/empty.jpg", "broken/bad-crc-ihdr.png",
+            "broken/not-an-image.png", "broken/gif-no-frames.gif",
+        ]
         for (index, relative) in (sources + sources.prefix(17)).enumerated() {
             let folder = directory + "/in/set-\(index % 3)"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -31,7 +33,9 @@ import Testing
         return result
     }
 
-    static let brokenNames = ["truncated.jpg", "no-sof.jpg", "empty.jpg", "bad-crc-ihdr.png", "not-an-image.png", "gif-no-frames.gif"]
+    static let brokenNames = [
+        "truncated.jpg", "no-sof.jpg", "empty.jpg", "bad-crc-ihdr.png", "not-an-image.png", "gif-no-frames.gif",
+    ]
 
     static var options: PrepareOptions {
         var options = PrepareOptions(maxShortEdge: 120, maxBytes: 6000, strip: .gps)
@@ -68,9 +72,14 @@ import Testing
         defer { Fixtures.cleanUp(directory) }
         var runs: [Tool.Output] = []
         for jobs in ["1", "4"] {
-            runs.append(try Tool.run(Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/out-" + jobs,
-                                                      "--recursive", "--jobs", jobs, "--max-short-edge", "120",
-                                                      "--max-bytes", "6000", "--strip", "gps"]))
+            runs.append(
+                try Tool.run(
+                    Tool.sharepipe,
+                    [
+                        "prepare", directory + "/in", "--out", directory + "/out-" + jobs,
+                        "--recursive", "--jobs", jobs, "--max-short-edge", "120",
+                        "--max-bytes", "6000", "--strip", "gps",
+                    ]))
         }
         let summary = runs.map { $0.stdout.split(separator: "\n").last.map(String.init) ?? "" }
         #expect(runs.allSatisfy { $0.status == 1 })
@@ -78,7 +87,9 @@ import Testing
         // Failures come out in completion order with several jobs: compare them as sets.
         let failures = runs.map { Set($0.stderr.split(separator: "\n").filter { $0.hasPrefix("FAILED ") }) }
         #expect(failures[0] == failures[1])
-        for name in Self.brokenNames { #expect(failures[0].contains { $0.contains("-" + name + ": ") }, "\(name) must fail") }
+        for name in Self.brokenNames {
+            #expect(failures[0].contains { $0.contains("-" + name + ": ") }, "\(name) must fail")
+        }
         let one = try Self.contents(directory + "/out-1"), four = try Self.contents(directory + "/out-4")
         #expect(one.keys.sorted() == four.keys.sorted() && one.count + failures[0].count == 40)
         for (name, bytes) in one { #expect(four[name] == bytes, "\(name) differs between --jobs 1 and 4") }

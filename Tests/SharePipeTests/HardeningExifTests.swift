@@ -26,18 +26,23 @@ struct CraftedTIFF {
     mutating func ifd(at offset: Int, _ entries: [Entry], next: UInt32 = 0) {
         var table = CraftedTIFF.le16(UInt16(entries.count))
         for entry in entries {
-            table += CraftedTIFF.le16(entry.tag) + CraftedTIFF.le16(entry.type) + CraftedTIFF.le32(entry.count)
+            table +=
+                CraftedTIFF.le16(entry.tag) + CraftedTIFF.le16(entry.type) + CraftedTIFF.le32(entry.count)
                 + CraftedTIFF.le32(entry.value)
         }
         put(table + CraftedTIFF.le32(next), at: offset)
     }
 
     mutating func put(_ data: [UInt8], at offset: Int) {
-        if offset + data.count > bytes.count { bytes += [UInt8](repeating: 0, count: offset + data.count - bytes.count) }
+        if offset + data.count > bytes.count {
+            bytes += [UInt8](repeating: 0, count: offset + data.count - bytes.count)
+        }
         bytes.replaceSubrange(offset..<offset + data.count, with: data)
     }
 
-    static func short(_ tag: UInt16, _ value: UInt16) -> Entry { Entry(tag: tag, type: 3, count: 1, value: UInt32(value)) }
+    static func short(_ tag: UInt16, _ value: UInt16) -> Entry {
+        Entry(tag: tag, type: 3, count: 1, value: UInt32(value))
+    }
     static func long(_ tag: UInt16, _ value: UInt32) -> Entry { Entry(tag: tag, type: 4, count: 1, value: value) }
     static func ascii(_ tag: UInt16, count: Int, at offset: UInt32) -> Entry {
         Entry(tag: tag, type: 2, count: UInt32(count), value: offset)
@@ -49,8 +54,12 @@ struct CraftedTIFF {
     static func camera() -> CraftedTIFF {
         var tiff = CraftedTIFF(size: 600)
         tiff.put(Array("SharePipeCam\0".utf8), at: 70)
-        tiff.ifd(at: 8, [ascii(ExifEditor.Tag.make, count: 13, at: 70), short(ExifEditor.Tag.orientation, 6),
-                         long(ExifEditor.Tag.exifIFD, 100), long(ExifEditor.Tag.gpsIFD, 200)], next: 400)
+        tiff.ifd(
+            at: 8,
+            [
+                ascii(ExifEditor.Tag.make, count: 13, at: 70), short(ExifEditor.Tag.orientation, 6),
+                long(ExifEditor.Tag.exifIFD, 100), long(ExifEditor.Tag.gpsIFD, 200),
+            ], next: 400)
         tiff.ifd(at: 100, [short(0xA002, 64)])
         tiff.put(Array("52.5200 N\0".utf8), at: 300)
         tiff.ifd(at: 200, [Entry(tag: 1, type: 2, count: 2, value: 0x4E), ascii(2, count: 10, at: 300)])
@@ -74,9 +83,10 @@ extension Array where Element == UInt8 {
 @Suite struct HardeningExifTests {
     /// The `gps`-mode outcome for a JPEG-like ImageInfo carrying `tiff` as its Exif.
     static func gpsOutcome(_ tiff: [UInt8]) -> MetadataOutcome {
-        let info = ImageInfo(format: .jpeg, size: PixelSize(width: 16, height: 16), colorModel: .rgb, bitDepth: 8,
-                             progressive: false, orientation: .up, storedOrientationValue: nil, frameCount: 1,
-                             hasAlpha: false, metadata: [.exif(tiff)], byteCount: 1000)
+        let info = ImageInfo(
+            format: .jpeg, size: PixelSize(width: 16, height: 16), colorModel: .rgb, bitDepth: 8,
+            progressive: false, orientation: .up, storedOrientationValue: nil, frameCount: 1,
+            hasAlpha: false, metadata: [.exif(tiff)], byteCount: 1000)
         return FormatRegistry.jpeg.metadataPolicy.outcome(for: info, mode: .gps)
     }
 
@@ -122,8 +132,13 @@ extension Array where Element == UInt8 {
 
     @Test func gpsPointerPastTheBlockLosesOnlyThePointer() throws {
         var tiff = CraftedTIFF.camera()
-        tiff.ifd(at: 8, [CraftedTIFF.ascii(ExifEditor.Tag.make, count: 13, at: 70), CraftedTIFF.short(ExifEditor.Tag.orientation, 1),
-                         CraftedTIFF.long(ExifEditor.Tag.exifIFD, 100), CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 90_000)])
+        tiff.ifd(
+            at: 8,
+            [
+                CraftedTIFF.ascii(ExifEditor.Tag.make, count: 13, at: 70),
+                CraftedTIFF.short(ExifEditor.Tag.orientation, 1),
+                CraftedTIFF.long(ExifEditor.Tag.exifIFD, 100), CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 90_000),
+            ])
         let exif = try ExifEditor(tiff: tiff.bytes)
         #expect(exif.hasGPS)
         var editable = exif
@@ -133,7 +148,11 @@ extension Array where Element == UInt8 {
         let kept = try #require(Self.keptExif(outcome), "IFD0 and the Exif IFD stay")
         let after = try ExifEditor(tiff: kept)
         #expect(!after.hasGPS && after.string(ExifEditor.Tag.make) == "SharePipeCam")
-        #expect(after.entry(0xA002, inIFDAt: try #require(after.entry(ExifEditor.Tag.exifIFD, inIFDAt: 8).flatMap(after.integerValue))) != nil)
+        #expect(
+            after.entry(
+                0xA002,
+                inIFDAt: try #require(after.entry(ExifEditor.Tag.exifIFD, inIFDAt: 8).flatMap(after.integerValue)))
+                != nil)
         #expect(outcome.removed.contains(.gps) && !outcome.removed.contains(.exif))
         // A GPS IFD that starts inside the block but cannot be read there still drops the whole Exif.
         var inside = CraftedTIFF.camera()
@@ -153,8 +172,13 @@ extension Array where Element == UInt8 {
     @Test func ifdLoopsEndWithoutHangingAndStillClean() throws {
         var tiff = CraftedTIFF.camera()
         // IFD1 → IFD0 (next-pointer loop); the Exif IFD points at itself; the GPS IFD points back at IFD0.
-        tiff.ifd(at: 400, [CraftedTIFF.long(ExifEditor.Tag.thumbnailOffset, 500), CraftedTIFF.long(ExifEditor.Tag.thumbnailLength, 40)],
-                 next: 8)
+        tiff.ifd(
+            at: 400,
+            [
+                CraftedTIFF.long(ExifEditor.Tag.thumbnailOffset, 500),
+                CraftedTIFF.long(ExifEditor.Tag.thumbnailLength, 40),
+            ],
+            next: 8)
         tiff.ifd(at: 100, [CraftedTIFF.long(ExifEditor.Tag.exifIFD, 100)])
         tiff.ifd(at: 200, [CraftedTIFF.long(ExifEditor.Tag.exifIFD, 8)])
         let exif = try ExifEditor(tiff: tiff.bytes)
@@ -176,9 +200,13 @@ extension Array where Element == UInt8 {
         // accessor may read, zero or keep past the end, and trimming must not "extend" the block.
         var huge = CraftedTIFF(size: 128)
         huge.put(Array("SharePipeCam\0".utf8), at: 60)
-        huge.ifd(at: 8, [CraftedTIFF.ascii(ExifEditor.Tag.make, count: 13, at: 60),
-                         CraftedTIFF.Entry(tag: 0x9286, type: 12, count: 0xFFFF_FFFF, value: 64),
-                         CraftedTIFF.Entry(tag: ExifEditor.Tag.make, type: 2, count: 0xFFFF_FFFF, value: 64)])
+        huge.ifd(
+            at: 8,
+            [
+                CraftedTIFF.ascii(ExifEditor.Tag.make, count: 13, at: 60),
+                CraftedTIFF.Entry(tag: 0x9286, type: 12, count: 0xFFFF_FFFF, value: 64),
+                CraftedTIFF.Entry(tag: ExifEditor.Tag.make, type: 2, count: 0xFFFF_FFFF, value: 64),
+            ])
         var exif = try ExifEditor(tiff: huge.bytes)
         #expect(exif.string(ExifEditor.Tag.make) == "SharePipeCam")
         #expect(exif.integerValues(try #require(exif.entry(0x9286, inIFDAt: 8))) == nil)
@@ -201,8 +229,12 @@ extension Array where Element == UInt8 {
 
     @Test func duplicateGPSPointersAreAllRemoved() throws {
         var tiff = CraftedTIFF.camera()
-        tiff.ifd(at: 8, [CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 200), CraftedTIFF.short(ExifEditor.Tag.orientation, 1),
-                         CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 200)])
+        tiff.ifd(
+            at: 8,
+            [
+                CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 200), CraftedTIFF.short(ExifEditor.Tag.orientation, 1),
+                CraftedTIFF.long(ExifEditor.Tag.gpsIFD, 200),
+            ])
         let kept = try #require(Self.keptExif(Self.gpsOutcome(tiff.bytes)))
         let after = try ExifEditor(tiff: kept)
         #expect(!after.hasGPS)
@@ -215,9 +247,13 @@ extension Array where Element == UInt8 {
         let iptc: [UInt8] = [0x1C, 0x02, 0x5A, 0x00, 0x06] + Array("Berlin".utf8)
         tiff.put(xmp, at: 100)
         tiff.put(iptc, at: 300)
-        tiff.ifd(at: 8, [CraftedTIFF.short(ExifEditor.Tag.orientation, 1),
-                         CraftedTIFF.Entry(tag: ExifEditor.Tag.xmp, type: 1, count: UInt32(xmp.count), value: 100),
-                         CraftedTIFF.Entry(tag: ExifEditor.Tag.iptc, type: 7, count: UInt32(iptc.count), value: 300)])
+        tiff.ifd(
+            at: 8,
+            [
+                CraftedTIFF.short(ExifEditor.Tag.orientation, 1),
+                CraftedTIFF.Entry(tag: ExifEditor.Tag.xmp, type: 1, count: UInt32(xmp.count), value: 100),
+                CraftedTIFF.Entry(tag: ExifEditor.Tag.iptc, type: 7, count: UInt32(iptc.count), value: 300),
+            ])
         let exif = try ExifEditor(tiff: tiff.bytes)
         #expect(exif.hasEmbeddedXMP && exif.hasEmbeddedIPTC)
         #expect(MetadataOutcome.kinds(of: [.exif(tiff.bytes)]).isSuperset(of: [.xmp, .iptc]))
@@ -238,7 +274,8 @@ extension Array where Element == UInt8 {
 
         // Two orientation tags: both must end up 1 (readers disagree on which one counts).
         var twice = CraftedTIFF(size: 64)
-        twice.ifd(at: 8, [CraftedTIFF.short(ExifEditor.Tag.orientation, 6), CraftedTIFF.short(ExifEditor.Tag.orientation, 8)])
+        twice.ifd(
+            at: 8, [CraftedTIFF.short(ExifEditor.Tag.orientation, 6), CraftedTIFF.short(ExifEditor.Tag.orientation, 8)])
         var both = try ExifEditor(tiff: twice.bytes)
         both.resetOrientation()
         let values = try both.entries(ofIFDAt: 8).compactMap(both.integerValue)
@@ -296,9 +333,10 @@ extension Array where Element == UInt8 {
 
     @Test func noneModePassesAnUnreadableExifThroughUnchanged() {
         let junk = Array("II*\0garbage".utf8)
-        let info = ImageInfo(format: .jpeg, size: PixelSize(width: 16, height: 16), colorModel: .rgb, bitDepth: 8,
-                             progressive: false, orientation: .up, storedOrientationValue: nil, frameCount: 1,
-                             hasAlpha: false, metadata: [.exif(junk)], byteCount: 1000)
+        let info = ImageInfo(
+            format: .jpeg, size: PixelSize(width: 16, height: 16), colorModel: .rgb, bitDepth: 8,
+            progressive: false, orientation: .up, storedOrientationValue: nil, frameCount: 1,
+            hasAlpha: false, metadata: [.exif(junk)], byteCount: 1000)
         #expect(FormatRegistry.jpeg.metadataPolicy.outcome(for: info, mode: .none).kept == [.exif(junk)])
         #expect(FormatRegistry.jpeg.metadataPolicy.outcome(for: info, mode: .gps).kept.isEmpty)
         #expect(FormatRegistry.jpeg.metadataPolicy.outcome(for: info, mode: .all).kept.isEmpty)
@@ -321,8 +359,9 @@ extension Array where Element == UInt8 {
             tiff.ifd(at: 8, [CraftedTIFF.Entry(tag: ExifEditor.Tag.xmp, type: 1, count: 43, value: 520)])
         default: break
         }
-        let jpeg = HardeningJPEG.inserting([(0xE1, JPEGMarkers.exifPrefix + tiff.bytes)],
-                                           into: try Fixtures.bytes(Fixtures.path("jpeg/orient-6.jpg")))
+        let jpeg = HardeningJPEG.inserting(
+            [(0xE1, JPEGMarkers.exifPrefix + tiff.bytes)],
+            into: try Fixtures.bytes(Fixtures.path("jpeg/orient-6.jpg")))
         var options = PrepareOptions()
         options.strip = .gps
         let result = try SharePipe.prepare(.bytes(jpeg), options: options)
@@ -358,7 +397,8 @@ enum HardeningJPEG {
     /// `jpeg` with its baseline/progressive frame header claiming `width`×`height`.
     static func withSize(_ jpeg: [UInt8], width: Int, height: Int) -> [UInt8] {
         var bytes = jpeg
-        for index in 0..<(bytes.count - 9) where bytes[index] == 0xFF && (bytes[index + 1] == 0xC0 || bytes[index + 1] == 0xC2) {
+        for index in 0..<(bytes.count - 9)
+        where bytes[index] == 0xFF && (bytes[index + 1] == 0xC0 || bytes[index + 1] == 0xC2) {
             bytes[index + 5] = UInt8(height >> 8); bytes[index + 6] = UInt8(height & 0xFF)
             bytes[index + 7] = UInt8(width >> 8); bytes[index + 8] = UInt8(width & 0xFF)
             return bytes

@@ -17,7 +17,9 @@ final class BackgroundRun {
             process.executableURL = URL(fileURLWithPath: Tool.sharepipe)
             process.arguments = arguments
         }
-        for name in ["stdout", "stderr"] { _ = FileManager.default.createFile(atPath: "\(logs)/\(name).log", contents: nil) }
+        for name in ["stdout", "stderr"] {
+            _ = FileManager.default.createFile(atPath: "\(logs)/\(name).log", contents: nil)
+        }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: logs + "/stdout.log"))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logs + "/stderr.log"))
         try process.run()
@@ -29,7 +31,9 @@ final class BackgroundRun {
     /// The first child of the process (sharepipe under strace).
     var child: pid_t? {
         let pid = process.processIdentifier
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8) else { return nil }
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8) else {
+            return nil
+        }
         return text.split(separator: " ").first.flatMap { pid_t($0) }
     }
 
@@ -99,13 +103,16 @@ func filesBelow(_ directory: String) -> [String] {
         let directory = Fixtures.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory + "/in", withIntermediateDirectories: true)
         for index in 0..<count {
-            try FileManager.default.copyItem(atPath: Fixtures.path("jpeg/gps-thumb.jpg"),
-                                             toPath: directory + String(format: "/in/photo-%03d.jpg", index))
+            try FileManager.default.copyItem(
+                atPath: Fixtures.path("jpeg/gps-thumb.jpg"),
+                toPath: directory + String(format: "/in/photo-%03d.jpg", index))
         }
         return directory
     }
 
-    static func temporaryFiles(_ directory: String) -> [String] { filesBelow(directory).filter { $0.hasSuffix(".tmp") } }
+    static func temporaryFiles(_ directory: String) -> [String] {
+        filesBelow(directory).filter { $0.hasSuffix(".tmp") }
+    }
 
     /// Every output decodes whole: an interrupted run never leaves a partial file under a final name.
     static func expectWholeOutputs(_ directory: String, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -119,11 +126,16 @@ func filesBelow(_ directory: String) -> [String] {
     /// Finishes an interrupted batch with --skip-existing and checks the summary and every output.
     static func finish(_ directory: String, count: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let existing = filesBelow(directory + "/out").count
-        let rerun = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/out",
-                                                  "--max-short-edge", "500", "--skip-existing", "--jobs", "2"])
+        let rerun = try Tool.run(
+            Tool.sharepipe,
+            [
+                "prepare", directory + "/in", "--out", directory + "/out",
+                "--max-short-edge", "500", "--skip-existing", "--jobs", "2",
+            ])
         #expect(rerun.status == 0, "\(rerun.stderr)", sourceLocation: sourceLocation)
-        #expect(rerun.stdout.contains("processed \(count - existing), failed 0, skipped \(existing)"), "\(rerun.stdout)",
-                sourceLocation: sourceLocation)
+        #expect(
+            rerun.stdout.contains("processed \(count - existing), failed 0, skipped \(existing)"), "\(rerun.stdout)",
+            sourceLocation: sourceLocation)
         #expect(filesBelow(directory + "/out").count == count, sourceLocation: sourceLocation)
         #expect(temporaryFiles(directory + "/out").isEmpty, sourceLocation: sourceLocation)
         expectWholeOutputs(directory + "/out", sourceLocation: sourceLocation)
@@ -134,8 +146,11 @@ func filesBelow(_ directory: String) -> [String] {
         let count = 30
         let directory = try Self.batch(count)
         defer { Fixtures.cleanUp(directory) }
-        let run = try BackgroundRun(["prepare", directory + "/in", "--out", directory + "/out", "--max-short-edge", "500",
-                                     "--jobs", "2"], logs: directory)
+        let run = try BackgroundRun(
+            [
+                "prepare", directory + "/in", "--out", directory + "/out", "--max-short-edge", "500",
+                "--jobs", "2",
+            ], logs: directory)
         #expect(eventually(seconds: 60) { filesBelow(directory + "/out").contains { $0.hasSuffix(".jpg") } })
         kill(run.process.processIdentifier, signal)
         #expect(run.wait(seconds: 60))
@@ -156,10 +171,14 @@ func filesBelow(_ directory: String) -> [String] {
         let directory = try Self.batch(count)
         defer { Fixtures.cleanUp(directory) }
         // LeakSanitizer cannot work under ptrace: it is switched off for the traced process (sanitized builds).
-        let delays = ["-f", "-qq", "-o", "/dev/null", "-E", "ASAN_OPTIONS=detect_leaks=0", "-e", "trace=rename,renameat,renameat2",
-                      "-e", "inject=rename,renameat,renameat2:delay_enter=3000000"]
-        let run = try BackgroundRun(["prepare", directory + "/in", "--out", directory + "/out", "--jobs", "2"],
-                                    logs: directory, underStrace: delays)
+        let delays = [
+            "-f", "-qq", "-o", "/dev/null", "-E", "ASAN_OPTIONS=detect_leaks=0", "-e",
+            "trace=rename,renameat,renameat2",
+            "-e", "inject=rename,renameat,renameat2:delay_enter=3000000",
+        ]
+        let run = try BackgroundRun(
+            ["prepare", directory + "/in", "--out", directory + "/out", "--jobs", "2"],
+            logs: directory, underStrace: delays)
         #expect(eventually(seconds: 60) { !Self.temporaryFiles(directory + "/out").isEmpty })
         let inFlight = Self.temporaryFiles(directory + "/out")
         let child = try #require(run.child)
@@ -179,7 +198,9 @@ func filesBelow(_ directory: String) -> [String] {
         _ = FileManager.default.createFile(atPath: directory + "/blocker", contents: Data("x".utf8))
         let run = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/blocker/out"])
         #expect(run.status == 3)
-        #expect(run.stderr == "sharepipe: cannot write to --out \(directory)/blocker/out: Not a directory\n", "\(run.stderr)")
+        #expect(
+            run.stderr == "sharepipe: cannot write to --out \(directory)/blocker/out: Not a directory\n",
+            "\(run.stderr)")
         #expect(run.stdout.isEmpty, "\(run.stdout)")
     }
 
@@ -198,8 +219,10 @@ func filesBelow(_ directory: String) -> [String] {
         #expect(objects.count == 3)
         for object in objects {
             #expect(object["errorKind"] as? String == "unwritable")
-            #expect((object["error"] as? String)?.contains("cannot create a file in \(out): Operation not permitted") == true,
-                    "\(object)")
+            #expect(
+                (object["error"] as? String)?.contains("cannot create a file in \(out): Operation not permitted")
+                    == true,
+                "\(object)")
         }
         #expect(filesBelow(out).isEmpty)
     }
@@ -212,13 +235,20 @@ func filesBelow(_ directory: String) -> [String] {
         #expect(Self.command(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", out]) == 0)
         defer { _ = Self.command(["umount", out]); Fixtures.cleanUp(directory) }
         // A 16×16 output fits; the noisy 2000×1500 one (hundreds of kB at full size) cannot.
-        let run = try Tool.run(Tool.sharepipe, ["prepare", Fixtures.path("jpeg/tiny-16x16.jpg"),
-                                                Fixtures.path("jpeg/noisy-2000x1500.jpg"), "--out", out,
-                                                "--max-short-edge", "1500", "--quality", "95"])
+        let run = try Tool.run(
+            Tool.sharepipe,
+            [
+                "prepare", Fixtures.path("jpeg/tiny-16x16.jpg"),
+                Fixtures.path("jpeg/noisy-2000x1500.jpg"), "--out", out,
+                "--max-short-edge", "1500", "--quality", "95",
+            ])
         #expect(run.status == 1)
         #expect(run.stdout.contains("processed 1, failed 1"), "\(run.stdout)")
-        #expect(run.stderr.contains("FAILED \(Fixtures.path("jpeg/noisy-2000x1500.jpg")): \(out)/noisy-2000x1500.jpg: cannot write: No space left on device"),
-                "\(run.stderr)")
+        #expect(
+            run.stderr.contains(
+                "FAILED \(Fixtures.path("jpeg/noisy-2000x1500.jpg")): \(out)/noisy-2000x1500.jpg: cannot write: No space left on device"
+            ),
+            "\(run.stderr)")
         #expect(filesBelow(out) == ["tiny-16x16.jpg"])
         Self.expectWholeOutputs(out)
     }
@@ -229,13 +259,16 @@ func filesBelow(_ directory: String) -> [String] {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         try FileManager.default.createDirectory(atPath: directory + "/in/a", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Fixtures.path("jpeg/tiny-16x16.jpg"), toPath: directory + "/in/a/tiny.jpg")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("jpeg/tiny-16x16.jpg"), toPath: directory + "/in/a/tiny.jpg")
         try FileManager.default.createSymbolicLink(atPath: directory + "/in/a/up", withDestinationPath: "..")
         #expect(mkfifo(directory + "/in/pipe.jpg", 0o644) == 0)
-        let run = try BackgroundRun(["prepare", directory + "/in", "--recursive", "--out", directory + "/out"], logs: directory)
+        let run = try BackgroundRun(
+            ["prepare", directory + "/in", "--recursive", "--out", directory + "/out"], logs: directory)
         #expect(run.wait(seconds: 60), "sharepipe hung")
         #expect(run.process.terminationStatus == 1)
-        #expect(run.stderr.contains("FAILED \(directory)/in/pipe.jpg: cannot read: not a regular file"), "\(run.stderr)")
+        #expect(
+            run.stderr.contains("FAILED \(directory)/in/pipe.jpg: cannot read: not a regular file"), "\(run.stderr)")
         #expect(run.stdout.contains("processed 1, failed 1, skipped 0"), "\(run.stdout)")
         #expect(filesBelow(directory + "/out") == ["in/a/tiny.jpg"])
         #expect(throws: SharePipeError.unreadable(file: "/dev/zero", reason: "not a regular file")) {
@@ -247,7 +280,8 @@ func filesBelow(_ directory: String) -> [String] {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         // The final name is an existing directory: the temporary file is written, the rename fails.
-        try FileManager.default.createDirectory(atPath: directory + "/out.jpg/inside", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: directory + "/out.jpg/inside", withIntermediateDirectories: true)
         #expect {
             try FileIO.writeAtomically([1, 2, 3], to: directory + "/out.jpg")
         } throws: { error in
@@ -268,18 +302,26 @@ func filesBelow(_ directory: String) -> [String] {
             _ = Self.command(["chattr", "-i", directory + "/in/photo-000.jpg", directory + "/in/photo-001.jpg"])
             Fixtures.cleanUp(directory)
         }
-        try FileManager.default.copyItem(atPath: Fixtures.path("png/photo-160x120.png"), toPath: directory + "/in/p.png")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("png/photo-160x120.png"), toPath: directory + "/in/p.png")
         try FileManager.default.copyItem(atPath: Fixtures.path("gif/loop3.gif"), toPath: directory + "/in/a.gif")
         let inputs = filesBelow(directory + "/in")
         let before = try inputs.map { try Fixtures.bytes(directory + "/in/" + $0) }
         if Self.canMakeImmutable {
             #expect(Self.command(["chattr", "+i"] + inputs.map { directory + "/in/" + $0 }) == 0)
         }
-        let arguments = ["prepare", directory + "/in", "--out", directory + "/out", "--strip", "gps", "--max-short-edge", "100"]
+        let arguments = [
+            "prepare", directory + "/in", "--out", directory + "/out", "--strip", "gps", "--max-short-edge", "100",
+        ]
         let trace = directory + "/trace.txt"
-        let run = Self.hasStrace
-            ? try Tool.run("strace", ["-f", "-qq", "-E", "ASAN_OPTIONS=detect_leaks=0", "-e", "trace=open,openat,creat", "-o", trace,
-                                      "--", Tool.sharepipe] + arguments)
+        let run =
+            Self.hasStrace
+            ? try Tool.run(
+                "strace",
+                [
+                    "-f", "-qq", "-E", "ASAN_OPTIONS=detect_leaks=0", "-e", "trace=open,openat,creat", "-o", trace,
+                    "--", Tool.sharepipe,
+                ] + arguments)
             : try Tool.run(Tool.sharepipe, arguments)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(filesBelow(directory + "/out").count == inputs.count)
@@ -287,8 +329,9 @@ func filesBelow(_ directory: String) -> [String] {
             let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
             let inputOpens = lines.filter { $0.contains(directory + "/in/") }
             #expect(inputOpens.count >= inputs.count)
-            #expect(inputOpens.allSatisfy { !$0.contains("O_WRONLY") && !$0.contains("O_RDWR") && !$0.contains("O_CREAT") },
-                    "\(inputOpens)")
+            #expect(
+                inputOpens.allSatisfy { !$0.contains("O_WRONLY") && !$0.contains("O_RDWR") && !$0.contains("O_CREAT") },
+                "\(inputOpens)")
         }
         _ = Self.command(["chattr", "-i"] + inputs.map { directory + "/in/" + $0 })
         #expect(try inputs.map { try Fixtures.bytes(directory + "/in/" + $0) } == before)

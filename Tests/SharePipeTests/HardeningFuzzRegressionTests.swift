@@ -11,21 +11,24 @@ import Testing
     static let crashers: [String] = {
         let root = Fixtures.root + "/Fuzz/crashers"
         // Every target's folder (scripts/fuzz names them after Fuzz/Sources/Fuzz<Name>, lowercased).
-        let targets = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        let targets = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { !$0.hasPrefix(".") }
+            .sorted()
         return targets.flatMap { target in
             ((try? FileManager.default.contentsOfDirectory(atPath: root + "/" + target)) ?? [])
                 .filter { !$0.hasPrefix(".") }.sorted().map { "\(target)/\($0)" }
         }
     }()
 
-    static let limits = ImageLimits(maxDimension: 4096, maxPixels: 4_000_000, maxFrames: 64, maxTotalFramePixels: 16_000_000,
-                                    maxInputBytes: 1 << 20, maxDecoderMemory: 64 << 20)
+    static let limits = ImageLimits(
+        maxDimension: 4096, maxPixels: 4_000_000, maxFrames: 64, maxTotalFramePixels: 16_000_000,
+        maxInputBytes: 1 << 20, maxDecoderMemory: 64 << 20)
 
     static func options(forLength count: Int) -> PrepareOptions {
         let strip = StripMode.allCases[count % StripMode.allCases.count]
-        var options = PrepareOptions(maxShortEdge: 96, maxBytes: (count / 3) % 2 == 1 ? 2048 : nil, strip: strip,
-                                     limits: limits, strategy: (count / 6) % 2 == 1 ? .cpuFirst : .memoryFirst,
-                                     minShortEdge: 16)
+        var options = PrepareOptions(
+            maxShortEdge: 96, maxBytes: (count / 3) % 2 == 1 ? 2048 : nil, strip: strip,
+            limits: limits, strategy: (count / 6) % 2 == 1 ? .cpuFirst : .memoryFirst,
+            minShortEdge: 16)
         options.animation.maxFrames = 16
         return options
     }
@@ -54,7 +57,10 @@ import Testing
         if result.method == .reencoded { #expect(result.size.shortEdge <= options.maxShortEdge, "\(name)") }
         switch options.strip {
         case .all: #expect(info.metadataKinds.subtracting([.icc]).isEmpty, "\(name): \(info.metadataKinds)")
-        case .gps: #expect(info.metadataKinds.isDisjoint(with: [.gps, .exifThumbnail, .xmp, .iptc]), "\(name): \(info.metadataKinds)")
+        case .gps:
+            #expect(
+                info.metadataKinds.isDisjoint(with: [.gps, .exifThumbnail, .xmp, .iptc]),
+                "\(name): \(info.metadataKinds)")
         case .none: break
         }
     }

@@ -31,10 +31,14 @@ import Testing
 
     /// Every file in TestImages/broken/, including those other sections add.
     static let brokenFiles: [String] =
-        ((try? FileManager.default.contentsOfDirectory(atPath: Fixtures.path("broken"))) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: Fixtures.path("broken"))) ?? []).filter {
+            !$0.hasPrefix(".")
+        }.sorted()
 
     @Test func everyFileInTheTableIsInBroken() {
-        for entry in Self.broken { #expect(Self.brokenFiles.contains(entry.file), "TestImages/broken/\(entry.file) is missing") }
+        for entry in Self.broken {
+            #expect(Self.brokenFiles.contains(entry.file), "TestImages/broken/\(entry.file) is missing")
+        }
     }
 
     /// Each broken input fails, from a file and from memory, with an error naming the source; those in the
@@ -62,16 +66,21 @@ import Testing
     /// Inputs cut at many offsets: every cut JPEG fails (JPEG needs its end), every cut PNG and GIF either
     /// fails or, where the format allows, is prepared whole with a warning; never a crash, never an error
     /// that does not name the file.
-    @Test(arguments: ["jpeg/tiny-16x16.jpg", "jpeg/gps-orient6.jpg", "jpeg/progressive.jpg", "jpeg/cmyk-adobe.jpg",
-                      "png/palette-8.png", "png/detail-rgba-8-interlaced.png", "gif/loop3.gif", "gif/interlaced.gif",
-                      "webp/gps-orient6.webp", "webp/lossless-alpha.webp", "webp/animated.webp"])
+    @Test(arguments: [
+        "jpeg/tiny-16x16.jpg", "jpeg/gps-orient6.jpg", "jpeg/progressive.jpg", "jpeg/cmyk-adobe.jpg",
+        "png/palette-8.png", "png/detail-rgba-8-interlaced.png", "gif/loop3.gif", "gif/interlaced.gif",
+        "webp/gps-orient6.webp", "webp/lossless-alpha.webp", "webp/animated.webp",
+    ])
     func truncatedAtManyOffsets(_ relative: String) throws {
         let whole = try Fixtures.bytes(Fixtures.path(relative))
         var options = PrepareOptions(maxShortEdge: 64)
         options.limits.maxDecoderMemory = 64 << 20
         // Every offset in the first 300 bytes (headers, metadata), then 30 spread over the rest.
         let step = max(1, (whole.count - 300) / 30)
-        let cuts = Array(0..<min(300, whole.count - 1)) + Array(stride(from: 300, to: whole.count - 1, by: step)) + [whole.count - 1]
+        let cuts =
+            Array(0..<min(300, whole.count - 1)) + Array(stride(from: 300, to: whole.count - 1, by: step)) + [
+                whole.count - 1
+            ]
         var prepared = 0
         for cut in cuts {
             let source = ImageSource.bytes(Array(whole.prefix(cut)))
@@ -94,10 +103,13 @@ import Testing
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         try FileManager.default.createDirectory(atPath: directory + "/in", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Fixtures.path("png/palette-8.png"), toPath: directory + "/in/photo.jpg")
-        try FileManager.default.copyItem(atPath: Fixtures.path("jpeg/orient-3.jpg"), toPath: directory + "/in/picture.gif")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("png/palette-8.png"), toPath: directory + "/in/photo.jpg")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("jpeg/orient-3.jpg"), toPath: directory + "/in/picture.gif")
         try FileManager.default.copyItem(atPath: Fixtures.path("gif/loop3.gif"), toPath: directory + "/in/anim.png")
-        try FileManager.default.copyItem(atPath: Fixtures.path("jpeg/tiny-16x16.jpg"), toPath: directory + "/in/noextension")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("jpeg/tiny-16x16.jpg"), toPath: directory + "/in/noextension")
         let run = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/out"])
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         let outputs = try FileManager.default.contentsOfDirectory(atPath: directory + "/out/in").sorted()
@@ -112,7 +124,8 @@ import Testing
         _ = FileManager.default.createFile(atPath: directory + "/empty.png", contents: Data())
         let run = try Tool.run(Tool.sharepipe, ["prepare", directory + "/empty.png", "--out", directory + "/out"])
         #expect(run.status == 1)
-        #expect(run.stderr.contains("FAILED \(directory)/empty.png: unsupported format: file is empty"), "\(run.stderr)")
+        #expect(
+            run.stderr.contains("FAILED \(directory)/empty.png: unsupported format: file is empty"), "\(run.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/out/empty.png"))
     }
 
@@ -125,7 +138,8 @@ import Testing
         let result = try SharePipe.prepare(.bytes(jpeg), options: PrepareOptions())
         #expect(result.method == .reencoded)
         #expect(result.size == PixelSize(width: 600, height: 400))
-        #expect(result.warnings.contains { $0.contains("10 extraneous bytes before marker 0xc0") }, "\(result.warnings)")
+        #expect(
+            result.warnings.contains { $0.contains("10 extraneous bytes before marker 0xc0") }, "\(result.warnings)")
 
         // No resize or rotation: the image data is copied, and the rewriter skips the garbage as libjpeg did.
         var tiny = try Fixtures.bytes(Fixtures.path("jpeg/tiny-16x16.jpg"))
@@ -164,7 +178,8 @@ import Testing
     }
 
     @Test func gifFrameOutsideTheScreenIsClippedWithAWarning() throws {
-        let result = try SharePipe.prepare(.file(path: Fixtures.path("gif/frame-outside.gif")), options: PrepareOptions())
+        let result = try SharePipe.prepare(
+            .file(path: Fixtures.path("gif/frame-outside.gif")), options: PrepareOptions())
         #expect(result.warnings.contains { $0.contains("outside") }, "\(result.warnings)")
         let info = try Decode.info(result.bytes)
         #expect(info.size == PixelSize(width: 100, height: 80))
@@ -183,7 +198,9 @@ import Testing
         #expect {
             try SharePipe.prepare(.file(path: path), options: PrepareOptions())
         } throws: { error in
-            guard let error = error as? SharePipeError, case .corrupt(let file, _, let reason) = error else { return false }
+            guard let error = error as? SharePipeError, case .corrupt(let file, _, let reason) = error else {
+                return false
+            }
             return file == path && reason.contains("LZW")
         }
     }
@@ -196,9 +213,13 @@ import Testing
         var profile = [UInt8](repeating: 0x41, count: 65 * chunk)
         profile.replaceSubrange(16..<20, with: Array("RGB ".utf8))
         var segments: [(Int, [UInt8])] = (0..<65).map { index in
-            (0xE2, JPEGMarkers.iccPrefix + [UInt8(index + 1), 65] + Array(profile[index * chunk..<(index + 1) * chunk]))
+            (
+                0xE2,
+                JPEGMarkers.iccPrefix + [UInt8(index + 1), 65] + Array(profile[index * chunk..<(index + 1) * chunk])
+            )
         }
-        segments += (0..<16).map { _ in (0xE1, JPEGMarkers.extendedXMPPrefix + [UInt8](repeating: 0x20, count: 65_000)) }
+        segments += (0..<16).map { _ in (0xE1, JPEGMarkers.extendedXMPPrefix + [UInt8](repeating: 0x20, count: 65_000))
+        }
         let jpeg = HardeningJPEG.inserting(segments, into: tiny)
 
         let all = try SharePipe.prepare(.bytes(jpeg), options: PrepareOptions())
@@ -212,7 +233,8 @@ import Testing
         #expect {
             try SharePipe.prepare(.bytes(jpeg), options: limited)
         } throws: { error in
-            (error as? SharePipeError)?.description == "<memory>: too large: exceeds the metadata limit of 1048576 bytes (APPn/COM segments)"
+            (error as? SharePipeError)?.description
+                == "<memory>: too large: exceeds the metadata limit of 1048576 bytes (APPn/COM segments)"
         }
     }
 }

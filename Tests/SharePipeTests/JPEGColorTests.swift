@@ -7,14 +7,17 @@ import Testing
 @Suite struct JPEGColorTests {
     static let cmykPath = Fixtures.path("jpeg-color/cmyk-icc.jpg")
     /// The 4×4 grid of 16×16 CMYK patches in cmyk-icc.jpg (TestImages/README.md), as stored ink values.
-    static let patches: [[Int]] = [[0, 0, 0, 0], [255, 0, 0, 0], [0, 255, 0, 0], [0, 0, 255, 0], [0, 0, 0, 255],
-                                   [255, 255, 0, 0], [0, 255, 255, 0], [255, 0, 255, 0], [128, 0, 0, 0], [0, 128, 0, 0],
-                                   [0, 0, 128, 0], [0, 0, 0, 128], [64, 128, 192, 32], [200, 100, 50, 20],
-                                   [30, 60, 90, 120], [255, 255, 255, 255]]
+    static let patches: [[Int]] = [
+        [0, 0, 0, 0], [255, 0, 0, 0], [0, 255, 0, 0], [0, 0, 255, 0], [0, 0, 0, 255],
+        [255, 255, 0, 0], [0, 255, 255, 0], [255, 0, 255, 0], [128, 0, 0, 0], [0, 128, 0, 0],
+        [0, 0, 128, 0], [0, 0, 0, 128], [64, 128, 192, 32], [200, 100, 50, 20],
+        [30, 60, 90, 120], [255, 255, 255, 255],
+    ]
 
     static func render(_ source: ImageSource) throws -> RenderedImage {
         let info = try JPEGDecoder().probe(source, limits: ImageLimits())
-        return try JPEGDecoder().render(source, info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter())
+        return try JPEGDecoder().render(
+            source, info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter())
     }
 
     static func centre(_ bitmap: Bitmap, patch: Int) -> [Int] {
@@ -54,7 +57,9 @@ import Testing
         let output = try Decode.bitmap(result.bytes)
         let expected = try Decode.bitmap(try Fixtures.bytes(Fixtures.path("jpeg-color/cmyk-icc-imagemagick.png")))
         for patch in 0..<16 {
-            let difference = zip(Self.centre(output, patch: patch), Self.centre(expected, patch: patch).prefix(3)).map { abs($0 - $1) }.max()!
+            let difference = zip(Self.centre(output, patch: patch), Self.centre(expected, patch: patch).prefix(3)).map {
+                abs($0 - $1)
+            }.max()!
             #expect(difference <= 6, "patch \(patch)")
         }
         let outputInfo = try Decode.info(result.bytes)
@@ -70,7 +75,9 @@ import Testing
         let rendered = try Self.render(.bytes(bytes))
         #expect(rendered.warnings.contains { $0.contains("CMYK profile is unusable") })
         for patch in [0, 1, 4, 12] {
-            let difference = zip(Self.centre(rendered.bitmap, patch: patch), Self.naive(Self.patches[patch])).map { abs($0 - $1) }.max()!
+            let difference = zip(Self.centre(rendered.bitmap, patch: patch), Self.naive(Self.patches[patch])).map {
+                abs($0 - $1)
+            }.max()!
             #expect(difference <= 3, "patch \(patch)")
         }
     }
@@ -79,13 +86,16 @@ import Testing
     func twelveBitAndLosslessAreUnsupportedNotCorrupt(name: String, reason: String) throws {
         let path = Fixtures.path("broken/" + name)
         for source in [ImageSource.file(path: path), .bytes(try Fixtures.bytes(path))] {
-            for attempt in [{ _ = try SharePipe.inspect(source) }, { _ = try SharePipe.prepare(source, options: PrepareOptions()) }] {
+            for attempt in [
+                { _ = try SharePipe.inspect(source) }, { _ = try SharePipe.prepare(source, options: PrepareOptions()) },
+            ] {
                 do {
                     try attempt()
                     Issue.record("\(name) was accepted")
                 } catch let error as SharePipeError {
                     #expect(error.kind == "unsupportedFormat", "\(error)")
-                    #expect(error.description.hasPrefix(source.displayName + ": unsupported format: \(reason)"), "\(error)")
+                    #expect(
+                        error.description.hasPrefix(source.displayName + ": unsupported format: \(reason)"), "\(error)")
                 }
             }
         }

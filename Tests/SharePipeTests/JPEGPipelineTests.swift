@@ -78,11 +78,16 @@ import Testing
             let result = try SharePipe.prepare(.file(path: Fixtures.path("jpeg/" + name)))
             let output = directory + "/" + name
             try Fixtures.write(result.bytes, to: output)
-            let witness = try Tool.run("exiftool", ["-a", "-G1", "-s", "-GPS:all", "-EXIF:all", "-XMP:all", "-IPTC:all",
-                                                    "-File:Comment", "-Orientation", "-ThumbnailImage", output])
+            let witness = try Tool.run(
+                "exiftool",
+                [
+                    "-a", "-G1", "-s", "-GPS:all", "-EXIF:all", "-XMP:all", "-IPTC:all",
+                    "-File:Comment", "-Orientation", "-ThumbnailImage", output,
+                ])
             #expect(witness.status == 0)
-            #expect(witness.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
-                    "exiftool still finds in \(name):\n\(witness.stdout)")
+            #expect(
+                witness.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
+                "exiftool still finds in \(name):\n\(witness.stdout)")
             // And the witness does see those tags in the input, so the check can fail.
             let input = try Tool.run("exiftool", ["-s", "-GPSLatitude", Fixtures.path("jpeg/" + name)])
             #expect(input.stdout.contains("GPSLatitude"))
@@ -105,8 +110,12 @@ import Testing
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         try Fixtures.write(result.bytes, to: directory + "/out.jpg")
-        let witness = try Tool.run("exiftool", ["-s", "-Make", "-GPS:all", "-XMP:all", "-IPTC:all", "-ThumbnailImage",
-                                                "-Orientation#", directory + "/out.jpg"])
+        let witness = try Tool.run(
+            "exiftool",
+            [
+                "-s", "-Make", "-GPS:all", "-XMP:all", "-IPTC:all", "-ThumbnailImage",
+                "-Orientation#", directory + "/out.jpg",
+            ])
         #expect(witness.stdout.contains("SharePipeCam"))
         #expect(!witness.stdout.contains("GPS"))
         #expect(!witness.stdout.contains("Thumbnail"))
@@ -177,13 +186,15 @@ import Testing
         let bitmap = try Decode.bitmap(result.bytes)
         #expect(bitmap.size == PixelSize(width: 1440, height: 1080))
         let higher = result.attempts.first { $0.quality == quality + 1 && $0.size == result.size }
-        let measured = try higher.map(\.bytes) ?? {
-            var higherOptions = options
-            higherOptions.quality = quality + 1
-            higherOptions.minQuality = quality + 1
-            higherOptions.maxBytes = nil
-            return try SharePipe.prepare(.file(path: path), options: higherOptions).byteCount
-        }()
+        let measured =
+            try higher.map(\.bytes)
+            ?? {
+                var higherOptions = options
+                higherOptions.quality = quality + 1
+                higherOptions.minQuality = quality + 1
+                higherOptions.maxBytes = nil
+                return try SharePipe.prepare(.file(path: path), options: higherOptions).byteCount
+            }()
         #expect(measured > 120_000)
         #expect(result.attempts.count <= 8, "search is bounded: \(result.attempts.count) encodes")
     }
@@ -241,8 +252,10 @@ import Testing
             try SharePipe.prepare(.file(path: Fixtures.path("jpeg/large-4000x3000.jpg")), options: options)
         } throws: { error in
             guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
-            return exceeded == ExceededLimit(.pixelArea, found: 12_000_000, limit: 1_000_000,
-                                             size: PixelSize(width: 4000, height: 3000))
+            return exceeded
+                == ExceededLimit(
+                    .pixelArea, found: 12_000_000, limit: 1_000_000,
+                    size: PixelSize(width: 4000, height: 3000))
         }
     }
 
@@ -263,6 +276,8 @@ extension JPEGPipelineTests {
 extension Array where Element == UInt8 {
     func contains(subsequence: [UInt8]) -> Bool {
         guard subsequence.count <= count else { return false }
-        return (0...(count - subsequence.count)).contains { self[$0..<$0 + subsequence.count].elementsEqual(subsequence) }
+        return (0...(count - subsequence.count)).contains {
+            self[$0..<$0 + subsequence.count].elementsEqual(subsequence)
+        }
     }
 }

@@ -13,7 +13,7 @@ struct JPEGPlanesTests {
             for x in 0..<size.width {
                 for c in 0..<layout.channels {
                     state = state &* 6364136223846793005 &+ 1442695040888963407
-                    let noise = Int(state >> 58)   // 0...63
+                    let noise = Int(state >> 58)  // 0...63
                     let ramp = (x * 255 / max(1, size.width - 1) + y * 97 + c * 61) % 256
                     pixels[(y * size.width + x) * layout.channels + c] = UInt8((ramp + noise) % 256)
                 }
@@ -45,8 +45,10 @@ struct JPEGPlanesTests {
                 let settings = EncodeSettings(quality: quality, progressive: progressive)
                 let expected = try encoder.encode(bitmap, settings: settings, metadata: [])
                 let got = try staged.encode(settings, [])
-                let same = got == expected   // not the arrays themselves in the message
-                #expect(same, "\(size) \(layout) q\(quality) progressive \(progressive): \(got.count) vs \(expected.count) bytes")
+                let same = got == expected  // not the arrays themselves in the message
+                #expect(
+                    same,
+                    "\(size) \(layout) q\(quality) progressive \(progressive): \(got.count) vs \(expected.count) bytes")
             }
         }
     }
@@ -82,9 +84,12 @@ struct JPEGPlanesTests {
                         _ = try JPEGEncoder().encode(bitmap, settings: settings, metadata: [])
                     }
                 }
-                #expect(failure?.outOfMemory == true, "allocation \(nth), planes \(planes): \(String(describing: failure))")
-                if case .tooLarge? = failure?.error(file: "x.jpg") {} else {
-                    Issue.record("allocation \(nth), planes \(planes): \(String(describing: failure?.error(file: "x.jpg")))")
+                #expect(
+                    failure?.outOfMemory == true, "allocation \(nth), planes \(planes): \(String(describing: failure))")
+                if case .tooLarge? = failure?.error(file: "x.jpg") {
+                } else {
+                    Issue.record(
+                        "allocation \(nth), planes \(planes): \(String(describing: failure?.error(file: "x.jpg")))")
                 }
             }
         }

@@ -14,7 +14,9 @@ struct JPEGStructureSegmentsTests {
     /// `TestImages/jpeg/orient-1.jpg` with a JFIF header holding a 4×4 thumbnail, a JFXX APP0 and a padded Adobe APP14.
     static func input() throws -> [UInt8] {
         let original = try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg"))
-        #expect(Array(original[2...3]) == [0xFF, 0xE0] && original[4] == 0 && original[5] == 16, "fixture starts with a bare JFIF APP0")
+        #expect(
+            Array(original[2...3]) == [0xFF, 0xE0] && original[4] == 0 && original[5] == 16,
+            "fixture starts with a bare JFIF APP0")
         var thumbnail = Array(thumbnailMarker.utf8)
         thumbnail += [UInt8](repeating: 0x80, count: 4 * 4 * 3 - thumbnail.count)
         let jfif = Array("JFIF\0".utf8) + [1, 1, 0, 0, 1, 0, 1, 4, 4] + thumbnail
@@ -26,8 +28,9 @@ struct JPEGStructureSegmentsTests {
         return [0xFF, 0xD8] + segment(0xE0, jfif) + segment(0xE0, jfxx) + segment(0xEE, adobe) + Array(original[20...])
     }
 
-    @Test("all and gps: the metadata rewrite drops the JFIF and JFXX thumbnails and Adobe's extra bytes, pixels unchanged",
-          arguments: [StripMode.all, .gps])
+    @Test(
+        "all and gps: the metadata rewrite drops the JFIF and JFXX thumbnails and Adobe's extra bytes, pixels unchanged",
+        arguments: [StripMode.all, .gps])
     func thumbnailsGo(mode: StripMode) throws {
         let input = try Self.input()
         for marker in [Self.thumbnailMarker, Self.extensionMarker, Self.adobeMarker] {
@@ -40,7 +43,8 @@ struct JPEGStructureSegmentsTests {
         }
         #expect(result.removedMetadata.contains(.other), "\(result.removedMetadata)")
         // The JFIF header stays, 16 bytes long with a 0×0 thumbnail; the Adobe segment is its 12 bytes.
-        #expect(Array(result.bytes[2...19]) == [0xFF, 0xE0, 0, 16] + Array("JFIF\0".utf8) + [1, 1, 0, 0, 1, 0, 1, 0, 0])
+        #expect(
+            Array(result.bytes[2...19]) == [0xFF, 0xE0, 0, 16] + Array("JFIF\0".utf8) + [1, 1, 0, 0, 1, 0, 1, 0, 0])
         let adobe: [UInt8] = [0xFF, 0xEE, 0, 14] + Array("Adobe".utf8) + [0, 100, 0, 0, 0, 0, 1]
         #expect(result.bytes.indices.contains { result.bytes[$0...].starts(with: adobe) })
         #expect(try Decode.bitmap(result.bytes) == Decode.bitmap(input))
@@ -48,8 +52,13 @@ struct JPEGStructureSegmentsTests {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         try Fixtures.write(result.bytes, to: directory + "/out.jpg")
-        let listing = try Tool.run("exiftool", ["-a", "-G1", "-s", "-ThumbnailImage", "-ThumbnailWidth", "-ThumbnailTIFF",
-                                                directory + "/out.jpg"]).stdout
+        let listing = try Tool.run(
+            "exiftool",
+            [
+                "-a", "-G1", "-s", "-ThumbnailImage", "-ThumbnailWidth", "-ThumbnailTIFF",
+                directory + "/out.jpg",
+            ]
+        ).stdout
         #expect(listing.isEmpty, "exiftool sees \(listing)")
     }
 

@@ -45,7 +45,8 @@ struct LeakScannerTests {
         #expect(LeakScanner.findings(of: Self.marker, in: tiff.bytes).contains(.ascii))
         for prefix in ["", "a", "ab", "abc"] {
             let encoded = Array(Data((prefix + Self.marker + "tail").utf8).base64EncodedString().utf8)
-            #expect(LeakScanner.findings(of: Self.marker, in: Self.noise + encoded).contains(.base64), "prefix \(prefix)")
+            #expect(
+                LeakScanner.findings(of: Self.marker, in: Self.noise + encoded).contains(.base64), "prefix \(prefix)")
         }
     }
 
@@ -59,12 +60,23 @@ struct LeakScannerTests {
     @Test("a planted GPS coordinate is found as Exif rationals in both byte orders and as text")
     func coordinate() {
         let point = PlantedCoordinate(degrees: 48, minutes: 51, secondsNumerator: 2988)
-        #expect(LeakScanner.findings(of: point, in: Self.planted(point.rationals(littleEndian: true), at: 3)) == [.rationalsLE])
-        #expect(LeakScanner.findings(of: point, in: Self.planted(point.rationals(littleEndian: false), at: 4)) == [.rationalsBE])
+        #expect(
+            LeakScanner.findings(of: point, in: Self.planted(point.rationals(littleEndian: true), at: 3)) == [
+                .rationalsLE
+            ])
+        #expect(
+            LeakScanner.findings(of: point, in: Self.planted(point.rationals(littleEndian: false), at: 4)) == [
+                .rationalsBE
+            ])
         #expect(point.decimalText == "48.8583")
-        #expect(LeakScanner.findings(of: point, in: Self.planted(Array(point.decimalText.utf8), at: 0)).contains(.decimalText))
-        #expect(LeakScanner.findings(of: point, in: Self.planted(Array("exif:GPSLatitude=\"\(point.xmpText)N\"".utf8), at: 7))
-                    .contains(.xmpText))
+        #expect(
+            LeakScanner.findings(of: point, in: Self.planted(Array(point.decimalText.utf8), at: 0)).contains(
+                .decimalText))
+        #expect(
+            LeakScanner.findings(
+                of: point, in: Self.planted(Array("exif:GPSLatitude=\"\(point.xmpText)N\"".utf8), at: 7)
+            )
+            .contains(.xmpText))
         #expect(LeakScanner.findings(of: point, in: Self.noise).isEmpty)
         // A coordinate planted in a real Exif GPS IFD (big-endian) is seen there.
         #expect(!LeakScanner.findings(of: Plant.coordinate, in: Plant.payload("x")).isEmpty)

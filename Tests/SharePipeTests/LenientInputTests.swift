@@ -54,8 +54,9 @@ struct LenientInputTests {
 
     @Test("an animation for a still-only service that takes no GIF: first frame only and GIF → PNG, both reported")
     func animationForAStillOnlyService() throws {
-        let result = try Pipeline.prepare(.file(path: Fixtures.path("gif/disposals.gif")),
-                                          options: ServiceProfile.bluesky.options())
+        let result = try Pipeline.prepare(
+            .file(path: Fixtures.path("gif/disposals.gif")),
+            options: ServiceProfile.bluesky.options())
         #expect(result.format == .png)
         #expect(result.frameCount == 1 && result.inputFrameCount == 6)
         #expect(result.adjustments.contains("GIF → PNG (accepted formats)"))
@@ -71,7 +72,8 @@ struct LenientInputTests {
         #expect(info.frameCount == 2)
         let result = try Pipeline.prepare(source, options: PrepareOptions())
         #expect(result.frameCount == 2)
-        #expect(result.warnings.contains { $0.contains("unknown block type 0x47") && $0.contains("kept the 2 frame(s)") })
+        #expect(
+            result.warnings.contains { $0.contains("unknown block type 0x47") && $0.contains("kept the 2 frame(s)") })
         let output = try DecodedGIF(result.bytes)
         #expect(output.frames.count == 2)
         #expect(output.delays == [10, 20])
@@ -93,8 +95,10 @@ struct LenientInputTests {
         #expect(bytes.removeLast() == 0x3B)
         bytes += Array("\0junk after the image".utf8)
         let result = try Pipeline.prepare(.bytes(bytes), options: PrepareOptions())
-        #expect(result.warnings.contains { $0.contains("unknown block type 0x00") && $0.contains("kept the 1 frame(s)") })
-        let reference = try Pipeline.prepare(.file(path: Fixtures.path("gif/single-frame.gif")), options: PrepareOptions())
+        #expect(
+            result.warnings.contains { $0.contains("unknown block type 0x00") && $0.contains("kept the 1 frame(s)") })
+        let reference = try Pipeline.prepare(
+            .file(path: Fixtures.path("gif/single-frame.gif")), options: PrepareOptions())
         #expect(try Decode.bitmap(result.bytes).pixels == Decode.bitmap(reference.bytes).pixels)
     }
 
@@ -145,9 +149,10 @@ struct LenientInputTests {
     func pngWithHPsRGBProfile() throws {
         let path = Self.path("png-hp-srgb-1200.png")
         let input = try SharePipe.inspect(.file(path: path))
-        let profile = try #require(input.metadata.compactMap { block -> [UInt8]? in
-            if case .icc(let bytes) = block { return bytes } else { return nil }
-        }.first)
+        let profile = try #require(
+            input.metadata.compactMap { block -> [UInt8]? in
+                if case .icc(let bytes) = block { return bytes } else { return nil }
+            }.first)
         #expect(profile.count == 3144)
 
         let result = try Pipeline.prepare(.file(path: path), options: PrepareOptions())
@@ -166,8 +171,12 @@ struct LenientInputTests {
             let directory = Fixtures.temporaryDirectory()
             defer { Fixtures.cleanUp(directory) }
             try Fixtures.write(result.bytes, to: directory + "/out.png")
-            let tags = try Tool.run("exiftool", ["-s3", "-ICC_Profile:ProfileDescription", "-ICC_Profile:ProfileCreator",
-                                                 directory + "/out.png"])
+            let tags = try Tool.run(
+                "exiftool",
+                [
+                    "-s3", "-ICC_Profile:ProfileDescription", "-ICC_Profile:ProfileCreator",
+                    directory + "/out.png",
+                ])
             #expect(tags.stdout == "sRGB IEC61966-2.1\nHewlett-Packard\n")
         }
     }
@@ -184,8 +193,9 @@ struct LenientInputTests {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(state >> 56)
         }
-        let png = try PNGEncoder().encode(Bitmap(size: PixelSize(width: width, height: 1), layout: .rgb, pixels: pixels),
-                                          settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
+        let png = try PNGEncoder().encode(
+            Bitmap(size: PixelSize(width: width, height: 1), layout: .rgb, pixels: pixels),
+            settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
         let path = directory + "/wide.png"
         try Fixtures.write(png, to: path)
         var options = PrepareOptions(maxBytes: 2000, limits: ImageLimits(maxDimension: 80_000), allowFormatChange: true)
@@ -209,7 +219,7 @@ struct LenientInputTests {
             let result = try Pipeline.prepare(.file(path: path), options: options)
             #expect(result.appliedOrientation == .up)
             let bitmap = try Decode.bitmap(result.bytes)
-            #expect(bitmap.size.width < bitmap.size.height)   // stored 48×64 stays portrait
+            #expect(bitmap.size.width < bitmap.size.height)  // stored 48×64 stays portrait
             let (w, h) = (bitmap.size.width, bitmap.size.height)
             #expect(close(bitmap.rgb(2, 2), [255, 0, 0], tolerance: 8))
             #expect(close(bitmap.rgb(w - 3, 2), [0, 255, 0], tolerance: 8))

@@ -15,7 +15,9 @@ import Testing
         #expect {
             _ = try SharePipe.prepare(.bytes(bytes), options: ServiceProfile.x.options())
         } throws: { error in
-            guard case SharePipeError.unsupportedFormat(let file, _, let reason)? = error as? SharePipeError else { return false }
+            guard case SharePipeError.unsupportedFormat(let file, _, let reason)? = error as? SharePipeError else {
+                return false
+            }
             return file == "<memory>" && reason.contains("Unsupported") && !reason.hasSuffix("\n")
         }
     }

@@ -13,11 +13,16 @@ import Testing
     static let bigGrid: String = {
         let directory = NSTemporaryDirectory() + "sharepipe-limits-by-cost-\(getpid())"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        _ = try? Tool.run(Witness.convert, ["-size", "512x512", "gradient:red-blue", "PNG24:" + directory + "/tile.png"])
+        _ = try? Tool.run(
+            Witness.convert, ["-size", "512x512", "gradient:red-blue", "PNG24:" + directory + "/tile.png"])
         _ = try? Tool.run("heif-enc", ["-q", "50", directory + "/tile.png", "-o", directory + "/tile.heic"])
         let tiles = [String](repeating: directory + "/tile.heic", count: 32 * 24)
-        _ = try? Tool.run("python3", [Fixtures.root + "/bench/make-grid-heic.py", directory + "/grid-200mp.heic",
-                                      "16320", "12240", "32", "24"] + tiles + ["--iphone"])
+        _ = try? Tool.run(
+            "python3",
+            [
+                Fixtures.root + "/bench/make-grid-heic.py", directory + "/grid-200mp.heic",
+                "16320", "12240", "32", "24",
+            ] + tiles + ["--iphone"])
         return directory + "/grid-200mp.heic"
     }()
 
@@ -35,10 +40,12 @@ import Testing
     static func admission(_ source: ImageSource, _ options: PrepareOptions) throws -> ExceededLimit? {
         var calls = 0
         do {
-            _ = try Pipeline.prepare(source, options: try options.checked(), checkpoint: {
-                calls += 1
-                if calls == 2 { throw Admitted() }
-            })
+            _ = try Pipeline.prepare(
+                source, options: try options.checked(),
+                checkpoint: {
+                    calls += 1
+                    if calls == 2 { throw Admitted() }
+                })
             Issue.record("the job ran to the end without its checkpoint")
             return nil
         } catch is Admitted {
@@ -58,12 +65,18 @@ import Testing
                 for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
             }
             crc = ~crc
-            return [UInt8(data.count >> 24), UInt8(data.count >> 16 & 255), UInt8(data.count >> 8 & 255), UInt8(data.count & 255)]
+            return [
+                UInt8(data.count >> 24), UInt8(data.count >> 16 & 255), UInt8(data.count >> 8 & 255),
+                UInt8(data.count & 255),
+            ]
                 + body + [UInt8(crc >> 24), UInt8(crc >> 16 & 255), UInt8(crc >> 8 & 255), UInt8(crc & 255)]
         }
-        let be32 = { (value: Int) in [UInt8(value >> 24), UInt8(value >> 16 & 255), UInt8(value >> 8 & 255), UInt8(value & 255)] }
+        let be32 = { (value: Int) in
+            [UInt8(value >> 24), UInt8(value >> 16 & 255), UInt8(value >> 8 & 255), UInt8(value & 255)]
+        }
         let ihdr = be32(width) + be32(height) + [8, 2, 0, 0, interlaced ? 1 : 0]
-        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr) + chunk("IDAT", [0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01])
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr)
+            + chunk("IDAT", [0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01])
             + chunk("IEND", [])
     }
 
@@ -75,7 +88,9 @@ import Testing
         #expect(!options.limits.isPixelLimitSet && options.limits.maxPixels == 120_000_000)
         let estimate = try MemoryEstimate(info: info, options: options)
         // About 60 MB: one row of tiles (16320×512 at 4:2:0), two tile decoders, the resampler's window.
-        #expect(estimate.totalBytes < info.size.area && estimate.totalBytes <= options.limits.maxStreamedMemory, "\(estimate)")
+        #expect(
+            estimate.totalBytes < info.size.area && estimate.totalBytes <= options.limits.maxStreamedMemory,
+            "\(estimate)")
         #expect(estimate.totalBytes < 100_000_000, "\(estimate)")
         #expect(try Self.admission(source, options) == nil)
     }
@@ -87,8 +102,10 @@ import Testing
         options.limits.maxStreamedMemory = priced - 1
         let exceeded = try #require(try Self.admission(source, options))
         #expect(exceeded.kind == .streamedMemory && exceeded.found == priced && exceeded.limit == priced - 1)
-        #expect(exceeded.description.contains("exceeds the memory limit of \(priced - 1) bytes for images over the default pixel limit"),
-                "\(exceeded)")
+        #expect(
+            exceeded.description.contains(
+                "exceeds the memory limit of \(priced - 1) bytes for images over the default pixel limit"),
+            "\(exceeded)")
         // Through the public entry: the error names the file.
         #expect {
             _ = try SharePipe.prepare(source, options: options)
@@ -115,35 +132,52 @@ import Testing
     @Test func fullResolutionRoutesKeepTheDefaultPixelLimit() throws {
         let big = PixelSize(width: 16_320, height: 12_240)
         // An interlaced PNG keeps every even row (Adam7): priced over a byte per pixel.
-        let interlaced = try #require(try Self.admission(.bytes(Self.pngHeader(width: big.width, height: big.height, interlaced: true)),
-                                                         ServiceProfile.x.options()))
+        let interlaced = try #require(
+            try Self.admission(
+                .bytes(Self.pngHeader(width: big.width, height: big.height, interlaced: true)),
+                ServiceProfile.x.options()))
         #expect(interlaced.kind == .pixelArea && interlaced.limit == 120_000_000 && interlaced.size == big)
-        #expect(interlaced.description.hasPrefix("image too large: 16320×12240 exceeds the pixel limit of 120000000 px"), "\(interlaced)")
+        #expect(
+            interlaced.description.hasPrefix("image too large: 16320×12240 exceeds the pixel limit of 120000000 px"),
+            "\(interlaced)")
         // A GIF's canvas is whole: a screen that size is refused on its header, as before.
-        let gif: [UInt8] = Array("GIF89a".utf8) + [UInt8(big.width & 255), UInt8(big.width >> 8), UInt8(big.height & 255),
-                                                  UInt8(big.height >> 8), 0, 0, 0, 0x3B]
+        let gif: [UInt8] =
+            Array("GIF89a".utf8) + [
+                UInt8(big.width & 255), UInt8(big.width >> 8), UInt8(big.height & 255),
+                UInt8(big.height >> 8), 0, 0, 0, 0x3B,
+            ]
         let screen = try #require(try Self.admission(.bytes(gif), ServiceProfile.x.options()))
         #expect(screen.kind == .pixelArea && screen.limit == 120_000_000 && screen.size == big)
         // A baseline JPEG shrunk on load, a progressive one (only the coefficients its DCT scale reads, banded)
         // and a non-interlaced PNG stream: taken.
-        let progressive = HardeningJPEG.withSize(try Fixtures.bytes(Fixtures.path("jpeg/progressive.jpg")), width: big.width, height: big.height)
+        let progressive = HardeningJPEG.withSize(
+            try Fixtures.bytes(Fixtures.path("jpeg/progressive.jpg")), width: big.width, height: big.height)
         #expect(try Self.admission(.bytes(progressive), ServiceProfile.x.options()) == nil)
-        let baseline = HardeningJPEG.withSize(try Fixtures.bytes(Fixtures.path("jpeg/tiny-16x16.jpg")), width: big.width, height: big.height)
+        let baseline = HardeningJPEG.withSize(
+            try Fixtures.bytes(Fixtures.path("jpeg/tiny-16x16.jpg")), width: big.width, height: big.height)
         #expect(try Self.admission(.bytes(baseline), ServiceProfile.x.options()) == nil)
-        #expect(try Self.admission(.bytes(Self.pngHeader(width: big.width, height: big.height, interlaced: false)),
-                                   ServiceProfile.x.options()) == nil)
+        #expect(
+            try Self.admission(
+                .bytes(Self.pngHeader(width: big.width, height: big.height, interlaced: false)),
+                ServiceProfile.x.options()) == nil)
     }
 
     /// Bombs are refused on their headers as before: past the streamed routes' ceiling (1 GP), the refusal
     /// names the pixel limit.
     @Test func bombsPastTheStreamedCeilingAreRefusedOnTheHeader() throws {
         let limits = ImageLimits()
-        try limits.checkHeader(width: 40_000, height: 25_000, file: "1gp.jpg")   // exactly 1 GP
-        #expect(throws: SharePipeError.tooLarge(file: "w.jpg", exceeded: ExceededLimit(.pixelArea, found: 1_000_025_000, limit: 120_000_000,
-                                                                                       size: PixelSize(width: 40_001, height: 25_000)))) {
+        try limits.checkHeader(width: 40_000, height: 25_000, file: "1gp.jpg")  // exactly 1 GP
+        #expect(
+            throws: SharePipeError.tooLarge(
+                file: "w.jpg",
+                exceeded: ExceededLimit(
+                    .pixelArea, found: 1_000_025_000, limit: 120_000_000,
+                    size: PixelSize(width: 40_001, height: 25_000)))
+        ) {
             try limits.checkHeader(width: 40_001, height: 25_000, file: "w.jpg")
         }
-        let header = HardeningJPEG.withSize(try Fixtures.bytes(Fixtures.path("jpeg/tiny-16x16.jpg")), width: 60_000, height: 60_000)
+        let header = HardeningJPEG.withSize(
+            try Fixtures.bytes(Fixtures.path("jpeg/tiny-16x16.jpg")), width: 60_000, height: 60_000)
         let start = Date()
         let exceeded = try #require(try Self.admission(.bytes(header), ServiceProfile.x.options()))
         #expect(exceeded.kind == .pixelArea && exceeded.limit == 120_000_000 && exceeded.found == 3_600_000_000)

@@ -11,7 +11,8 @@ struct LosslessTurnTests {
     /// jpegtran's operation for the turn that displays orientation N upright.
     static let jpegtranArguments: [Orientation: [String]] = [
         .upMirrored: ["-flip", "horizontal"], .down: ["-rotate", "180"], .downMirrored: ["-flip", "vertical"],
-        .leftMirrored: ["-transpose"], .right: ["-rotate", "90"], .rightMirrored: ["-transverse"], .left: ["-rotate", "270"],
+        .leftMirrored: ["-transpose"], .right: ["-rotate", "90"], .rightMirrored: ["-transverse"],
+        .left: ["-rotate", "270"],
     ]
 
     /// Full-size decode through the shim (libjpeg, no resampling): bytes of RGB rows.
@@ -37,8 +38,10 @@ struct LosslessTurnTests {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let reference = directory + "/jpegtran.jpg"
-        let run = try Tool.run("jpegtran", ["-perfect", "-copy", "none"] + Self.jpegtranArguments[orientation]!
-                                + ["-outfile", reference, path])
+        let run = try Tool.run(
+            "jpegtran",
+            ["-perfect", "-copy", "none"] + Self.jpegtranArguments[orientation]!
+                + ["-outfile", reference, path])
         #expect(run.status == 0, "\(run.stderr)")
         let ours = try Self.pixels(result.bytes), theirs = try Self.pixels(Fixtures.bytes(reference))
         #expect(ours.size == theirs.size)
@@ -80,8 +83,11 @@ struct LosslessTurnTests {
         let result = try SharePipe.prepare(.file(path: input), options: PrepareOptions())
         #expect(result.method == .reencoded)
         #expect(result.size == PixelSize(width: 157, height: 203))
-        #expect(result.adjustments.contains { $0.hasPrefix("orientation applied by re-encoding (203×157 is not a whole number of MCUs") },
-                "\(result.adjustments)")
+        #expect(
+            result.adjustments.contains {
+                $0.hasPrefix("orientation applied by re-encoding (203×157 is not a whole number of MCUs")
+            },
+            "\(result.adjustments)")
     }
 
     @Test func turnOverTheByteLimitFallsBackToTheQualitySearch() throws {

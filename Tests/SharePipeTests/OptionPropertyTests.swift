@@ -23,61 +23,90 @@ import Testing
 
     static let positive: @Sendable (Int, PrepareOptions) -> Bool = { value, _ in value >= 1 }
     /// A byte limit: 1 KiB to 1 TiB.
-    static let kibibyteOrMore: @Sendable (Int, PrepareOptions) -> Bool = { value, _ in value >= 1024 && value <= 1 << 40 }
+    static let kibibyteOrMore: @Sendable (Int, PrepareOptions) -> Bool = { value, _ in value >= 1024 && value <= 1 << 40
+    }
 
     /// Every whole-number option of `PrepareOptions`.
     static let integers: [Expectation] = [
-        Expectation(name: "maxShortEdge", flag: "--max-short-edge", profileField: "maxShortEdge", query: "max_short_edge",
-                    set: { $0.maxShortEdge = $1 }, get: { $0.maxShortEdge }, accepts: positive),
-        Expectation(name: "maxLongEdge", profileField: "maxLongEdge", set: { $0.maxLongEdge = $1 }, get: { $0.maxLongEdge },
-                    accepts: { value, options in value >= options.maxShortEdge }),
-        Expectation(name: "maxPixels", profileField: "maxPixels", set: { $0.maxPixels = $1 }, get: { $0.maxPixels }, accepts: positive),
-        Expectation(name: "maxBytes", flag: "--max-bytes", profileField: "maxStillBytes", query: "max_bytes",
-                    set: { $0.maxBytes = $1 }, get: { $0.maxBytes }, accepts: kibibyteOrMore),
-        Expectation(name: "quality", flag: "--quality", profileField: "maxQuality", query: "quality",
-                    set: { $0.quality = $1 }, get: { $0.quality }, accepts: { value, _ in (1...100).contains(value) }),
-        Expectation(name: "minQuality", flag: "--min-quality", profileField: "minQuality", query: "min_quality",
-                    set: { $0.minQuality = $1 }, get: { $0.minQuality },
-                    accepts: { value, options in value >= 1 && value <= options.quality }),
+        Expectation(
+            name: "maxShortEdge", flag: "--max-short-edge", profileField: "maxShortEdge", query: "max_short_edge",
+            set: { $0.maxShortEdge = $1 }, get: { $0.maxShortEdge }, accepts: positive),
+        Expectation(
+            name: "maxLongEdge", profileField: "maxLongEdge", set: { $0.maxLongEdge = $1 }, get: { $0.maxLongEdge },
+            accepts: { value, options in value >= options.maxShortEdge }),
+        Expectation(
+            name: "maxPixels", profileField: "maxPixels", set: { $0.maxPixels = $1 }, get: { $0.maxPixels },
+            accepts: positive),
+        Expectation(
+            name: "maxBytes", flag: "--max-bytes", profileField: "maxStillBytes", query: "max_bytes",
+            set: { $0.maxBytes = $1 }, get: { $0.maxBytes }, accepts: kibibyteOrMore),
+        Expectation(
+            name: "quality", flag: "--quality", profileField: "maxQuality", query: "quality",
+            set: { $0.quality = $1 }, get: { $0.quality }, accepts: { value, _ in (1...100).contains(value) }),
+        Expectation(
+            name: "minQuality", flag: "--min-quality", profileField: "minQuality", query: "min_quality",
+            set: { $0.minQuality = $1 }, get: { $0.minQuality },
+            accepts: { value, options in value >= 1 && value <= options.quality }),
         Expectation(name: "minShortEdge", set: { $0.minShortEdge = $1 }, get: { $0.minShortEdge }, accepts: positive),
-        Expectation(name: "limits.maxDimension", flag: "--max-dimension", query: "max_dimension",
-                    set: { $0.limits.maxDimension = $1 }, get: { $0.limits.maxDimension }, accepts: positive),
-        Expectation(name: "limits.maxPixels", flag: "--max-pixels", query: "max_pixels",
-                    set: { $0.limits.maxPixels = $1 }, get: { $0.limits.maxPixels }, accepts: positive),
-        Expectation(name: "limits.maxFrames", flag: "--max-frames", query: "max_frames",
-                    set: { $0.limits.maxFrames = $1 }, get: { $0.limits.maxFrames }, accepts: positive),
-        Expectation(name: "limits.maxTotalFramePixels", flag: "--max-frame-pixels", query: "max_frame_pixels",
-                    set: { $0.limits.maxTotalFramePixels = $1 }, get: { $0.limits.maxTotalFramePixels }, accepts: positive),
-        Expectation(name: "limits.maxInputBytes", flag: "--max-input-bytes", query: "max_input_bytes",
-                    set: { $0.limits.maxInputBytes = $1 }, get: { $0.limits.maxInputBytes }, accepts: positive),
-        Expectation(name: "limits.maxDecoderMemory", query: "max_decoder_memory",
-                    set: { $0.limits.maxDecoderMemory = $1 }, get: { $0.limits.maxDecoderMemory }, accepts: positive),
-        Expectation(name: "limits.maxMetadataBytes", query: "max_metadata_bytes",
-                    set: { $0.limits.maxMetadataBytes = $1 }, get: { $0.limits.maxMetadataBytes }, accepts: positive),
-        Expectation(name: "limits.maxStreamedMemory", flag: "--max-streamed-memory", query: "max_streamed_memory",
-                    set: { $0.limits.maxStreamedMemory = $1 }, get: { $0.limits.maxStreamedMemory }, accepts: positive),
-        Expectation(name: "maxWidth", profileField: "maxWidth", set: { $0.maxWidth = $1 }, get: { $0.maxWidth }, accepts: positive),
-        Expectation(name: "maxHeight", profileField: "maxHeight", set: { $0.maxHeight = $1 }, get: { $0.maxHeight }, accepts: positive),
+        Expectation(
+            name: "limits.maxDimension", flag: "--max-dimension", query: "max_dimension",
+            set: { $0.limits.maxDimension = $1 }, get: { $0.limits.maxDimension }, accepts: positive),
+        Expectation(
+            name: "limits.maxPixels", flag: "--max-pixels", query: "max_pixels",
+            set: { $0.limits.maxPixels = $1 }, get: { $0.limits.maxPixels }, accepts: positive),
+        Expectation(
+            name: "limits.maxFrames", flag: "--max-frames", query: "max_frames",
+            set: { $0.limits.maxFrames = $1 }, get: { $0.limits.maxFrames }, accepts: positive),
+        Expectation(
+            name: "limits.maxTotalFramePixels", flag: "--max-frame-pixels", query: "max_frame_pixels",
+            set: { $0.limits.maxTotalFramePixels = $1 }, get: { $0.limits.maxTotalFramePixels }, accepts: positive),
+        Expectation(
+            name: "limits.maxInputBytes", flag: "--max-input-bytes", query: "max_input_bytes",
+            set: { $0.limits.maxInputBytes = $1 }, get: { $0.limits.maxInputBytes }, accepts: positive),
+        Expectation(
+            name: "limits.maxDecoderMemory", query: "max_decoder_memory",
+            set: { $0.limits.maxDecoderMemory = $1 }, get: { $0.limits.maxDecoderMemory }, accepts: positive),
+        Expectation(
+            name: "limits.maxMetadataBytes", query: "max_metadata_bytes",
+            set: { $0.limits.maxMetadataBytes = $1 }, get: { $0.limits.maxMetadataBytes }, accepts: positive),
+        Expectation(
+            name: "limits.maxStreamedMemory", flag: "--max-streamed-memory", query: "max_streamed_memory",
+            set: { $0.limits.maxStreamedMemory = $1 }, get: { $0.limits.maxStreamedMemory }, accepts: positive),
+        Expectation(
+            name: "maxWidth", profileField: "maxWidth", set: { $0.maxWidth = $1 }, get: { $0.maxWidth },
+            accepts: positive),
+        Expectation(
+            name: "maxHeight", profileField: "maxHeight", set: { $0.maxHeight = $1 }, get: { $0.maxHeight },
+            accepts: positive),
         // Width + height: a 1×1 image has 2.
-        Expectation(name: "maxEdgeSum", profileField: "maxEdgeSum", set: { $0.maxEdgeSum = $1 }, get: { $0.maxEdgeSum },
-                    accepts: { value, _ in value >= 2 }),
-        Expectation(name: "animation.maxWidth", profileField: "animated.maxWidth", set: { $0.animation.maxWidth = $1 },
-                    get: { $0.animation.maxWidth }, accepts: positive),
-        Expectation(name: "animation.maxHeight", profileField: "animated.maxHeight", set: { $0.animation.maxHeight = $1 },
-                    get: { $0.animation.maxHeight }, accepts: positive),
-        Expectation(name: "animation.maxPixels", profileField: "animated.maxPixels", set: { $0.animation.maxPixels = $1 },
-                    get: { $0.animation.maxPixels }, accepts: positive),
-        Expectation(name: "animation.maxFrames", profileField: "animated.maxFrames", set: { $0.animation.maxFrames = $1 },
-                    get: { $0.animation.maxFrames }, accepts: positive),
-        Expectation(name: "animation.maxTotalPixels", profileField: "animated.maxTotalPixels",
-                    set: { $0.animation.maxTotalPixels = $1 }, get: { $0.animation.maxTotalPixels }, accepts: positive),
-        Expectation(name: "animation.maxBytes", profileField: "animated.maxBytes", set: { $0.animation.maxBytes = $1 },
-                    get: { $0.animation.maxBytes }, accepts: kibibyteOrMore),
+        Expectation(
+            name: "maxEdgeSum", profileField: "maxEdgeSum", set: { $0.maxEdgeSum = $1 }, get: { $0.maxEdgeSum },
+            accepts: { value, _ in value >= 2 }),
+        Expectation(
+            name: "animation.maxWidth", profileField: "animated.maxWidth", set: { $0.animation.maxWidth = $1 },
+            get: { $0.animation.maxWidth }, accepts: positive),
+        Expectation(
+            name: "animation.maxHeight", profileField: "animated.maxHeight", set: { $0.animation.maxHeight = $1 },
+            get: { $0.animation.maxHeight }, accepts: positive),
+        Expectation(
+            name: "animation.maxPixels", profileField: "animated.maxPixels", set: { $0.animation.maxPixels = $1 },
+            get: { $0.animation.maxPixels }, accepts: positive),
+        Expectation(
+            name: "animation.maxFrames", profileField: "animated.maxFrames", set: { $0.animation.maxFrames = $1 },
+            get: { $0.animation.maxFrames }, accepts: positive),
+        Expectation(
+            name: "animation.maxTotalPixels", profileField: "animated.maxTotalPixels",
+            set: { $0.animation.maxTotalPixels = $1 }, get: { $0.animation.maxTotalPixels }, accepts: positive),
+        Expectation(
+            name: "animation.maxBytes", profileField: "animated.maxBytes", set: { $0.animation.maxBytes = $1 },
+            get: { $0.animation.maxBytes }, accepts: kibibyteOrMore),
     ]
 
     /// The values every option is given: the edges of `Int` and of each rule, then random ones of every magnitude.
-    static let extremes = [Int.min, Int.min + 1, -1, 0, 1, 2, 63, 64, 100, 101, 1023, 1024, 1 << 40, (1 << 40) + 1,
-                           Int.max / 4 + 1, Int.max - 1, Int.max]
+    static let extremes = [
+        Int.min, Int.min + 1, -1, 0, 1, 2, 63, 64, 100, 101, 1023, 1024, 1 << 40, (1 << 40) + 1,
+        Int.max / 4 + 1, Int.max - 1, Int.max,
+    ]
 
     /// A SplitMix64 generator: the same values on every run.
     struct Seeded: RandomNumberGenerator {
@@ -120,8 +149,9 @@ import Testing
             let animated = image.frameCount > 1
             let caps = animated ? options.animatedSizeCaps : options.sizeCaps
             let limit = (animated ? options.animatedMaxBytes : options.maxBytes) ?? Int.max
-            #expect(image.byteCount > 0 && image.byteCount <= limit && caps.admits(image.size),
-                    "\(what): \(image.size), \(image.byteCount) bytes")
+            #expect(
+                image.byteCount > 0 && image.byteCount <= limit && caps.admits(image.size),
+                "\(what): \(image.size), \(image.byteCount) bytes")
             #expect((try? Decode.info(image.bytes).size) == image.size, "\(what): the output decodes at its size")
         case .failure(.invalidOptions(let invalid)):
             #expect(refused.contains(invalid.option), "\(what): refused \(invalid) but the rules refuse \(refused)")
@@ -154,14 +184,19 @@ import Testing
         #expect(Set(integerRows.map(\.name)) == Set(Self.integers.map(\.name)))
         for row in Self.integers {
             let spec = try #require(OptionTable.option(named: row.name))
-            #expect(spec.flag == row.flag && spec.profileField == row.profileField && spec.queryName == row.query, "\(row)")
+            #expect(
+                spec.flag == row.flag && spec.profileField == row.profileField && spec.queryName == row.query, "\(row)")
             #expect(spec.defaultValue == (row.get(PrepareOptions()).map { "\($0)" } ?? "none"), "\(row)")
             if let query = row.query { #expect(OptionTable.option(queryName: query)?.name == row.name) }
         }
         // Only these six are a server client's; every flag, field and query name is spelt once.
-        #expect(Set(OptionTable.all.filter(\.clientMaySet).compactMap(\.queryName))
+        #expect(
+            Set(OptionTable.all.filter(\.clientMaySet).compactMap(\.queryName))
                 == ["strip", "max_bytes", "max_short_edge", "quality", "min_quality", "progressive"])
-        for names in [OptionTable.all.compactMap(\.flag), OptionTable.all.compactMap(\.profileField), OptionTable.all.compactMap(\.queryName)] {
+        for names in [
+            OptionTable.all.compactMap(\.flag), OptionTable.all.compactMap(\.profileField),
+            OptionTable.all.compactMap(\.queryName),
+        ] {
             #expect(names.count == Set(names).count, "\(names)")
         }
         #expect(OptionTable.all.allSatisfy { !$0.help.isEmpty && $0.help.hasSuffix(".") })
@@ -185,7 +220,9 @@ import Testing
                     #expect(invalid.option != row.name || invalid.found == "\(value)", "\(row) = \(value): \(invalid)")
                     // Every surface names it as the table says.
                     let spec = OptionTable.option(named: invalid.option)!
-                    #expect(invalid.message(on: .commandLine).contains("for \(spec.flag ?? "`\(spec.profileField ?? spec.name)`"), got"))
+                    #expect(
+                        invalid.message(on: .commandLine).contains(
+                            "for \(spec.flag ?? "`\(spec.profileField ?? spec.name)`"), got"))
                     #expect(invalid.message(on: .profileFile).contains("for `\(spec.profileField ?? spec.name)`, got"))
                     #expect(invalid.message(on: .query).contains("for `\(spec.queryName ?? spec.name)`, got"))
                 }
@@ -199,7 +236,9 @@ import Testing
         for (index, row) in Self.integers.enumerated() {
             // The edges, and random values: positive ones run the whole pipeline.
             var generator = Seeded(state: 1000 + UInt64(index))
-            let values = [Int.min, -1, 0, 1, 2, 1024, Int.max] + (0..<3).map { _ in abs(generator.anyMagnitude() % (1 << 24)) + 1 }
+            let values =
+                [Int.min, -1, 0, 1, 2, 1024, Int.max]
+                + (0..<3).map { _ in abs(generator.anyMagnitude() % (1 << 24)) + 1 }
             for value in values {
                 var options = PrepareOptions()
                 row.set(&options, value)
@@ -228,8 +267,11 @@ import Testing
             var options = PrepareOptions()
             // A few options each round, mostly values that can work, so that most rounds run the pipeline.
             for row in Self.integers where Int.random(in: 0..<5, using: &generator) == 0 {
-                let value = Int.random(in: 0..<6, using: &generator) == 0 ? Self.extremes.randomElement(using: &generator)!
-                    : Int.random(in: 1...100, using: &generator) * (row.accepts(1024, options) && !row.accepts(1, options) ? 1024 : 1)
+                let value =
+                    Int.random(in: 0..<6, using: &generator) == 0
+                    ? Self.extremes.randomElement(using: &generator)!
+                    : Int.random(in: 1...100, using: &generator)
+                        * (row.accepts(1024, options) && !row.accepts(1, options) ? 1024 : 1)
                 row.set(&options, value)
             }
             options.strip = StripMode.allCases.randomElement(using: &generator)!
@@ -249,15 +291,18 @@ import Testing
     static func profileJSON(_ field: String, _ value: String) -> String {
         let parts = field.split(separator: ".").map(String.init)
         var entry = parts.count == 2 ? #""\#(parts[0])": {"\#(parts[1])": \#(value)}"# : #""\#(field)": \#(value)"#
-        if field != "maxStillBytes" { entry = #""maxStillBytes": 5000000, "# + entry }   // a new profile must give it
+        if field != "maxStillBytes" { entry = #""maxStillBytes": 5000000, "# + entry }  // a new profile must give it
         return #"{"profiles": [{"name": "newsite", \#(entry)}]}"#
     }
 
-    static let oddJSON = ["1e400", "1.5", "-0", "-1.0", #""NaN""#, #""12""#, "null", "true", "[]", "{}", "99999999999999999999",
-                          String(repeating: "9", count: 5000)]
+    static let oddJSON = [
+        "1e400", "1.5", "-0", "-1.0", #""NaN""#, #""12""#, "null", "true", "[]", "{}", "99999999999999999999",
+        String(repeating: "9", count: 5000),
+    ]
 
     @Test func profileFilesNameTheFieldForEveryValue() throws {
-        let base = try #require(OptionTable.option(named: "maxBytes"))   // the table knows the field new profiles must give
+        // The table knows the field new profiles must give.
+        let base = try #require(OptionTable.option(named: "maxBytes"))
         #expect(base.profileField == "maxStillBytes")
         for (index, row) in Self.integers.enumerated() {
             guard let field = row.profileField else { continue }
@@ -278,8 +323,10 @@ import Testing
                 } catch let error as ProfileFileError {
                     #expect(error.description.hasPrefix("p.json: bad profile file: "))
                     if let number = Int(text) {
-                        var options = ServiceProfile(name: "newsite", displayName: "newsite", maxStillBytes: 5_000_000,
-                                                     source: "", confidence: "").options()
+                        var options = ServiceProfile(
+                            name: "newsite", displayName: "newsite", maxStillBytes: 5_000_000,
+                            source: "", confidence: ""
+                        ).options()
                         row.set(&options, number)
                         let invalid = try #require(error.option, "\(field) = \(text): \(error)")
                         #expect(Self.refused(options).contains(invalid.option), "\(field) = \(text): \(error)")
@@ -289,8 +336,10 @@ import Testing
                         #expect(error.field == "profiles[0]." + named)
                     } else {
                         // Not a whole number (or too large for one; or one written `-1.0`, out of range): the field is named.
-                        #expect(error.field == "profiles[0].\(field)" && error.message.contains(field.split(separator: ".").last!),
-                                "\(field) = \(text.prefix(40)): \(error.message.prefix(300))")
+                        #expect(
+                            error.field == "profiles[0].\(field)"
+                                && error.message.contains(field.split(separator: ".").last!),
+                            "\(field) = \(text.prefix(40)): \(error.message.prefix(300))")
                     }
                     #expect(error.message.utf8.count < 400, "\(error.message.prefix(400))")
                 }
@@ -330,25 +379,38 @@ import Testing
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         var generator = Seeded(state: 3000)
-        let texts = Self.extremes.map { "\($0)" } + ["abc", "NaN", "1e3", "0x10", "99999999999999999999", "", " 7",
-                                                     String(repeating: "9", count: 20_000)]
+        let texts =
+            Self.extremes.map { "\($0)" } + [
+                "abc", "NaN", "1e3", "0x10", "99999999999999999999", "", " 7",
+                String(repeating: "9", count: 20_000),
+            ]
         for row in Self.integers {
             guard let flag = row.flag else { continue }
-            for text in [["-1", "0", "\(Int.max)"].randomElement(using: &generator)!, texts.randomElement(using: &generator)!] {
+            for text in [
+                ["-1", "0", "\(Int.max)"].randomElement(using: &generator)!, texts.randomElement(using: &generator)!,
+            ] {
                 let run = try Self.sharepipe(["prepare", Self.gif, "--out", directory + "/out", "\(flag)=\(text)"])
                 let what = "\(flag)=\(text.prefix(30))"
                 var options = PrepareOptions()
-                let valid = Int(text).map { row.set(&options, $0); return Self.refused(options).isEmpty } ?? false
+                let valid =
+                    Int(text).map {
+                        row.set(&options, $0); return Self.refused(options).isEmpty
+                    } ?? false
                 switch run.status {
                 case nil: Issue.record("\(what): killed by a signal")
                 case 2?: #expect(!valid && run.stderr.contains(flag), "\(what): \(run.stderr.prefix(300))")
                 case 0?: #expect(valid, "\(what) prepared")
-                case 1?: #expect(valid && (run.stderr.contains("too large") || run.stderr.contains("cannot fit")), "\(what): \(run.stderr)")
+                case 1?:
+                    #expect(
+                        valid && (run.stderr.contains("too large") || run.stderr.contains("cannot fit")),
+                        "\(what): \(run.stderr)")
                 case let other?: Issue.record("\(what): exit status \(other): \(run.stderr)")
                 }
             }
         }
-        for (flag, word) in [("--strip", "some"), ("--strategy", "fast"), ("--strip", String(repeating: "x", count: 10_000))] {
+        for (flag, word) in [
+            ("--strip", "some"), ("--strategy", "fast"), ("--strip", String(repeating: "x", count: 10_000)),
+        ] {
             let run = try Self.sharepipe(["prepare", Self.gif, "--out", directory + "/out", "\(flag)=\(word)"])
             #expect(run.status == 2 && run.stderr.contains(flag), "\(run.stderr.prefix(200))")
         }
@@ -361,22 +423,29 @@ import Testing
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let profiles = directory + "/profiles.json"
-        try Fixtures.write(Array(#"{"profiles": [{"name": "x", "animated": {"maxTotalPixels": \#(value)}}]}"#.utf8), to: profiles)
+        try Fixtures.write(
+            Array(#"{"profiles": [{"name": "x", "animated": {"maxTotalPixels": \#(value)}}]}"#.utf8), to: profiles)
         for gif in ["gif/loop3.gif", "gif/disposals.gif"] {
-            let run = try Self.sharepipe(["prepare", Fixtures.path(gif), "--out", directory + "/out", "--service", "x",
-                                          "--profiles", profiles])
+            let run = try Self.sharepipe([
+                "prepare", Fixtures.path(gif), "--out", directory + "/out", "--service", "x",
+                "--profiles", profiles,
+            ])
             #expect(run.status == 2, "\(gif): \(run.status.map { "exit \($0)" } ?? "killed by a signal")")
-            #expect(run.stderr.contains("profiles[0] ('x'): expected a positive number for `animated.maxTotalPixels`, got \(value)"),
-                    "\(run.stderr)")
+            #expect(
+                run.stderr.contains(
+                    "profiles[0] ('x'): expected a positive number for `animated.maxTotalPixels`, got \(value)"),
+                "\(run.stderr)")
         }
         #expect(!FileManager.default.fileExists(atPath: directory + "/out"))
     }
 
     // MARK: - Text values (a server's query)
 
-    static let oddTexts = ["", " 1", "1 ", "+5", "-0", "1e3", "0x10", "NaN", "inf", "1.0", "٣", "true", "false", "TRUE", "yes",
-                           "1", "0", "all", "gps", "none", "memoryFirst", "cpuFirst", "jpeg",
-                           String(repeating: "9", count: 100_000), String(repeating: "a", count: 100_000)]
+    static let oddTexts = [
+        "", " 1", "1 ", "+5", "-0", "1e3", "0x10", "NaN", "inf", "1.0", "٣", "true", "false", "TRUE", "yes",
+        "1", "0", "all", "gps", "none", "memoryFirst", "cpuFirst", "jpeg",
+        String(repeating: "9", count: 100_000), String(repeating: "a", count: 100_000),
+    ]
 
     @Test func textValuesParseOrNameTheParameter() throws {
         let base = PrepareOptions()
@@ -390,9 +459,13 @@ import Testing
                     let options = try base.applying(textValues: [(query, text)], scope: .all)
                     #expect(spec.clientMaySet || true)
                     if let row {
-                        #expect(Int(text) != nil && row.get(options) == Int(text) && Self.refused(options).isEmpty, "\(what)")
+                        #expect(
+                            Int(text) != nil && row.get(options) == Int(text) && Self.refused(options).isEmpty,
+                            "\(what)")
                     } else if spec.name == "progressive" {
-                        #expect(options.progressive == (text == "true" || text == "1") && ["true", "false", "1", "0"].contains(text), "\(what)")
+                        #expect(
+                            options.progressive == (text == "true" || text == "1")
+                                && ["true", "false", "1", "0"].contains(text), "\(what)")
                     } else if spec.name == "strip" {
                         #expect(options.strip.rawValue == text, "\(what)")
                     } else if spec.name == "strategy" {
@@ -405,8 +478,10 @@ import Testing
                         row.set(&options, number)
                         #expect(Self.refused(options).contains(invalid.option), "\(what): \(invalid)")
                     } else {
-                        #expect(invalid.option == spec.name && invalid.message(on: .query).contains("for `\(query)`, got '"),
-                                "\(what): \(invalid)")
+                        #expect(
+                            invalid.option == spec.name
+                                && invalid.message(on: .query).contains("for `\(query)`, got '"),
+                            "\(what): \(invalid)")
                         #expect(invalid.found.utf8.count < 80, "the text is cut in the message")
                     }
                 }
@@ -421,16 +496,25 @@ import Testing
 
     @Test func unknownRepeatedAndMixedTextValues() throws {
         let base = PrepareOptions()
-        for name in ["", "maxBytes", "max-bytes", "MAX_BYTES", "quality ", "limits.maxPixels", String(repeating: "q", count: 10_000)] {
-            let result = Result { () throws(SharePipeError) in try base.applying(textValues: [(name, "1")], scope: .all) }
+        for name in [
+            "", "maxBytes", "max-bytes", "MAX_BYTES", "quality ", "limits.maxPixels",
+            String(repeating: "q", count: 10_000),
+        ] {
+            let result = Result { () throws(SharePipeError) in try base.applying(textValues: [(name, "1")], scope: .all)
+            }
             #expect(result.failureOption == name, "\(name.prefix(20))")
         }
-        let twice = Result { () throws(SharePipeError) in try base.applying(textValues: [("quality", "80"), ("quality", "90")]) }
+        let twice = Result { () throws(SharePipeError) in
+            try base.applying(textValues: [("quality", "80"), ("quality", "90")])
+        }
         #expect(twice.failureOption == "quality")
         // Several at once, the order of the query's not mattering for a valid set.
-        let set = try base.applying(textValues: [("min_quality", "70"), ("quality", "75"), ("strip", "gps"),
-                                                 ("max_bytes", "200000"), ("max_short_edge", "720"), ("progressive", "true")])
-        #expect(set.quality == 75 && set.minQuality == 70 && set.strip == .gps && set.maxBytes == 200_000
+        let set = try base.applying(textValues: [
+            ("min_quality", "70"), ("quality", "75"), ("strip", "gps"),
+            ("max_bytes", "200000"), ("max_short_edge", "720"), ("progressive", "true"),
+        ])
+        #expect(
+            set.quality == 75 && set.minQuality == 70 && set.strip == .gps && set.maxBytes == 200_000
                 && set.maxShortEdge == 720 && set.progressive)
         // Out of range after parsing: the option is named, on the query by its parameter.
         let low = Result { () throws(SharePipeError) in try base.applying(textValues: [("quality", "30")]) }

@@ -9,11 +9,13 @@ import Testing
         for y in 0..<size.height {
             for x in 0..<size.width {
                 let i = (y * size.width + x) * 3
-                pixels[i] = UInt8((x * 7 + y * 3) & 0xFF); pixels[i + 1] = UInt8((x ^ y) & 0xFF); pixels[i + 2] = UInt8(y & 0xFF)
+                pixels[i] = UInt8((x * 7 + y * 3) & 0xFF); pixels[i + 1] = UInt8((x ^ y) & 0xFF);
+                pixels[i + 2] = UInt8(y & 0xFF)
             }
         }
-        return try JPEGEncoder().encode(Bitmap(size: size, layout: .rgb, pixels: pixels),
-                                        settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+        return try JPEGEncoder().encode(
+            Bitmap(size: size, layout: .rgb, pixels: pixels),
+            settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
     }
 
     @Test(arguments: [20, 50, 73, 90, 97])
@@ -29,8 +31,9 @@ import Testing
         #expect(result.size == PixelSize(width: 1440, height: 1080))
         #expect(result.quality == 60)
         #expect(result.adjustments.contains("quality capped at the source's q60"))
-        let uncapped = try JPEGEncoder().encode(try Decode.bitmap(result.bytes),
-                                                settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
+        let uncapped = try JPEGEncoder().encode(
+            try Decode.bitmap(result.bytes),
+            settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
         #expect(result.byteCount < uncapped.count)
         // A high-quality source still gets the ceiling.
         let fine = try SharePipe.prepare(.bytes(try Self.photo(quality: 95)))
@@ -39,16 +42,18 @@ import Testing
     }
 
     @Test func aServiceThatTakesOnlyJPEGGetsAJPEGFromAPNG() throws {
-        let result = try SharePipe.prepare(.file(path: Fixtures.path("png/photo-160x120.png")),
-                                           options: ServiceProfile.instagram.options())
+        let result = try SharePipe.prepare(
+            .file(path: Fixtures.path("png/photo-160x120.png")),
+            options: ServiceProfile.instagram.options())
         #expect(result.format == .jpeg)
         #expect(try ImageFormat.detect(.bytes(result.bytes)) == .jpeg)
         #expect(result.adjustments.contains("PNG → JPEG (accepted formats)"))
     }
 
     @Test func aServiceWithoutAnimationGetsTheFirstFrameAsAStill() throws {
-        let result = try SharePipe.prepare(.file(path: Fixtures.path("gif/delays-loop0.gif")),
-                                           options: ServiceProfile.bluesky.options())
+        let result = try SharePipe.prepare(
+            .file(path: Fixtures.path("gif/delays-loop0.gif")),
+            options: ServiceProfile.bluesky.options())
         #expect(result.format == .png)
         #expect(result.frameCount == 1)
         let info = try Decode.info(result.bytes)
@@ -56,8 +61,9 @@ import Testing
     }
 
     @Test func aServiceWithAnimationKeepsItAnimated() throws {
-        let result = try SharePipe.prepare(.file(path: Fixtures.path("gif/delays-loop0.gif")),
-                                           options: ServiceProfile.x.options())
+        let result = try SharePipe.prepare(
+            .file(path: Fixtures.path("gif/delays-loop0.gif")),
+            options: ServiceProfile.x.options())
         #expect(result.format == .gif)
         #expect(result.frameCount > 1)
     }

@@ -17,38 +17,56 @@ private let red = [255, 0, 0], green = [0, 255, 0], blue = [0, 0, 255], brown = 
 private func gray(_ v: Int, _ a: Int = 255) -> [Int] { [v, v, v, a] }
 private let grayRamp = [gray(0), gray(85), gray(170), gray(255)]
 
-private let colourCases: [PNGColourCase] = [
-    PNGColourCase(file: "gray-1.png", colorModel: .gray, bitDepth: 1, hasAlpha: false, quadrants: [gray(0), gray(255), gray(255), gray(0)]),
-    PNGColourCase(file: "gray-2.png", colorModel: .gray, bitDepth: 2, hasAlpha: false, quadrants: grayRamp),
-    PNGColourCase(file: "gray-4.png", colorModel: .gray, bitDepth: 4, hasAlpha: false, quadrants: grayRamp),
-    PNGColourCase(file: "gray-4-trns.png", colorModel: .gray, bitDepth: 4, hasAlpha: true,
-                  quadrants: [gray(0), gray(85), gray(170, 0), gray(255)]),
-    PNGColourCase(file: "gray-8.png", colorModel: .gray, bitDepth: 8, hasAlpha: false, quadrants: grayRamp),
-    PNGColourCase(file: "gray-16.png", colorModel: .gray, bitDepth: 16, hasAlpha: false, quadrants: grayRamp),
-    PNGColourCase(file: "gray-alpha-8.png", colorModel: .grayAlpha, bitDepth: 8, hasAlpha: true,
-                  quadrants: [gray(0, 255), gray(85, 128), gray(170, 64), gray(255, 0)]),
-    PNGColourCase(file: "gray-alpha-16.png", colorModel: .grayAlpha, bitDepth: 16, hasAlpha: true,
-                  quadrants: [gray(0, 255), gray(85, 128), gray(170, 64), gray(255, 0)]),
-    PNGColourCase(file: "rgb-8.png", colorModel: .rgb, bitDepth: 8, hasAlpha: false,
-                  quadrants: [red + [255], green + [255], blue + [255], brown + [255]]),
-    PNGColourCase(file: "rgb-8-trns.png", colorModel: .rgb, bitDepth: 8, hasAlpha: true,
-                  quadrants: [red + [255], green + [255], blue + [255], brown + [0]]),
-    PNGColourCase(file: "rgb-16.png", colorModel: .rgb, bitDepth: 16, hasAlpha: false,
-                  quadrants: [red + [255], green + [255], blue + [255], brown + [255]]),
-    PNGColourCase(file: "rgba-8.png", colorModel: .rgba, bitDepth: 8, hasAlpha: true,
-                  quadrants: [red + [255], green + [128], blue + [64], brown + [0]]),
-    PNGColourCase(file: "rgba-16.png", colorModel: .rgba, bitDepth: 16, hasAlpha: true,
-                  quadrants: [red + [255], green + [128], blue + [64], brown + [0]]),
-    PNGColourCase(file: "palette-1.png", colorModel: .palette, bitDepth: 1, hasAlpha: false,
-                  quadrants: [red + [255], green + [255], green + [255], red + [255]]),
-    PNGColourCase(file: "palette-1-trns.png", colorModel: .palette, bitDepth: 1, hasAlpha: true,
-                  quadrants: [red + [128], green + [255], green + [255], red + [128]]),
-] + [2, 4, 8].flatMap { depth in [
-    PNGColourCase(file: "palette-\(depth).png", colorModel: .palette, bitDepth: depth, hasAlpha: false,
-                  quadrants: [red + [255], green + [255], blue + [255], brown + [255]]),
-    PNGColourCase(file: "palette-\(depth)-trns.png", colorModel: .palette, bitDepth: depth, hasAlpha: true,
-                  quadrants: [red + [255], green + [128], blue + [64], brown + [0]]),
-] }
+private let colourCases: [PNGColourCase] =
+    [
+        PNGColourCase(
+            file: "gray-1.png", colorModel: .gray, bitDepth: 1, hasAlpha: false,
+            quadrants: [gray(0), gray(255), gray(255), gray(0)]),
+        PNGColourCase(file: "gray-2.png", colorModel: .gray, bitDepth: 2, hasAlpha: false, quadrants: grayRamp),
+        PNGColourCase(file: "gray-4.png", colorModel: .gray, bitDepth: 4, hasAlpha: false, quadrants: grayRamp),
+        PNGColourCase(
+            file: "gray-4-trns.png", colorModel: .gray, bitDepth: 4, hasAlpha: true,
+            quadrants: [gray(0), gray(85), gray(170, 0), gray(255)]),
+        PNGColourCase(file: "gray-8.png", colorModel: .gray, bitDepth: 8, hasAlpha: false, quadrants: grayRamp),
+        PNGColourCase(file: "gray-16.png", colorModel: .gray, bitDepth: 16, hasAlpha: false, quadrants: grayRamp),
+        PNGColourCase(
+            file: "gray-alpha-8.png", colorModel: .grayAlpha, bitDepth: 8, hasAlpha: true,
+            quadrants: [gray(0, 255), gray(85, 128), gray(170, 64), gray(255, 0)]),
+        PNGColourCase(
+            file: "gray-alpha-16.png", colorModel: .grayAlpha, bitDepth: 16, hasAlpha: true,
+            quadrants: [gray(0, 255), gray(85, 128), gray(170, 64), gray(255, 0)]),
+        PNGColourCase(
+            file: "rgb-8.png", colorModel: .rgb, bitDepth: 8, hasAlpha: false,
+            quadrants: [red + [255], green + [255], blue + [255], brown + [255]]),
+        PNGColourCase(
+            file: "rgb-8-trns.png", colorModel: .rgb, bitDepth: 8, hasAlpha: true,
+            quadrants: [red + [255], green + [255], blue + [255], brown + [0]]),
+        PNGColourCase(
+            file: "rgb-16.png", colorModel: .rgb, bitDepth: 16, hasAlpha: false,
+            quadrants: [red + [255], green + [255], blue + [255], brown + [255]]),
+        PNGColourCase(
+            file: "rgba-8.png", colorModel: .rgba, bitDepth: 8, hasAlpha: true,
+            quadrants: [red + [255], green + [128], blue + [64], brown + [0]]),
+        PNGColourCase(
+            file: "rgba-16.png", colorModel: .rgba, bitDepth: 16, hasAlpha: true,
+            quadrants: [red + [255], green + [128], blue + [64], brown + [0]]),
+        PNGColourCase(
+            file: "palette-1.png", colorModel: .palette, bitDepth: 1, hasAlpha: false,
+            quadrants: [red + [255], green + [255], green + [255], red + [255]]),
+        PNGColourCase(
+            file: "palette-1-trns.png", colorModel: .palette, bitDepth: 1, hasAlpha: true,
+            quadrants: [red + [128], green + [255], green + [255], red + [128]]),
+    ]
+    + [2, 4, 8].flatMap { depth in
+        [
+            PNGColourCase(
+                file: "palette-\(depth).png", colorModel: .palette, bitDepth: depth, hasAlpha: false,
+                quadrants: [red + [255], green + [255], blue + [255], brown + [255]]),
+            PNGColourCase(
+                file: "palette-\(depth)-trns.png", colorModel: .palette, bitDepth: depth, hasAlpha: true,
+                quadrants: [red + [255], green + [128], blue + [64], brown + [0]]),
+        ]
+    }
 
 @Suite("PNG decoding")
 struct PNGDecodeTests {
@@ -72,13 +90,16 @@ struct PNGDecodeTests {
             let want = colourCase.quadrants[index]
             #expect(abs(got[3] - want[3]) <= 1, "alpha of quadrant \(index): \(got) vs \(want)")
             if want[3] > 0 {
-                #expect(close(Array(got.prefix(3)), Array(want.prefix(3)), tolerance: 1), "quadrant \(index): \(got) vs \(want)")
+                #expect(
+                    close(Array(got.prefix(3)), Array(want.prefix(3)), tolerance: 1),
+                    "quadrant \(index): \(got) vs \(want)")
             }
         }
     }
 
-    @Test("Adam7 images decode exactly like their non-interlaced twins, at full size and reduced",
-          arguments: ["detail-rgba-8", "detail-rgb-16", "detail-palette-4-trns", "detail-gray-1"])
+    @Test(
+        "Adam7 images decode exactly like their non-interlaced twins, at full size and reduced",
+        arguments: ["detail-rgba-8", "detail-rgb-16", "detail-palette-4-trns", "detail-gray-1"])
     func interlacedMatchesProgressive(_ name: String) throws {
         let plain = PNGFixtures.source(name + ".png"), interlaced = PNGFixtures.source(name + "-interlaced.png")
         let decoder = PNGDecoder()
@@ -87,8 +108,10 @@ struct PNGDecodeTests {
         #expect(interlacedInfo.progressive && !plainInfo.progressive)
         #expect(interlacedInfo.size == PixelSize(width: 123, height: 97))
         for target in [interlacedInfo.size, PixelSize(width: 41, height: 33)] {
-            let a = try decoder.render(plain, info: plainInfo, target: target, limits: ImageLimits(), meter: PixelMemoryMeter())
-            let b = try decoder.render(interlaced, info: interlacedInfo, target: target, limits: ImageLimits(), meter: PixelMemoryMeter())
+            let a = try decoder.render(
+                plain, info: plainInfo, target: target, limits: ImageLimits(), meter: PixelMemoryMeter())
+            let b = try decoder.render(
+                interlaced, info: interlacedInfo, target: target, limits: ImageLimits(), meter: PixelMemoryMeter())
             #expect(a.bitmap.size == target)
             #expect(a.bitmap == b.bitmap, "\(name) at \(target)")
         }
@@ -122,7 +145,8 @@ struct PNGDecodeTests {
         // The same limit does not touch a non-interlaced image, which streams one row at a time.
         let plain = PNGFixtures.source("detail-rgba-8.png")
         let plainMeter = PixelMemoryMeter()
-        _ = try decoder.render(plain, info: try decoder.probe(plain, limits: tight), target: target, limits: tight, meter: plainMeter)
+        _ = try decoder.render(
+            plain, info: try decoder.probe(plain, limits: tight), target: target, limits: tight, meter: plainMeter)
         #expect(plainMeter.peakBytes <= rowBytes + resampler)
     }
 
@@ -131,12 +155,16 @@ struct PNGDecodeTests {
         let source = PNGFixtures.source("gray-16-stripes.png")
         let decoder = PNGDecoder()
         let info = try decoder.probe(source, limits: ImageLimits())
-        let full = try decoder.render(source, info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter()).bitmap
-        #expect(full.pixel(x: 0, y: 0).first == 129)   // 33050 / 257 = 128.60
-        #expect(full.pixel(x: 1, y: 0).first == 130)   // 33307 / 257 = 129.60
+        let full = try decoder.render(
+            source, info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter()
+        ).bitmap
+        #expect(full.pixel(x: 0, y: 0).first == 129)  // 33050 / 257 = 128.60
+        #expect(full.pixel(x: 1, y: 0).first == 130)  // 33307 / 257 = 129.60
         // Halving averages each stripe pair: 129.10 → 129. Rounding to 8 bits first would give 129.5 → 130.
-        let half = try decoder.render(source, info: info, target: PixelSize(width: 32, height: 32), limits: ImageLimits(),
-                                      meter: PixelMemoryMeter()).bitmap
+        let half = try decoder.render(
+            source, info: info, target: PixelSize(width: 32, height: 32), limits: ImageLimits(),
+            meter: PixelMemoryMeter()
+        ).bitmap
         for x in 4..<28 {
             #expect(half.pixel(x: x, y: 16).first == 129, "column \(x)")
         }
@@ -175,7 +203,8 @@ struct PNGDecodeTests {
             guard case .pngText(let type, let data) = block else { return nil }
             return type + ":" + String(decoding: data.prefix { $0 != 0 }, as: UTF8.self)
         }
-        #expect(texts.sorted() == ["iTXt:XML:com.adobe.xmp", "tEXt:Comment", "tEXt:Title", "zTXt:Raw profile type iptc"])
+        #expect(
+            texts.sorted() == ["iTXt:XML:com.adobe.xmp", "tEXt:Comment", "tEXt:Title", "zTXt:Raw profile type iptc"])
         #expect(info.metadata.contains(.other(tag: "tIME", data: [0x07, 0xE5, 6, 15, 14, 30, 0])))
         #expect(info.pngStructuralChunks.map(\.type) == [.pHYs])
     }

@@ -50,8 +50,9 @@ struct PNGErrorTests {
         let whole = PNGFixtures.source("photo-160x120.png")
         let info = try PNGDecoder().probe(whole, limits: ImageLimits())
         #expect {
-            try PNGDecoder().render(.file(path: PNGFixtures.broken("truncated.png")), info: info, target: PixelSize(width: 40, height: 30),
-                                    limits: ImageLimits(), meter: PixelMemoryMeter())
+            try PNGDecoder().render(
+                .file(path: PNGFixtures.broken("truncated.png")), info: info, target: PixelSize(width: 40, height: 30),
+                limits: ImageLimits(), meter: PixelMemoryMeter())
         } throws: { error in
             guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
             return reason.contains("truncated")
@@ -64,8 +65,10 @@ struct PNGErrorTests {
             try Pipeline.prepare(.file(path: PNGFixtures.broken("huge-ihdr.png")), options: PrepareOptions())
         } throws: { error in
             guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
-            return exceeded == ExceededLimit(.dimension, found: 100_000, limit: 65_500,
-                                             size: PixelSize(width: 100_000, height: 100_000))
+            return exceeded
+                == ExceededLimit(
+                    .dimension, found: 100_000, limit: 65_500,
+                    size: PixelSize(width: 100_000, height: 100_000))
         }
         let (report, outputs) = try batch(PNGFixtures.broken("huge-ihdr.png"))
         #expect(report.error?.kind == "tooLarge")
@@ -75,24 +78,29 @@ struct PNGErrorTests {
     @Test("render re-checks the header before libpng sizes anything: libpng's user limit, then the pixel limit")
     func hugeHeaderInsideRender() throws {
         let source = ImageSource.file(path: PNGFixtures.broken("huge-ihdr.png"))
-        let info = ImageInfo(format: .png, size: PixelSize(width: 100_000, height: 100_000), colorModel: .rgba, bitDepth: 8,
-                             progressive: false, orientation: .up, storedOrientationValue: nil, frameCount: 1, hasAlpha: true,
-                             metadata: [], byteCount: 69)
+        let info = ImageInfo(
+            format: .png, size: PixelSize(width: 100_000, height: 100_000), colorModel: .rgba, bitDepth: 8,
+            progressive: false, orientation: .up, storedOrientationValue: nil, frameCount: 1, hasAlpha: true,
+            metadata: [], byteCount: 69)
         let meter = PixelMemoryMeter()
         #expect {
-            try PNGDecoder().render(source, info: info, target: PixelSize(width: 1080, height: 1080), limits: ImageLimits(), meter: meter)
+            try PNGDecoder().render(
+                source, info: info, target: PixelSize(width: 1080, height: 1080), limits: ImageLimits(), meter: meter)
         } throws: { error in
             guard case SharePipeError.corrupt(_, _, let reason) = error else { return false }
-            return reason.contains("exceeds user limit")   // png_set_user_limits, inside libpng's IHDR check
+            return reason.contains("exceeds user limit")  // png_set_user_limits, inside libpng's IHDR check
         }
         var wide = ImageLimits()
         wide.maxDimension = 200_000
         #expect {
-            try PNGDecoder().render(source, info: info, target: PixelSize(width: 1080, height: 1080), limits: wide, meter: meter)
+            try PNGDecoder().render(
+                source, info: info, target: PixelSize(width: 1080, height: 1080), limits: wide, meter: meter)
         } throws: { error in
             guard case SharePipeError.tooLarge(_, let exceeded) = error else { return false }
-            return exceeded == ExceededLimit(.pixelArea, found: 10_000_000_000, limit: ImageLimits().maxPixels,
-                                             size: PixelSize(width: 100_000, height: 100_000))
+            return exceeded
+                == ExceededLimit(
+                    .pixelArea, found: 10_000_000_000, limit: ImageLimits().maxPixels,
+                    size: PixelSize(width: 100_000, height: 100_000))
         }
         #expect(meter.peakBytes == 0)
     }
@@ -102,7 +110,7 @@ struct PNGErrorTests {
         let crc = try modified("rgb-8.png") { bytes in
             let start = try payloadOffset("IDAT", in: bytes)
             let length = bytes[start - 8..<start - 4].reduce(0) { $0 << 8 | Int($1) }
-            bytes[start + length] ^= 0x01   // first byte of the stored CRC; the data itself is intact
+            bytes[start + length] ^= 0x01  // first byte of the stored CRC; the data itself is intact
         }
         let stream = try modified("rgb-8.png") { bytes in bytes[try payloadOffset("IDAT", in: bytes) + 3] ^= 0x01 }
         for (source, words) in [(crc, "IDAT: CRC error"), (stream, "IDAT")] {
@@ -139,8 +147,12 @@ struct PNGErrorTests {
                 let start = try payloadOffset("IHDR", in: bytes)
                 bytes[start + offset] = value
                 let crc = PNGCRC.checksum(type: .IHDR, data: Array(bytes[start..<start + 13]))
-                bytes.replaceSubrange(start + 13..<start + 17, with: [UInt8(crc >> 24), UInt8((crc >> 16) & 0xFF),
-                                                                      UInt8((crc >> 8) & 0xFF), UInt8(crc & 0xFF)])
+                bytes.replaceSubrange(
+                    start + 13..<start + 17,
+                    with: [
+                        UInt8(crc >> 24), UInt8((crc >> 16) & 0xFF),
+                        UInt8((crc >> 8) & 0xFF), UInt8(crc & 0xFF),
+                    ])
             }
             #expect {
                 try Pipeline.prepare(source, options: PrepareOptions())

@@ -8,9 +8,13 @@ struct PNGFitTests {
     private func encodedSizes(_ name: String) throws -> (first: Int, zlib9: Int) {
         let bitmap = try Decode.bitmap(try PNGFixtures.bytes(name))
         let encoder = PNGEncoder()
-        let first = try encoder.encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false,
-                                                                      effort: PNGEncoder.defaultEffort), metadata: [])
-        let zlib9 = try encoder.encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false, effort: 9), metadata: [])
+        let first = try encoder.encode(
+            bitmap,
+            settings: EncodeSettings(
+                quality: 85, progressive: false,
+                effort: PNGEncoder.defaultEffort), metadata: [])
+        let zlib9 = try encoder.encode(
+            bitmap, settings: EncodeSettings(quality: 85, progressive: false, effort: 9), metadata: [])
         return (first.count, zlib9.count)
     }
 
@@ -20,8 +24,9 @@ struct PNGFitTests {
         let sizes = try encodedSizes("detail-rgba-8.png")
         try #require(sizes.zlib9 < sizes.first - 1, "zlib 9 must be smaller for this test to mean anything")
         let limit = (sizes.first + sizes.zlib9) / 2
-        let result = try Pipeline.prepare(PNGFixtures.source("detail-rgba-8.png"),
-                                          options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
+        let result = try Pipeline.prepare(
+            PNGFixtures.source("detail-rgba-8.png"),
+            options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
         #expect(result.format == .png)
         #expect(result.size == PixelSize(width: 123, height: 97))
         #expect(result.byteCount <= limit)
@@ -36,8 +41,9 @@ struct PNGFitTests {
         let sizes = try encodedSizes("photo-160x120.png")
         let limit = 20_000
         try #require(sizes.zlib9 > limit)
-        let result = try Pipeline.prepare(PNGFixtures.source("photo-160x120.png"),
-                                          options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
+        let result = try Pipeline.prepare(
+            PNGFixtures.source("photo-160x120.png"),
+            options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
         #expect(result.format == .jpeg)
         #expect(result.size == PixelSize(width: 160, height: 120))
         #expect(result.byteCount <= limit)
@@ -52,8 +58,9 @@ struct PNGFitTests {
     @Test("without a format change the PNG gets smaller dimensions, at the strongest setting")
     func smallerDimensions() throws {
         let limit = 20_000
-        let result = try Pipeline.prepare(PNGFixtures.source("photo-160x120.png"),
-                                          options: PrepareOptions(maxBytes: limit, allowFormatChange: false))
+        let result = try Pipeline.prepare(
+            PNGFixtures.source("photo-160x120.png"),
+            options: PrepareOptions(maxBytes: limit, allowFormatChange: false))
         #expect(result.format == .png)
         #expect(result.byteCount <= limit)
         #expect(result.size.width < 160 && result.size.height < 120)
@@ -77,8 +84,9 @@ struct PNGFitTests {
     @Test("meaningful alpha blocks the format change: the PNG shrinks instead")
     func alphaKeepsPNG() throws {
         let limit = 20_000
-        let result = try Pipeline.prepare(PNGFixtures.source("photo-alpha-160x120.png"),
-                                          options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
+        let result = try Pipeline.prepare(
+            PNGFixtures.source("photo-alpha-160x120.png"),
+            options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
         #expect(result.format == .png)
         #expect(result.byteCount <= limit)
         #expect(result.attempts.allSatisfy { $0.format == .png })
@@ -88,8 +96,9 @@ struct PNGFitTests {
     @Test("a limit nothing can meet above the smallest short edge is an error, not an oversize file")
     func cannotMeetLimit() throws {
         #expect {
-            try Pipeline.prepare(PNGFixtures.source("photo-alpha-160x120.png"),
-                                 options: PrepareOptions(maxBytes: 1024, minShortEdge: 100))
+            try Pipeline.prepare(
+                PNGFixtures.source("photo-alpha-160x120.png"),
+                options: PrepareOptions(maxBytes: 1024, minShortEdge: 100))
         } throws: { error in
             guard case SharePipeError.cannotMeetLimit(_, 1024, let best) = error else { return false }
             return best > 1024
@@ -99,7 +108,8 @@ struct PNGFitTests {
     // MARK: Stored form
 
     private func encodeAndList(_ bitmap: Bitmap, metadata: [MetadataBlock] = []) throws -> (PNGListing, Bitmap) {
-        let bytes = try PNGEncoder().encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: metadata)
+        let bytes = try PNGEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: metadata)
         return (try PNGListing(bytes), try Decode.bitmap(bytes))
     }
 
@@ -120,15 +130,18 @@ struct PNGFitTests {
 
     @Test("an RGB bitmap whose channels are equal is written as gray, losslessly")
     func grayAsGray() throws {
-        let source = bitmap(.rgb) { x, y in let v = UInt8((x * 7 + y * 3) & 255); return [v, v, v] }
+        let source = bitmap(.rgb) { x, y in
+            let v = UInt8((x * 7 + y * 3) & 255); return [v, v, v]
+        }
         let (listing, decoded) = try encodeAndList(source)
         #expect(listing.colorType == 0)
         #expect(decoded.layout == .gray)
         #expect(decoded.rgb(13, 17) == source.rgb(13, 17))
     }
 
-    @Test("few colours become a palette of the smallest depth, translucent entries first in tRNS",
-          arguments: [(2, 1), (4, 2), (9, 4), (200, 8)])
+    @Test(
+        "few colours become a palette of the smallest depth, translucent entries first in tRNS",
+        arguments: [(2, 1), (4, 2), (9, 4), (200, 8)])
     func palette(colours: Int, depth: Int) throws {
         let source = bitmap(.rgba) { x, y in
             let c = (x + y * 40) % colours
@@ -146,11 +159,17 @@ struct PNGFitTests {
     func profileConstrainsReduction() throws {
         let stored = PNGStoredImage(reducing: bitmap(.gray) { x, _ in [UInt8(x % 3 * 100)] }, profileColorSpace: "GRAY")
         #expect(stored.colorType == 0)
-        let colour = PNGStoredImage(reducing: bitmap(.rgb) { x, _ in let v = UInt8(x * 5); return [v, v, v] },
-                                    profileColorSpace: "RGB")
+        let colour = PNGStoredImage(
+            reducing: bitmap(.rgb) { x, _ in
+                let v = UInt8(x * 5); return [v, v, v]
+            },
+            profileColorSpace: "RGB")
         #expect(colour.colorType == 3 || colour.colorType == 2)
-        let free = PNGStoredImage(reducing: bitmap(.rgb) { x, _ in let v = UInt8(x * 5); return [v, v, v] },
-                                  profileColorSpace: nil)
+        let free = PNGStoredImage(
+            reducing: bitmap(.rgb) { x, _ in
+                let v = UInt8(x * 5); return [v, v, v]
+            },
+            profileColorSpace: nil)
         #expect(free.colorType == 0)
     }
 }

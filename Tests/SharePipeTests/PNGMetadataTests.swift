@@ -7,7 +7,8 @@ struct PNGMetadataTests {
     private static let metadataChunkTypes: Set<String> = ["eXIf", "tEXt", "zTXt", "iTXt", "tIME"]
 
     private func prepare(_ name: String, strip: StripMode, maxShortEdge: Int = 1080) throws -> PreparedImage {
-        try Pipeline.prepare(PNGFixtures.source(name), options: PrepareOptions(maxShortEdge: maxShortEdge, strip: strip))
+        try Pipeline.prepare(
+            PNGFixtures.source(name), options: PrepareOptions(maxShortEdge: maxShortEdge, strip: strip))
     }
 
     @Test("strip all: Exif, text and tIME go; the orientation is applied to the pixels; pHYs follows the turn")
@@ -27,9 +28,9 @@ struct PNGMetadataTests {
         #expect(listing.data("pHYs") == [0, 0, 0x16, 0x26, 0, 0, 0x0B, 0x13, 1])
 
         let bitmap = try Decode.bitmap(result.bytes)
-        #expect(close(bitmap.rgb(8, 8), [255, 0, 0], tolerance: 2))       // red top-left, as displayed
-        #expect(close(bitmap.rgb(56, 8), [0, 255, 0], tolerance: 2))      // green top-right
-        #expect(close(bitmap.rgb(56, 40), [0, 0, 255], tolerance: 2))     // blue bottom-right
+        #expect(close(bitmap.rgb(8, 8), [255, 0, 0], tolerance: 2))  // red top-left, as displayed
+        #expect(close(bitmap.rgb(56, 8), [0, 255, 0], tolerance: 2))  // green top-right
+        #expect(close(bitmap.rgb(56, 40), [0, 0, 255], tolerance: 2))  // blue bottom-right
         #expect(close(bitmap.rgb(8, 40), [128, 128, 128], tolerance: 2))  // grey bottom-left
     }
 
@@ -54,7 +55,9 @@ struct PNGMetadataTests {
             let path = Fixtures.temporaryDirectory() + "/gps.png"
             defer { Fixtures.cleanUp(FileIO.parentDirectory(of: path)) }
             try Fixtures.write(result.bytes, to: path)
-            let witness = try Tool.run("exiftool", ["-n", "-s", "-a", "-G1", "-GPS:all", "-XMP:all", "-IPTC:all", "-Orientation", "-Make", path])
+            let witness = try Tool.run(
+                "exiftool",
+                ["-n", "-s", "-a", "-G1", "-GPS:all", "-XMP:all", "-IPTC:all", "-Orientation", "-Make", path])
             #expect(!witness.stdout.contains("GPS"), "\(witness.stdout)")
             #expect(!witness.stdout.contains("XMP"), "\(witness.stdout)")
             #expect(!witness.stdout.contains("IPTC"), "\(witness.stdout)")
@@ -128,7 +131,9 @@ struct PNGMetadataTests {
         #expect(gps.types.prefix(idat).contains("eXIf"), "eXIf must precede the image data")
     }
 
-    @Test("metadata-only rewrites keep every colour type's pixels", arguments: ["palette-2-trns.png", "gray-16.png", "detail-rgb-16-interlaced.png"])
+    @Test(
+        "metadata-only rewrites keep every colour type's pixels",
+        arguments: ["palette-2-trns.png", "gray-16.png", "detail-rgb-16-interlaced.png"])
     func rewriteKeepsPixels(_ name: String) throws {
         let result = try prepare(name, strip: .all)
         #expect(result.method == .metadataRewrite)
@@ -137,10 +142,13 @@ struct PNGMetadataTests {
 
     @Test("a PNG prepared as JPEG reports text chunks as removed")
     func jpegOutcome() throws {
-        let outcome = MetadataOutcome(kept: [.exif([0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0]),
-                                             .pngText(type: "tEXt", data: Array("Title\0x".utf8)),
-                                             .other(tag: "tIME", data: [0, 0, 0, 0, 0, 0, 0])],
-                                      removed: [.xmp])
+        let outcome = MetadataOutcome(
+            kept: [
+                .exif([0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0]),
+                .pngText(type: "tEXt", data: Array("Title\0x".utf8)),
+                .other(tag: "tIME", data: [0, 0, 0, 0, 0, 0, 0]),
+            ],
+            removed: [.xmp])
         let jpeg = outcome.writtenAsJPEG(present: [.exif, .text, .other, .xmp])
         #expect(jpeg.kept.count == 1)
         #expect(jpeg.removed == [.text, .other, .xmp])

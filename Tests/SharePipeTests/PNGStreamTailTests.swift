@@ -32,8 +32,11 @@ struct PNGStreamTailTests {
     /// of everything, in IDAT chunks of 1 MiB.
     static func png(tailMebibytes: Int) -> [UInt8] {
         let raw = rawRows()
-        var stream: [UInt8] = [0x78, 0x01, 0x00, UInt8(raw.count & 0xFF), UInt8(raw.count >> 8),
-                               UInt8(~raw.count & 0xFF), UInt8((~raw.count >> 8) & 0xFF)] + raw
+        var stream: [UInt8] =
+            [
+                0x78, 0x01, 0x00, UInt8(raw.count & 0xFF), UInt8(raw.count >> 8),
+                UInt8(~raw.count & 0xFF), UInt8((~raw.count >> 8) & 0xFF),
+            ] + raw
         stream.reserveCapacity(stream.count + tailMebibytes * mebibyteOfZeros.count + 16)
         for _ in 0..<tailMebibytes { stream += mebibyteOfZeros }
         stream += [0x01, 0x00, 0x00, 0xFF, 0xFF]

@@ -20,9 +20,13 @@ struct PNGListing {
             let length = bytes[position..<position + 4].reduce(0) { $0 << 8 | Int($1) }
             try #require(position + 12 + length <= bytes.count, "chunk runs past the end")
             let typeAndData = Array(bytes[position + 4..<position + 8 + length])
-            let stored = bytes[position + 8 + length..<position + 12 + length].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            chunks.append(Chunk(type: String(decoding: typeAndData.prefix(4), as: UTF8.self),
-                                data: Array(typeAndData.dropFirst(4)), crcMatches: PNGListing.crc(typeAndData) == stored))
+            let stored = bytes[position + 8 + length..<position + 12 + length].reduce(UInt32(0)) {
+                $0 << 8 | UInt32($1)
+            }
+            chunks.append(
+                Chunk(
+                    type: String(decoding: typeAndData.prefix(4), as: UTF8.self),
+                    data: Array(typeAndData.dropFirst(4)), crcMatches: PNGListing.crc(typeAndData) == stored))
             position += 12 + length
         }
     }

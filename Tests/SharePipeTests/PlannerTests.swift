@@ -7,7 +7,7 @@ import Testing
         (PixelSize(width: 4000, height: 3000), 1080, PixelSize(width: 1440, height: 1080)),
         (PixelSize(width: 3000, height: 4000), 1080, PixelSize(width: 1080, height: 1440)),
         (PixelSize(width: 6000, height: 4000), 1080, PixelSize(width: 1620, height: 1080)),
-        (PixelSize(width: 1000, height: 800), 1080, PixelSize(width: 1000, height: 800)),   // never upscaled
+        (PixelSize(width: 1000, height: 800), 1080, PixelSize(width: 1000, height: 800)),  // never upscaled
         (PixelSize(width: 1081, height: 1081), 1080, PixelSize(width: 1080, height: 1080)),
         (PixelSize(width: 100_000, height: 10), 1080, PixelSize(width: 100_000, height: 10)),
     ])
@@ -16,18 +16,20 @@ import Testing
     }
 
     @Test func longEdgeAndAreaCapsApply() {
-        #expect(ScalePlan.targetSize(for: PixelSize(width: 4000, height: 3000), maxShortEdge: 1080, maxLongEdge: 1280)
+        #expect(
+            ScalePlan.targetSize(for: PixelSize(width: 4000, height: 3000), maxShortEdge: 1080, maxLongEdge: 1280)
                 == PixelSize(width: 1280, height: 960))
-        let capped = ScalePlan.targetSize(for: PixelSize(width: 4000, height: 3000), maxShortEdge: 1080, maxPixels: 921_600)
+        let capped = ScalePlan.targetSize(
+            for: PixelSize(width: 4000, height: 3000), maxShortEdge: 1080, maxPixels: 921_600)
         #expect(capped.area <= 921_600)
         #expect(capped.width >= 1100)
     }
 
     @Test(arguments: [
-        (PixelSize(width: 6000, height: 4000), PixelSize(width: 1620, height: 1080), 3),   // 2250×1500
-        (PixelSize(width: 4000, height: 3000), PixelSize(width: 1440, height: 1080), 3),   // 1500×1125
-        (PixelSize(width: 2000, height: 1500), PixelSize(width: 1440, height: 1080), 6),   // 1500×1125
-        (PixelSize(width: 8000, height: 6000), PixelSize(width: 1000, height: 750), 1),    // 1000×750 exactly
+        (PixelSize(width: 6000, height: 4000), PixelSize(width: 1620, height: 1080), 3),  // 2250×1500
+        (PixelSize(width: 4000, height: 3000), PixelSize(width: 1440, height: 1080), 3),  // 1500×1125
+        (PixelSize(width: 2000, height: 1500), PixelSize(width: 1440, height: 1080), 6),  // 1500×1125
+        (PixelSize(width: 8000, height: 6000), PixelSize(width: 1000, height: 750), 1),  // 1000×750 exactly
         (PixelSize(width: 600, height: 400), PixelSize(width: 600, height: 400), 8),
     ])
     func jpegShrinkOnLoadKeepsBothEdgesAtLeastTheTarget(_ stored: PixelSize, _ target: PixelSize, _ numerator: Int) {
@@ -39,9 +41,9 @@ import Testing
     @Test func shrinkAlwaysMakesProgress() {
         let size = PixelSize(width: 1440, height: 1080)
         let next = ScalePlan.shrink(size, bytes: 1_000_000, limit: 990_000)
-        #expect(next.width <= 1296 && next.height <= 972)        // at least 10% smaller
+        #expect(next.width <= 1296 && next.height <= 972)  // at least 10% smaller
         let big = ScalePlan.shrink(size, bytes: 100_000_000, limit: 1_000_000)
-        #expect(big.width == 360)                                // at most 4× smaller per step
+        #expect(big.width == 360)  // at most 4× smaller per step
     }
 
     @Test func qualitySearchFindsTheHighestFittingQuality() {
@@ -78,7 +80,8 @@ import Testing
         var pixels = [UInt8](repeating: 0, count: size.area)
         for y in 0..<300 { for x in 0..<300 where (x + y) % 2 == 0 { pixels[y * 300 + x] = 255 } }
         let bitmap = Bitmap(size: size, layout: .gray, pixels: pixels)
-        let small = try InMemoryResample.resize(bitmap, to: PixelSize(width: 100, height: 100), meter: PixelMemoryMeter())
+        let small = try InMemoryResample.resize(
+            bitmap, to: PixelSize(width: 100, height: 100), meter: PixelMemoryMeter())
         let values = small.pixels.map(Int.init)
         #expect(values.min()! >= 118 && values.max()! <= 137, "range \(values.min()!)...\(values.max()!)")
     }
@@ -90,11 +93,16 @@ import Testing
         for y in 0..<64 {
             for x in 0..<64 {
                 let i = (y * 64 + x) * 4
-                if (16..<48).contains(x) && (16..<48).contains(y) { pixels[i] = 255; pixels[i + 3] = 255 } else { pixels[i + 1] = 255 }
+                if (16..<48).contains(x) && (16..<48).contains(y) {
+                    pixels[i] = 255; pixels[i + 3] = 255
+                } else {
+                    pixels[i + 1] = 255
+                }
             }
         }
-        let small = try InMemoryResample.resize(Bitmap(size: size, layout: .rgba, pixels: pixels),
-                                            to: PixelSize(width: 21, height: 21), meter: PixelMemoryMeter())
+        let small = try InMemoryResample.resize(
+            Bitmap(size: size, layout: .rgba, pixels: pixels),
+            to: PixelSize(width: 21, height: 21), meter: PixelMemoryMeter())
         for y in 0..<21 {
             for x in 0..<21 {
                 let p = small.rgb(x, y)
@@ -109,6 +117,6 @@ import Testing
         _ = try InMemoryResample.resize(bitmap, to: PixelSize(width: 100, height: 75), meter: meter)
         #expect(meter.currentBytes == 0)
         #expect(meter.peakBytes > 100 * 75 * 3)
-        #expect(meter.peakBytes < 400 * 300 * 3)   // a window, not the whole input
+        #expect(meter.peakBytes < 400 * 300 * 3)  // a window, not the whole input
     }
 }

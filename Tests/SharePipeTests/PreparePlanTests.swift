@@ -6,11 +6,14 @@ import Testing
 /// estimate priced from the plan, and the animation route fed by an `AnimationFrameSource`.
 @Suite struct PreparePlanTests {
     /// A probe as a decoder would report it, without a file.
-    static func info(_ format: ImageFormat, _ width: Int, _ height: Int, frames: Int = 1, orientation: Orientation = .up,
-                     colorModel: ColorModel = .rgb, metadata: [MetadataBlock] = []) -> ImageInfo {
-        ImageInfo(format: format, size: PixelSize(width: width, height: height), colorModel: colorModel, bitDepth: 8,
-                  progressive: false, orientation: orientation, storedOrientationValue: nil, frameCount: frames,
-                  hasAlpha: false, metadata: metadata, byteCount: 100_000)
+    static func info(
+        _ format: ImageFormat, _ width: Int, _ height: Int, frames: Int = 1, orientation: Orientation = .up,
+        colorModel: ColorModel = .rgb, metadata: [MetadataBlock] = []
+    ) -> ImageInfo {
+        ImageInfo(
+            format: format, size: PixelSize(width: width, height: height), colorModel: colorModel, bitDepth: 8,
+            progressive: false, orientation: orientation, storedOrientationValue: nil, frameCount: frames,
+            hasAlpha: false, metadata: metadata, byteCount: 100_000)
     }
 
     static let icc = MetadataBlock.icc([UInt8](repeating: 7, count: 200))
@@ -21,30 +24,67 @@ import Testing
     enum Expected: Equatable { case rewrite, turn, still, animation }
 
     // format, size, frames, orientation, service (nil: defaults), strip → route, output, target, adjustments
-    static let table: [(ImageFormat, PixelSize, Int, Orientation, ServiceProfile?, StripMode,
-                        Expected, ImageFormat, PixelSize, [String])] = [
-        (.jpeg, PixelSize(width: 800, height: 600), 1, .up, nil, .all, .rewrite, .jpeg, PixelSize(width: 800, height: 600), []),
-        (.jpeg, PixelSize(width: 800, height: 600), 1, .right, nil, .all, .turn, .jpeg, PixelSize(width: 800, height: 600), []),
-        (.jpeg, PixelSize(width: 4000, height: 3000), 1, .up, .x, .gps, .still, .jpeg, PixelSize(width: 1440, height: 1080), []),
-        (.jpeg, PixelSize(width: 3000, height: 4000), 1, .right, nil, .none, .still, .jpeg, PixelSize(width: 1080, height: 1440), []),
-        (.png, PixelSize(width: 640, height: 480), 1, .up, nil, .all, .rewrite, .png, PixelSize(width: 640, height: 480), []),
-        (.png, PixelSize(width: 2000, height: 2000), 1, .up, .bluesky, .gps, .still, .png, PixelSize(width: 1080, height: 1080), []),
-        (.png, PixelSize(width: 2000, height: 1500), 1, .up, .instagram, .all, .still, .jpeg, PixelSize(width: 1440, height: 1080),
-         ["PNG → JPEG (accepted formats)"]),
-        (.gif, PixelSize(width: 400, height: 300), 1, .up, nil, .all, .rewrite, .gif, PixelSize(width: 400, height: 300), []),
-        (.gif, PixelSize(width: 400, height: 300), 5, .up, nil, .gps, .animation, .gif, PixelSize(width: 400, height: 300), []),
-        (.gif, PixelSize(width: 1600, height: 1200), 5, .up, .x, .all, .animation, .gif, PixelSize(width: 1280, height: 960), []),
-        (.gif, PixelSize(width: 400, height: 300), 5, .up, .bluesky, .all, .still, .png, PixelSize(width: 400, height: 300),
-         ["first frame only (of 5; the service shows no animation)", "GIF → PNG (accepted formats)"]),
-    ]
+    static let table:
+        [(
+            ImageFormat, PixelSize, Int, Orientation, ServiceProfile?, StripMode,
+            Expected, ImageFormat, PixelSize, [String]
+        )] = [
+            (
+                .jpeg, PixelSize(width: 800, height: 600), 1, .up, nil, .all, .rewrite, .jpeg,
+                PixelSize(width: 800, height: 600), []
+            ),
+            (
+                .jpeg, PixelSize(width: 800, height: 600), 1, .right, nil, .all, .turn, .jpeg,
+                PixelSize(width: 800, height: 600), []
+            ),
+            (
+                .jpeg, PixelSize(width: 4000, height: 3000), 1, .up, .x, .gps, .still, .jpeg,
+                PixelSize(width: 1440, height: 1080), []
+            ),
+            (
+                .jpeg, PixelSize(width: 3000, height: 4000), 1, .right, nil, .none, .still, .jpeg,
+                PixelSize(width: 1080, height: 1440), []
+            ),
+            (
+                .png, PixelSize(width: 640, height: 480), 1, .up, nil, .all, .rewrite, .png,
+                PixelSize(width: 640, height: 480), []
+            ),
+            (
+                .png, PixelSize(width: 2000, height: 2000), 1, .up, .bluesky, .gps, .still, .png,
+                PixelSize(width: 1080, height: 1080), []
+            ),
+            (
+                .png, PixelSize(width: 2000, height: 1500), 1, .up, .instagram, .all, .still, .jpeg,
+                PixelSize(width: 1440, height: 1080),
+                ["PNG → JPEG (accepted formats)"]
+            ),
+            (
+                .gif, PixelSize(width: 400, height: 300), 1, .up, nil, .all, .rewrite, .gif,
+                PixelSize(width: 400, height: 300), []
+            ),
+            (
+                .gif, PixelSize(width: 400, height: 300), 5, .up, nil, .gps, .animation, .gif,
+                PixelSize(width: 400, height: 300), []
+            ),
+            (
+                .gif, PixelSize(width: 1600, height: 1200), 5, .up, .x, .all, .animation, .gif,
+                PixelSize(width: 1280, height: 960), []
+            ),
+            (
+                .gif, PixelSize(width: 400, height: 300), 5, .up, .bluesky, .all, .still, .png,
+                PixelSize(width: 400, height: 300),
+                ["first frame only (of 5; the service shows no animation)", "GIF → PNG (accepted formats)"]
+            ),
+        ]
 
     @Test(arguments: table.indices)
     func planTable(_ row: Int) {
         let (format, size, frames, orientation, service, strip, route, output, target, adjustments) = Self.table[row]
         var options = service?.options() ?? PrepareOptions()
         options.strip = strip
-        let plan = PreparePlan(info: Self.info(format, size.width, size.height, frames: frames, orientation: orientation),
-                               options: options)
+        let plan = PreparePlan(
+            info: Self.info(format, size.width, size.height, frames: frames, orientation: orientation),
+            options: options)
         let expectedRoute: PreparePlan.Route
         switch route {
         case .rewrite: expectedRoute = .metadataRewrite
@@ -59,7 +99,8 @@ import Testing
         #expect(plan.orientation == (route == .still || route == .turn ? orientation : .up), "row \(row)")
         #expect(plan.byteLimit == (route == .animation ? options.animatedMaxBytes : options.maxBytes), "row \(row)")
         switch (output, plan.ladder) {
-        case (.jpeg, .quality(let range, nil, _)), (.gif, .quality(let range, nil, _)) where route != .animation:
+        case (.jpeg, .quality(let range, nil, _)),
+            (.gif, .quality(let range, nil, _)) where route != .animation:
             #expect(range == options.minQuality...options.quality)
         case (.png, .lossless(let efforts, _, let change, _)):
             #expect(efforts == [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort])
@@ -75,7 +116,9 @@ import Testing
     func animatedGIFCopyFirst() {
         let small = Self.info(.gif, 400, 300, frames: 5)
         #expect(PreparePlan(info: small, options: PrepareOptions()).metadataCopyFirst)
-        #expect(!PreparePlan(info: Self.info(.gif, 1600, 1200, frames: 5), options: ServiceProfile.x.options()).metadataCopyFirst)
+        #expect(
+            !PreparePlan(info: Self.info(.gif, 1600, 1200, frames: 5), options: ServiceProfile.x.options())
+                .metadataCopyFirst)
         var fewerFrames = PrepareOptions()
         fewerFrames.animation.maxFrames = 2
         #expect(!PreparePlan(info: small, options: fewerFrames).metadataCopyFirst)
@@ -86,11 +129,19 @@ import Testing
     func sourceQualityCap() {
         let info = Self.info(.jpeg, 4000, 3000)
         let same = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: 72)
-        #expect(same.ladder == .quality(range: 40...72, sourceQualityCap: 72, minShortEdge: PrepareOptions().minShortEdge))
+        #expect(
+            same.ladder == .quality(range: 40...72, sourceQualityCap: 72, minShortEdge: PrepareOptions().minShortEdge))
         let higher = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: 95)
-        #expect(higher.ladder == .quality(range: 40...85, sourceQualityCap: nil, minShortEdge: PrepareOptions().minShortEdge))
-        let png = PreparePlan(info: Self.info(.png, 4000, 3000), options: ServiceProfile.instagram.options(), sourceQuality: 50)
-        if case .quality(_, let cap, _) = png.ladder { #expect(cap == nil) } else { Issue.record("PNG → JPEG is a quality ladder") }
+        #expect(
+            higher.ladder
+                == .quality(range: 40...85, sourceQualityCap: nil, minShortEdge: PrepareOptions().minShortEdge))
+        let png = PreparePlan(
+            info: Self.info(.png, 4000, 3000), options: ServiceProfile.instagram.options(), sourceQuality: 50)
+        if case .quality(_, let cap, _) = png.ladder {
+            #expect(cap == nil)
+        } else {
+            Issue.record("PNG → JPEG is a quality ladder")
+        }
     }
 
     @Test(arguments: [StripMode.all, .gps, .none])
@@ -123,11 +174,13 @@ import Testing
         #expect(stillPlan.route == .still)
         #expect(still == MemoryEstimate(plan: stillPlan, info: animated, options: blueskyOptions, input: .file))
         #expect(still.targetSize == stillPlan.target)
-        let stillParts = MemoryEstimate.stillGIF(animated, plan: stillPlan, options: try blueskyOptions.checked(), keptMetadata: 0)
+        let stillParts = MemoryEstimate.stillGIF(
+            animated, plan: stillPlan, options: try blueskyOptions.checked(), keptMetadata: 0)
         #expect(still.meteredPixelBytes >= stillParts.metered)
         let animation = try MemoryEstimate(info: animated, options: PrepareOptions())
-        let animationParts = MemoryEstimate.animatedGIF(animated, plan: PreparePlan(info: animated, options: PrepareOptions()),
-                                                        options: try PrepareOptions().checked(), keptMetadata: 0)
+        let animationParts = MemoryEstimate.animatedGIF(
+            animated, plan: PreparePlan(info: animated, options: PrepareOptions()),
+            options: try PrepareOptions().checked(), keptMetadata: 0)
         #expect(animation.meteredPixelBytes == animationParts.metered)
         #expect(animation.meteredPixelBytes != still.meteredPixelBytes)
 
@@ -139,7 +192,8 @@ import Testing
         smaller.maxShortEdge = 300
         let resized = PreparePlan(info: photo, options: smaller)
         #expect(resized.route == .still)
-        #expect(try MemoryEstimate(info: photo, options: PrepareOptions()).outputBytes
+        #expect(
+            try MemoryEstimate(info: photo, options: PrepareOptions()).outputBytes
                 >= MemoryEstimate.rewriteOutputBytes(photo, keptMetadata: 0))
         #expect(try MemoryEstimate(info: photo, options: smaller).targetSize == resized.target)
     }

@@ -25,8 +25,10 @@ struct PrivacyAllowListTests {
 
     /// Prepares `input` on `route` under `mode` and checks that neither marker nor the planted coordinate
     /// survives and that the report names content credentials and unknown metadata as removed.
-    func expectNothingUnparsedSurvives(_ input: [UInt8], route: Route, mode: StripMode, unknownKind: MetadataKind = .other,
-                                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectNothingUnparsedSurvives(
+        _ input: [UInt8], route: Route, mode: StripMode, unknownKind: MetadataKind = .other,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         LeakScanner.expectPlanted(Self.c2paMarker, in: input, sourceLocation: sourceLocation)
         LeakScanner.expectPlanted(Self.unknownMarker, in: input, sourceLocation: sourceLocation)
         LeakScanner.expectPlanted(Plant.coordinate, in: input, sourceLocation: sourceLocation)
@@ -39,9 +41,13 @@ struct PrivacyAllowListTests {
         LeakScanner.expectAbsent(Self.c2paMarker, in: result.bytes, context, sourceLocation: sourceLocation)
         LeakScanner.expectAbsent(Self.unknownMarker, in: result.bytes, context, sourceLocation: sourceLocation)
         LeakScanner.expectAbsent(Plant.coordinate, in: result.bytes, context, sourceLocation: sourceLocation)
-        #expect(result.removedMetadata.isSuperset(of: [.contentCredentials, unknownKind]), "\(context): \(result.removedMetadata)",
-                sourceLocation: sourceLocation)
-        #expect(!result.adjustments.contains { $0.hasPrefix("content credentials") }, "\(context)", sourceLocation: sourceLocation)
+        #expect(
+            result.removedMetadata.isSuperset(of: [.contentCredentials, unknownKind]),
+            "\(context): \(result.removedMetadata)",
+            sourceLocation: sourceLocation)
+        #expect(
+            !result.adjustments.contains { $0.hasPrefix("content credentials") }, "\(context)",
+            sourceLocation: sourceLocation)
         _ = try Decode.bitmap(result.bytes)
         // The outside witness: exiftool finds no GPS, JUMBF or C2PA in the output.
         if Tool.available("exiftool") {
@@ -52,8 +58,10 @@ struct PrivacyAllowListTests {
 
     /// Under `none`: content credentials kept on the metadata-only copy, removed with a note wherever the
     /// image data changes.
-    func expectContentCredentialsUnderNone(_ input: [UInt8], route: Route, keptOnCopy: Bool,
-                                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectContentCredentialsUnderNone(
+        _ input: [UInt8], route: Route, keptOnCopy: Bool,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         LeakScanner.expectPlanted(Self.c2paMarker, in: input, sourceLocation: sourceLocation)
         var options = PrepareOptions(strip: .none)
         route.configure(&options)
@@ -63,8 +71,10 @@ struct PrivacyAllowListTests {
         let note = result.adjustments.contains { $0.hasPrefix("content credentials removed") }
         if keptOnCopy {
             LeakScanner.expectPresent(Self.c2paMarker, in: result.bytes, context, sourceLocation: sourceLocation)
-            #expect(!result.removedMetadata.contains(.contentCredentials) && result.keptMetadata.contains(.contentCredentials),
-                    "\(context)", sourceLocation: sourceLocation)
+            #expect(
+                !result.removedMetadata.contains(.contentCredentials)
+                    && result.keptMetadata.contains(.contentCredentials),
+                "\(context)", sourceLocation: sourceLocation)
             #expect(!note, "\(context): \(result.adjustments)", sourceLocation: sourceLocation)
         } else {
             LeakScanner.expectAbsent(Self.c2paMarker, in: result.bytes, context, sourceLocation: sourceLocation)
@@ -91,31 +101,45 @@ struct PrivacyAllowListTests {
         var description: String { "\(format.displayName): \(what)" }
 
         func input() throws -> [UInt8] {
-            plant(try Fixtures.bytes(Fixtures.path(fixture)), PrivacyAllowListTests.c2paMarker, PrivacyAllowListTests.unknownMarker)
+            plant(
+                try Fixtures.bytes(Fixtures.path(fixture)), PrivacyAllowListTests.c2paMarker,
+                PrivacyAllowListTests.unknownMarker)
         }
 
         var routes: [Route] {
-            [Route(name: "metadata rewrite", method: .metadataRewrite, format: format),
-             Route(name: "re-encode", configure: { [reencodeShortEdge] in $0.maxShortEdge = reencodeShortEdge }, method: .reencoded,
-                   format: format),
-             Route(name: "format change", configure: { [changedTo] in $0.acceptedFormats = [changedTo] }, method: .reencoded,
-                   format: changedTo)]
+            [
+                Route(name: "metadata rewrite", method: .metadataRewrite, format: format),
+                Route(
+                    name: "re-encode", configure: { [reencodeShortEdge] in $0.maxShortEdge = reencodeShortEdge },
+                    method: .reencoded,
+                    format: format),
+                Route(
+                    name: "format change", configure: { [changedTo] in $0.acceptedFormats = [changedTo] },
+                    method: .reencoded,
+                    format: changedTo),
+            ]
         }
     }
 
     static let planted: [PlantedFormat] = [
-        PlantedFormat(format: .jpeg, what: "APP11 C2PA and an unknown APP15", fixture: "jpeg/orient-1.jpg",
-                      plant: { Plant.jpeg($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 200, changedTo: .png),
-        PlantedFormat(format: .png, what: "caBX and an unknown safe-to-copy chunk", fixture: "png/rgb-8.png",
-                      plant: { Plant.png($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 30, changedTo: .jpeg),
-        PlantedFormat(format: .gif, what: "the C2PA_GIF extension and an unknown application extension", fixture: "gif/single-frame.gif",
-                      plant: { Plant.gif($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 100, changedTo: .png),
-        PlantedFormat(format: .webp, what: "the C2PA chunk and an unknown chunk", fixture: "webp/icc.webp",
-                      plant: { Plant.webp($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 100, changedTo: .jpeg),
+        PlantedFormat(
+            format: .jpeg, what: "APP11 C2PA and an unknown APP15", fixture: "jpeg/orient-1.jpg",
+            plant: { Plant.jpeg($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 200, changedTo: .png),
+        PlantedFormat(
+            format: .png, what: "caBX and an unknown safe-to-copy chunk", fixture: "png/rgb-8.png",
+            plant: { Plant.png($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 30, changedTo: .jpeg),
+        PlantedFormat(
+            format: .gif, what: "the C2PA_GIF extension and an unknown application extension",
+            fixture: "gif/single-frame.gif",
+            plant: { Plant.gif($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 100, changedTo: .png),
+        PlantedFormat(
+            format: .webp, what: "the C2PA chunk and an unknown chunk", fixture: "webp/icc.webp",
+            plant: { Plant.webp($0, c2pa: $1, unknown: $2) }, reencodeShortEdge: 100, changedTo: .jpeg),
     ]
 
-    @Test("Every written format: the planted C2PA store and unknown segment go under all and gps on every route",
-          arguments: planted, modes)
+    @Test(
+        "Every written format: the planted C2PA store and unknown segment go under all and gps on every route",
+        arguments: planted, modes)
     func onEveryRoute(format: PlantedFormat, mode: StripMode) throws {
         let input = try format.input()
         for route in format.routes {
@@ -123,8 +147,9 @@ struct PrivacyAllowListTests {
         }
     }
 
-    @Test("Every written format under none: C2PA kept by the metadata rewrite, removed (and said) by the re-encode",
-          arguments: planted)
+    @Test(
+        "Every written format under none: C2PA kept by the metadata rewrite, removed (and said) by the re-encode",
+        arguments: planted)
     func contentCredentialsUnderNone(format: PlantedFormat) throws {
         let input = try format.input()
         try expectContentCredentialsUnderNone(input, route: format.routes[0], keptOnCopy: true)
@@ -135,7 +160,8 @@ struct PrivacyAllowListTests {
     func everyWrittenFormatIsPlanted() {
         let written = FormatRegistry.all.filter { $0.metadataRewriter != nil }.map(\.format)
         #expect(Set(Self.planted.map(\.format)) == Set(written))
-        #expect(Set(Self.heifFamilyFixtures.compactMap { ImageFormat.sniff(try! Fixtures.bytes(Fixtures.path($0))) })
+        #expect(
+            Set(Self.heifFamilyFixtures.compactMap { ImageFormat.sniff(try! Fixtures.bytes(Fixtures.path($0))) })
                 == Set(FormatRegistry.all.filter { $0.writtenAs != nil && Self.keepsMetadata($0) }.map(\.format)))
     }
 
@@ -146,10 +172,15 @@ struct PrivacyAllowListTests {
 
     // MARK: JPEG
 
-    @Test("JPEG: the lossless turn drops APP11 C2PA and the unknown APP15; gps keeps the camera Exif without GPS", arguments: modes)
+    @Test(
+        "JPEG: the lossless turn drops APP11 C2PA and the unknown APP15; gps keeps the camera Exif without GPS",
+        arguments: modes)
     func jpegLosslessTurn(mode: StripMode) throws {
-        let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectNothingUnparsedSurvives(input, route: Route(name: "lossless turn", method: .losslessTurn, format: .jpeg), mode: mode)
+        let input = Plant.jpeg(
+            try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg")), c2pa: Self.c2paMarker,
+            unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(
+            input, route: Route(name: "lossless turn", method: .losslessTurn, format: .jpeg), mode: mode)
         guard mode == .gps else { return }
         try Witness.require("exiftool")
         let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .gps))
@@ -158,10 +189,13 @@ struct PrivacyAllowListTests {
         #expect(witness.contains("SharePipeCam"), "\(witness)")
     }
 
-    @Test("JPEG: a C2PA store over several APP11 segments is recognised in every one (continuations have no description box)")
+    @Test(
+        "JPEG: a C2PA store over several APP11 segments is recognised in every one (continuations have no description box)"
+    )
     func jpegMultiSegmentManifest() throws {
-        let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker,
-                               manifestPadding: 100_000)
+        let input = Plant.jpeg(
+            try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker,
+            manifestPadding: 100_000)
         let info = try SharePipe.inspect(.bytes(input))
         let credentials = info.metadata.filter { $0.kind == .contentCredentials }
         #expect(credentials.count == 2, "\(info.metadata.map(\.kind))")
@@ -171,8 +205,11 @@ struct PrivacyAllowListTests {
 
     @Test("JPEG under none: the lossless turn removes C2PA (and says so); the unknown segment stays in a JPEG output")
     func jpegNone() throws {
-        let turned = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectContentCredentialsUnderNone(turned, route: Route(name: "lossless turn", method: .losslessTurn), keptOnCopy: false)
+        let turned = Plant.jpeg(
+            try Fixtures.bytes(Fixtures.path("jpeg/gps-orient6.jpg")), c2pa: Self.c2paMarker,
+            unknown: Self.unknownMarker)
+        try expectContentCredentialsUnderNone(
+            turned, route: Route(name: "lossless turn", method: .losslessTurn), keptOnCopy: false)
         let plain = try Self.planted[0].input()
         let kept = try SharePipe.prepare(.bytes(plain), options: PrepareOptions(maxShortEdge: 200, strip: .none))
         LeakScanner.expectPresent(Self.unknownMarker, in: kept.bytes)
@@ -182,16 +219,21 @@ struct PrivacyAllowListTests {
 
     @Test("APNG → animated GIF: caBX and the unknown chunk go under all and gps", arguments: modes)
     func apngAnimation(mode: StripMode) throws {
-        let input = Plant.png(try Fixtures.bytes(Fixtures.path("apng/palette.png")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        let input = Plant.png(
+            try Fixtures.bytes(Fixtures.path("apng/palette.png")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
         try expectNothingUnparsedSurvives(input, route: Route(name: "animation", format: .gif), mode: mode)
     }
 
     @Test("PNG gps keeps the parsed text and tIME, drops what it cannot parse")
     func pngGPSKeepsWhatItParses() throws {
         let base = try Fixtures.bytes(Fixtures.path("png/rgb-8.png"))
-        let input = Plant.png(base, chunks: [("tEXt", Array("Title\0Harbour".utf8)), ("tIME", [0x07, 0xE9, 1, 2, 3, 4, 5]),
-                                             ("caBX", Plant.manifestStore(Plant.payload(Self.c2paMarker))),
-                                             ("prVt", Plant.payload(Self.unknownMarker))])
+        let input = Plant.png(
+            base,
+            chunks: [
+                ("tEXt", Array("Title\0Harbour".utf8)), ("tIME", [0x07, 0xE9, 1, 2, 3, 4, 5]),
+                ("caBX", Plant.manifestStore(Plant.payload(Self.c2paMarker))),
+                ("prVt", Plant.payload(Self.unknownMarker)),
+            ])
         let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .gps))
         #expect(result.method == .metadataRewrite)
         let listing = try PNGListing(result.bytes)
@@ -204,7 +246,8 @@ struct PrivacyAllowListTests {
 
     @Test("Animated WebP → GIF: the C2PA chunk and an unknown chunk go under all and gps", arguments: modes)
     func webpAnimation(mode: StripMode) throws {
-        let input = Plant.webp(try Fixtures.bytes(Fixtures.path("webp/animated.webp")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        let input = Plant.webp(
+            try Fixtures.bytes(Fixtures.path("webp/animated.webp")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
         try expectNothingUnparsedSurvives(input, route: Route(name: "animation", format: .gif), mode: mode)
     }
 
@@ -212,17 +255,22 @@ struct PrivacyAllowListTests {
 
     @Test("Animated GIF: the extensions go on the metadata copy and on the re-written animation", arguments: modes)
     func gifAnimation(mode: StripMode) throws {
-        let input = Plant.gif(try Fixtures.bytes(Fixtures.path("gif/delays-loop0.gif")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
-        try expectNothingUnparsedSurvives(input, route: Route(name: "animation copy", method: .metadataRewrite, format: .gif), mode: mode)
-        try expectNothingUnparsedSurvives(input, route: Route(name: "animation", configure: { $0.maxShortEdge = 60 }, format: .gif), mode: mode)
+        let input = Plant.gif(
+            try Fixtures.bytes(Fixtures.path("gif/delays-loop0.gif")), c2pa: Self.c2paMarker,
+            unknown: Self.unknownMarker)
+        try expectNothingUnparsedSurvives(
+            input, route: Route(name: "animation copy", method: .metadataRewrite, format: .gif), mode: mode)
+        try expectNothingUnparsedSurvives(
+            input, route: Route(name: "animation", configure: { $0.maxShortEdge = 60 }, format: .gif), mode: mode)
     }
 
     // MARK: HEIF / AVIF
 
     static let heifFamilyFixtures = ["heif/mirror.heic", "heif/corners.avif"]
 
-    @Test("HEIC and AVIF: a C2PA uuid box or application/c2pa item and an unknown box go in every mode (always re-encoded; none says so)",
-          arguments: heifFamilyFixtures, Plant.HEIFPlacement.allCases)
+    @Test(
+        "HEIC and AVIF: a C2PA uuid box or application/c2pa item and an unknown box go in every mode (always re-encoded; none says so)",
+        arguments: heifFamilyFixtures, Plant.HEIFPlacement.allCases)
     func heifContentCredentials(fixture: String, placement: Plant.HEIFPlacement) throws {
         let input = try Plant.heif(fixture, c2pa: Self.c2paMarker, unknown: Self.unknownMarker, placement: placement)
         let info = try SharePipe.inspect(.bytes(input))
@@ -252,12 +300,16 @@ struct PrivacyAllowListTests {
         #expect(try ExifEditor(tiff: Array(jpeg[exifStart..<(exifStart + tiff.count)])).hasGPS)
 
         let result = try SharePipe.prepare(.bytes(jpeg), options: PrepareOptions(strip: .gps))
-        #expect(result.keptMetadata.contains(.exif) && !result.removedMetadata.contains(.exif), "\(result.removedMetadata)")
+        #expect(
+            result.keptMetadata.contains(.exif) && !result.removedMetadata.contains(.exif), "\(result.removedMetadata)")
         #expect(result.removedMetadata.contains(.gps))
         try Witness.require("exiftool")
-        let witness = try exiftool(result.bytes, ["-a", "-G1", "-s", "-GPS:all", "-Make", "-Model", "-DateTimeOriginal"])
+        let witness = try exiftool(
+            result.bytes, ["-a", "-G1", "-s", "-GPS:all", "-Make", "-Model", "-DateTimeOriginal"])
         #expect(!witness.contains("GPS"), "\(witness)")
-        #expect(witness.contains("SharePipeCam") && witness.contains("TestModel") && witness.contains("DateTimeOriginal"), "\(witness)")
+        #expect(
+            witness.contains("SharePipeCam") && witness.contains("TestModel") && witness.contains("DateTimeOriginal"),
+            "\(witness)")
     }
 
     func exiftool(_ bytes: [UInt8], _ arguments: [String]) throws -> String {
@@ -269,7 +321,9 @@ struct PrivacyAllowListTests {
 
     // MARK: Keep tables
 
-    @Test("Every format's keep table: all keeps only the colour profile, none keeps every class, gps names only parsed classes")
+    @Test(
+        "Every format's keep table: all keeps only the colour profile, none keeps every class, gps names only parsed classes"
+    )
     func keepTables() {
         for format in ImageFormat.allCases {
             guard let policy = FormatRegistry.descriptor(for: format).metadataPolicy as? StandardMetadataPolicy else {
@@ -278,7 +332,8 @@ struct PrivacyAllowListTests {
             }
             #expect(policy.table.keeps(.all) == [.colourProfile], "\(format)")
             #expect(policy.table.keeps(.none) == Set(MetadataClass.allCases), "\(format)")
-            #expect(policy.table.keeps(.gps).isDisjoint(with: [.contentCredentials, .unparsed, .xmp, .iptc]), "\(format)")
+            #expect(
+                policy.table.keeps(.gps).isDisjoint(with: [.contentCredentials, .unparsed, .xmp, .iptc]), "\(format)")
         }
     }
 
@@ -286,14 +341,20 @@ struct PrivacyAllowListTests {
     func cliReports() throws {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
-        let input = Plant.jpeg(try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
+        let input = Plant.jpeg(
+            try Fixtures.bytes(Fixtures.path("jpeg/orient-1.jpg")), c2pa: Self.c2paMarker, unknown: Self.unknownMarker)
         try Fixtures.write(input, to: directory + "/c2pa.jpg")
-        let text = try Tool.run(Tool.sharepipe, ["prepare", directory + "/c2pa.jpg", "--strip", "gps", "--out", directory + "/gps"])
+        let text = try Tool.run(
+            Tool.sharepipe, ["prepare", directory + "/c2pa.jpg", "--strip", "gps", "--out", directory + "/gps"])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("removed: content credentials,other"), "\(text.stdout)")
         LeakScanner.expectAbsent(Self.c2paMarker, in: try Fixtures.bytes(directory + "/gps/c2pa.jpg"))
-        let json = try Tool.run(Tool.sharepipe, ["prepare", directory + "/c2pa.jpg", "--strip", "none", "--max-short-edge", "200",
-                                                 "--json", "--out", directory + "/none"])
+        let json = try Tool.run(
+            Tool.sharepipe,
+            [
+                "prepare", directory + "/c2pa.jpg", "--strip", "none", "--max-short-edge", "200",
+                "--json", "--out", directory + "/none",
+            ])
         #expect(json.stdout.contains("\"removedMetadata\":[\"contentCredentials\"]"), "\(json.stdout)")
         #expect(json.stdout.contains("content credentials removed (the image data changed"), "\(json.stdout)")
         #expect(MetadataKind.contentCredentials.displayName == "content credentials")

@@ -31,8 +31,9 @@ import Testing
                 }
             }
         }
-        let bytes = try! JPEGEncoder().encode(Bitmap(size: size, layout: .rgb, pixels: pixels),
-                                              settings: EncodeSettings(quality: 92, progressive: false), metadata: [])
+        let bytes = try! JPEGEncoder().encode(
+            Bitmap(size: size, layout: .rgb, pixels: pixels),
+            settings: EncodeSettings(quality: 92, progressive: false), metadata: [])
         try! Fixtures.write(bytes, to: path + ".partial")
         try! FileManager.default.moveItem(atPath: path + ".partial", toPath: path)
         return path
@@ -66,24 +67,28 @@ import Testing
 
     @Test func userProfileFileOverridesAndAdds() throws {
         let json = """
-        {"profiles": [
-          {"name": "discord", "maxStillBytes": 20971520},
-          {"name": "myforum", "maxStillBytes": 300000, "maxShortEdge": 720, "strip": "gps",
-           "animated": {"maxBytes": 1000000, "maxFrames": 50}}
-        ]}
-        """
+            {"profiles": [
+              {"name": "discord", "maxStillBytes": 20971520},
+              {"name": "myforum", "maxStillBytes": 300000, "maxShortEdge": 720, "strip": "gps",
+               "animated": {"maxBytes": 1000000, "maxFrames": 50}}
+            ]}
+            """
         let catalog = try ProfileCatalog.builtIn.applying(json: Array(json.utf8), file: "profiles.json")
         #expect(catalog.named("discord")?.maxStillBytes == 20_971_520)
-        #expect(catalog.named("discord")?.caps == ServiceProfile.discord.caps)   // untouched fields stay
+        #expect(catalog.named("discord")?.caps == ServiceProfile.discord.caps)  // untouched fields stay
         let forum = try #require(catalog.named("myforum"))
         #expect(forum.caps.shortEdge == 720 && forum.strip == .gps && forum.animation.maxFrames == 50)
-        let result = try SharePipe.prepare(.file(path: Fixtures.path("jpeg/large-4000x3000.jpg")), options: forum.options())
+        let result = try SharePipe.prepare(
+            .file(path: Fixtures.path("jpeg/large-4000x3000.jpg")), options: forum.options())
         #expect(result.size.shortEdge == 720 && result.byteCount <= 300_000)
     }
 
     @Test(arguments: [
         (#"{"profiles": [{"name": "x", "maxStilBytes": 1}]}"#, "unknown field `profiles[0].maxStilBytes`"),
-        (#"{"profiles": [{"name": "x", "maxStillBytes": "5MB"}]}"#, "field `profiles[0].maxStillBytes`: expected a whole number"),
+        (
+            #"{"profiles": [{"name": "x", "maxStillBytes": "5MB"}]}"#,
+            "field `profiles[0].maxStillBytes`: expected a whole number"
+        ),
         (#"{"profiles": [{"name": "newsite"}]}"#, "missing field `profiles[0].maxStillBytes`"),
         (#"{"profiles": [{"name": "x", "maxShortEdge": 0}]}"#, "maxShortEdge"),
         (#"{"profiles": [{"name": "x", "strip": "some"}]}"#, "profiles[0].strip"),
@@ -103,8 +108,10 @@ import Testing
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let services = ["x", "bluesky", "mastodon"]
-        let run = try Tool.run(Tool.sharepipe, ["prepare", Self.noisy24MP, "--out", directory, "--json"]
-                                + services.flatMap { ["--service", $0] })
+        let run = try Tool.run(
+            Tool.sharepipe,
+            ["prepare", Self.noisy24MP, "--out", directory, "--json"]
+                + services.flatMap { ["--service", $0] })
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.split(separator: "\n").count == 3)
         let name = URL(fileURLWithPath: Self.noisy24MP).lastPathComponent
@@ -124,11 +131,13 @@ import Testing
         for y in 0..<size.height {
             for x in 0..<size.width {
                 let i = (y * size.width + x) * 3
-                pixels[i] = UInt8(x * 255 / size.width); pixels[i + 1] = UInt8(y * 255 / size.height); pixels[i + 2] = 128
+                pixels[i] = UInt8(x * 255 / size.width); pixels[i + 1] = UInt8(y * 255 / size.height);
+                pixels[i + 2] = 128
             }
         }
-        let bytes = try JPEGEncoder().encode(Bitmap(size: size, layout: .rgb, pixels: pixels),
-                                             settings: EncodeSettings(quality: 90, progressive: false), metadata: [])
+        let bytes = try JPEGEncoder().encode(
+            Bitmap(size: size, layout: .rgb, pixels: pixels),
+            settings: EncodeSettings(quality: 90, progressive: false), metadata: [])
         try Fixtures.write(bytes, to: path + ".partial-\(getpid())")
         try? FileManager.default.moveItem(atPath: path + ".partial-\(getpid())", toPath: path)
         return path
@@ -137,15 +146,20 @@ import Testing
     /// The revision of 2026-11-26 (SERVICES.md): the numbers each profile carries.
     @Test func profilesCarryTheNumbersOf2026() throws {
         #expect(ServiceProfile.bluesky.maxStillBytes == 2_000_000 && ServiceProfile.bluesky.caps.longEdge == 4000)
-        #expect(ServiceProfile.tumblr.maxStillBytes == 10_000_000 && ServiceProfile.tumblr.animation.maxBytes == 10_000_000)
+        #expect(
+            ServiceProfile.tumblr.maxStillBytes == 10_000_000 && ServiceProfile.tumblr.animation.maxBytes == 10_000_000)
         #expect(ServiceProfile.facebook.maxStillBytes == 4_000_000)
-        #expect(ServiceProfile.discord.maxStillBytes == 10_485_760 && ServiceProfile.discord.animation.maxBytes == 10_485_760)
+        #expect(
+            ServiceProfile.discord.maxStillBytes == 10_485_760
+                && ServiceProfile.discord.animation.maxBytes == 10_485_760)
         #expect(ServiceProfile.reddit.animation.maxBytes == 20_000_000)
         #expect(ServiceProfile.mastodon.formats.contains(.heif) && ServiceProfile.mastodon.formats.contains(.avif))
         let pixelfed = try #require(ServiceProfile.named("pixelfed"))
         #expect(pixelfed.maxStillBytes == 15_360_000 && !pixelfed.formats.contains(.webp))
         let lemmy = try #require(ServiceProfile.named("lemmy"))
-        #expect(lemmy.maxStillBytes == 40_000_000 && lemmy.animation.maxFrames == 900 && lemmy.animation.maxPixels == 2_073_600)
+        #expect(
+            lemmy.maxStillBytes == 40_000_000 && lemmy.animation.maxFrames == 900
+                && lemmy.animation.maxPixels == 2_073_600)
         // Formats SharePipe only reads are never handed to the pipeline as outputs.
         #expect(ServiceProfile.mastodon.options().acceptedFormats == [.jpeg, .png, .gif, .webp])
         #expect(lemmy.options().acceptedFormats == [.jpeg, .png, .gif, .webp])
@@ -159,14 +173,18 @@ import Testing
         #expect(bluesky.byteCount <= 2_000_000)
         // A 1200×1800 portrait: Pixelfed's 1080×1350 portrait box, Lemmy's 1024 px resize.
         let portrait = try Self.gradient(PixelSize(width: 1200, height: 1800))
-        let pixelfed = try SharePipe.prepare(.file(path: portrait), options: try #require(ServiceProfile.named("pixelfed")).options())
+        let pixelfed = try SharePipe.prepare(
+            .file(path: portrait), options: try #require(ServiceProfile.named("pixelfed")).options())
         #expect(pixelfed.size == PixelSize(width: 900, height: 1350), "\(pixelfed.size)")
-        let lemmy = try SharePipe.prepare(.file(path: portrait), options: try #require(ServiceProfile.named("lemmy")).options())
+        let lemmy = try SharePipe.prepare(
+            .file(path: portrait), options: try #require(ServiceProfile.named("lemmy")).options())
         #expect(lemmy.size.height == 1024 && abs(lemmy.size.width - 683) <= 1, "\(lemmy.size)")
         // Mastodon takes HEIC and AVIF, but SharePipe writes them as JPEG (PNG with alpha), as before.
-        let heic = try SharePipe.prepare(.file(path: Fixtures.path("heif/p3-nclx.heic")), options: ServiceProfile.mastodon.options())
+        let heic = try SharePipe.prepare(
+            .file(path: Fixtures.path("heif/p3-nclx.heic")), options: ServiceProfile.mastodon.options())
         #expect(heic.format == .jpeg)
-        let avif = try SharePipe.prepare(.file(path: Fixtures.path("heif/alpha.avif")), options: ServiceProfile.mastodon.options())
+        let avif = try SharePipe.prepare(
+            .file(path: Fixtures.path("heif/alpha.avif")), options: ServiceProfile.mastodon.options())
         #expect(avif.format == .png)
     }
 

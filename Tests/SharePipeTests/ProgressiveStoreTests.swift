@@ -21,8 +21,10 @@ struct ProgressiveStoreTests {
     }
 
     /// `bands`: decode in (at most) that many bands with a one-byte budget; 0: one decode.
-    static func decode(_ path: String, scale: Int, full: Bool, maxMemory: Int = 256 << 20, bands: Int = 0,
-                       budget: Int = 1) -> Decode {
+    static func decode(
+        _ path: String, scale: Int, full: Bool, maxMemory: Int = 256 << 20, bands: Int = 0,
+        budget: Int = 1
+    ) -> Decode {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
         let limits = sp_jpeg_limits(max_memory: maxMemory, max_metadata: 0, max_segments: 0, max_scans: 500)
@@ -34,7 +36,8 @@ struct ProgressiveStoreTests {
         guard status == SP_OK else { return Decode(status: status) }
         sp_jpeg_reader_use_full_coefficients(handle, full ? 1 : 0)
         if bands > 0 { sp_jpeg_reader_set_band_budget(handle, budget, Int32(bands)) }
-        let space = header.components == 1 ? SP_JPEG_OUT_GRAY : header.components == 4 ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB
+        let space =
+            header.components == 1 ? SP_JPEG_OUT_GRAY : header.components == 4 ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB
         var result = Decode(status: SP_OK)
         var w: Int32 = 0, h: Int32 = 0, c: Int32 = 0
         status = sp_jpeg_reader_start(handle, Int32(scale), space, &w, &h, &c, &message)
@@ -48,8 +51,9 @@ struct ProgressiveStoreTests {
         while done < result.height {
             var rows: Int32 = 0
             status = result.pixels.withUnsafeMutableBufferPointer { buffer in
-                sp_jpeg_reader_read_rows(handle, buffer.baseAddress! + done * rowBytes, rowBytes,
-                                         Int32(result.height - done), &rows, &message)
+                sp_jpeg_reader_read_rows(
+                    handle, buffer.baseAddress! + done * rowBytes, rowBytes,
+                    Int32(result.height - done), &rows, &message)
             }
             guard status == SP_OK, rows > 0 else { break }
             done += Int(rows)
@@ -75,7 +79,8 @@ struct ProgressiveStoreTests {
                 let path = root + "/" + relative
                 var isDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                      let handle = FileHandle(forReadingAtPath: path) else { continue }
+                    let handle = FileHandle(forReadingAtPath: path)
+                else { continue }
                 let magic = handle.readData(ofLength: 3)
                 try? handle.close()
                 if [UInt8](magic) == [0xFF, 0xD8, 0xFF] { found.append(path) }
@@ -95,7 +100,8 @@ struct ProgressiveStoreTests {
             for scale in scales {
                 let full = Self.decode(path, scale: scale, full: true)
                 let compact = Self.decode(path, scale: scale, full: false)
-                #expect(compact.status == full.status, "\(path) at \(scale)/8: status \(compact.status) vs \(full.status)")
+                #expect(
+                    compact.status == full.status, "\(path) at \(scale)/8: status \(compact.status) vs \(full.status)")
                 guard full.status == SP_OK, compact.status == SP_OK else { failedAlike += 1; continue }
                 #expect(compact.width == full.width && compact.height == full.height, "\(path) at \(scale)/8")
                 #expect(compact.pixels == full.pixels, "\(path) at \(scale)/8: pixels differ")
@@ -111,16 +117,19 @@ struct ProgressiveStoreTests {
                     for (bands, budget) in bandings {
                         let band = Self.decode(path, scale: scale, full: false, bands: bands, budget: budget)
                         #expect(band.status == SP_OK, "\(path) at \(scale)/8 in \(bands) bands: status \(band.status)")
-                        #expect(band.pixels == full.pixels, "\(path) at \(scale)/8 in \(bands) bands (\(band.bands) decodes): pixels differ")
+                        #expect(
+                            band.pixels == full.pixels,
+                            "\(path) at \(scale)/8 in \(bands) bands (\(band.bands) decodes): pixels differ")
                         if band.bands > 1 { banded += 1 }
                         bandDecodes += band.bands
                     }
                 }
             }
         }
-        print("progressive store: \(compared) decodes compared (\(progressive) multi-scan), \(failedAlike) failed alike; "
-              + "store peaks summed: \(storeBytes) bytes; banded: \(banded) decodes in more than one band, "
-              + "\(bandDecodes) band decodes")
+        print(
+            "progressive store: \(compared) decodes compared (\(progressive) multi-scan), \(failedAlike) failed alike; "
+                + "store peaks summed: \(storeBytes) bytes; banded: \(banded) decodes in more than one band, "
+                + "\(bandDecodes) band decodes")
         #expect(progressive > 0)
         #expect(banded > 0)
     }
@@ -135,8 +144,9 @@ struct ProgressiveStoreTests {
         let banded = Self.decode(path, scale: 3, full: false, bands: 8, budget: 600_000)
         #expect(whole.bands == 1 && banded.bands > 1, "bands: \(banded.bands)")
         #expect(banded.pixels == whole.pixels)
-        #expect(banded.storePeak < 650_000 && banded.storePeak < whole.storePeak * 2 / 3,
-                "store \(banded.storePeak) vs \(whole.storePeak)")
+        #expect(
+            banded.storePeak < 650_000 && banded.storePeak < whole.storePeak * 2 / 3,
+            "store \(banded.storePeak) vs \(whole.storePeak)")
         // A budget the whole image fits in: one decode.
         let roomy = Self.decode(path, scale: 3, full: false, bands: 8, budget: 4 << 20)
         #expect(roomy.bands == 1 && roomy.pixels == whole.pixels)
@@ -193,12 +203,14 @@ struct ProgressiveStoreTests {
                 pixels[(y * width + x) * 3 + 2] = UInt8((x + y) % 256)
             }
         }
-        let settings = sp_jpeg_encode_settings(quality: 80, progressive: progressive ? 1 : 0,
-                                               subsample_420: subsample420 ? 1 : 0, optimize_coding: 1, write_jfif: 1)
+        let settings = sp_jpeg_encode_settings(
+            quality: 80, progressive: progressive ? 1 : 0,
+            subsample_420: subsample420 ? 1 : 0, optimize_coding: 1, write_jfif: 1)
         var message = shimMessageBuffer()
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
-        let status = sp_jpeg_encode(pixels, Int32(width), Int32(height), 3, settings, nil, 0, &output, &length, &message)
+        let status = sp_jpeg_encode(
+            pixels, Int32(width), Int32(height), 3, settings, nil, 0, &output, &length, &message)
         precondition(status == SP_OK, shimText(message))
         defer { sp_free(output) }
         return Array(UnsafeBufferPointer(start: output, count: length))
@@ -212,14 +224,16 @@ struct ProgressiveStoreTests {
         try handle.close()
     }
 
-    @Test("a banded decode fails, never writing wider rows, when the file is rewritten between bands",
-          arguments: ["wider", "baseline", "444"])
+    @Test(
+        "a banded decode fails, never writing wider rows, when the file is rewritten between bands",
+        arguments: ["wider", "baseline", "444"])
     func fileRewrittenBetweenBands(_ change: String) throws {
         // The progressive 4:2:0 original is 203×157; the replacement differs in size, in coding process, or
         // only in its sampling factors (same size, same progressive mode).
         let replacement: [UInt8]
         switch change {
-        case "wider": replacement = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("jpeg/progressive.jpg"))))
+        case "wider":
+            replacement = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("jpeg/progressive.jpg"))))
         case "baseline": replacement = Self.encoded(width: 203, height: 157, progressive: false, subsample420: true)
         default: replacement = Self.encoded(width: 203, height: 157, progressive: true, subsample420: false)
         }
@@ -270,9 +284,10 @@ struct ProgressiveStoreTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/changing.jpg"
         try FileManager.default.copyItem(atPath: Fixtures.path("jpeg/progressive.jpg"), toPath: path)
-        let replacement = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.path("progressive/spectral-420-203x157.jpg"))))
+        let replacement = try [UInt8](
+            Data(contentsOf: URL(fileURLWithPath: Fixtures.path("progressive/spectral-420-203x157.jpg"))))
         var limits = PrepareOptions().limits
-        limits.maxDecoderMemory = 1 << 20   // a 512 KiB band budget: 1600×1200 at 4/8 takes several bands
+        limits.maxDecoderMemory = 1 << 20  // a 512 KiB band budget: 1600×1200 at 4/8 takes several bands
         let error = #expect(throws: SharePipeError.self) {
             try JPEGReader.with(.file(path: path), limits: limits) { reader in
                 _ = try reader.readHeader(saveMarkers: false)
@@ -298,7 +313,7 @@ struct ProgressiveStoreTests {
 
     @Test("a banded decode saves the markers of the first read only")
     func bandsDoNotSaveMarkersAgain() throws {
-        let path = Fixtures.path("jpeg/progressive.jpg")   // a JFIF APP0
+        let path = Fixtures.path("jpeg/progressive.jpg")  // a JFIF APP0
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
         let limits = sp_jpeg_limits(max_memory: 256 << 20, max_metadata: 1 << 20, max_segments: 100, max_scans: 500)
@@ -316,8 +331,9 @@ struct ProgressiveStoreTests {
         var done = 0, rows: Int32 = 0
         while done < Int(height) {
             let status = pixels.withUnsafeMutableBufferPointer {
-                sp_jpeg_reader_read_rows(reader, $0.baseAddress! + done * rowBytes, rowBytes, Int32(Int(height) - done),
-                                         &rows, &message)
+                sp_jpeg_reader_read_rows(
+                    reader, $0.baseAddress! + done * rowBytes, rowBytes, Int32(Int(height) - done),
+                    &rows, &message)
             }
             guard status == SP_OK, rows > 0 else { break }
             done += Int(rows)

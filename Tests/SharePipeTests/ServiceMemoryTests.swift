@@ -20,28 +20,33 @@ import Testing
         var testDescription: String { name }
     }
 
-    static func info(_ format: ImageFormat, _ width: Int, _ height: Int, _ color: ColorModel = .rgb,
-                     progressive: Bool = false, orientation: Int = 1, bitDepth: Int = 8, alpha: Bool = false,
-                     frames: Int = 1, bytes: Int = 1_000_000) -> ImageInfo {
-        ImageInfo(format: format, size: PixelSize(width: width, height: height), colorModel: color, bitDepth: bitDepth,
-                  progressive: progressive, orientation: Orientation(exifValue: orientation),
-                  storedOrientationValue: orientation, frameCount: frames, hasAlpha: alpha, metadata: [], byteCount: bytes)
+    static func info(
+        _ format: ImageFormat, _ width: Int, _ height: Int, _ color: ColorModel = .rgb,
+        progressive: Bool = false, orientation: Int = 1, bitDepth: Int = 8, alpha: Bool = false,
+        frames: Int = 1, bytes: Int = 1_000_000
+    ) -> ImageInfo {
+        ImageInfo(
+            format: format, size: PixelSize(width: width, height: height), colorModel: color, bitDepth: bitDepth,
+            progressive: progressive, orientation: Orientation(exifValue: orientation),
+            storedOrientationValue: orientation, frameCount: frames, hasAlpha: alpha, metadata: [], byteCount: bytes)
     }
 
     /// A 4032×3024 HEIC stored as an iPhone stores it: 8×6 tiles of 512×512, 4:2:0, no transform.
     static func gridInfo() -> ImageInfo {
         var grid = info(.heif, 4032, 3024)
-        grid.heifGrid = HEIFGrid(columns: 8, rows: 6, size: PixelSize(width: 4032, height: 3024),
-                                 tileSize: PixelSize(width: 512, height: 512), chroma: 1, parameterSets: [[]],
-                                 tileParameterSets: Array(repeating: 0, count: 48), tileExtents: Array(repeating: [], count: 48),
-                                 orientation: .up, tileColour: nil,
-                                 bitstreamColour: HEIFGrid.Colour(primaries: 1, transfer: 13, matrix: 6, fullRange: true))
+        grid.heifGrid = HEIFGrid(
+            columns: 8, rows: 6, size: PixelSize(width: 4032, height: 3024),
+            tileSize: PixelSize(width: 512, height: 512), chroma: 1, parameterSets: [[]],
+            tileParameterSets: Array(repeating: 0, count: 48), tileExtents: Array(repeating: [], count: 48),
+            orientation: .up, tileColour: nil,
+            bitstreamColour: HEIFGrid.Colour(primaries: 1, transfer: 13, matrix: 6, fullRange: true))
         return grid
     }
 
     static func window(_ from: (Int, Int), _ to: (Int, Int), _ channels: Int) -> Int {
-        LanczosResampler.memoryEstimate(from: PixelSize(width: from.0, height: from.1),
-                                        to: PixelSize(width: to.0, height: to.1), channels: channels)
+        LanczosResampler.memoryEstimate(
+            from: PixelSize(width: from.0, height: from.1),
+            to: PixelSize(width: to.0, height: to.1), channels: channels)
     }
 
     static let cases: [Case] = {
@@ -49,58 +54,72 @@ import Testing
         cpuFirst.strategy = .cpuFirst
         return [
             // 4000×3000 → 1440×1080: DCT scale 3/8 decodes 1500×1125; 16 RGB rows of 1500 are the batch.
-            Case(name: "12 MP baseline JPEG", info: info(.jpeg, 4000, 3000),
-                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
-                 metered: window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16),
-            Case(name: "12 MP progressive JPEG", info: info(.jpeg, 4000, 3000, progressive: true),
-                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
-                 metered: window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16),
+            Case(
+                name: "12 MP baseline JPEG", info: info(.jpeg, 4000, 3000),
+                decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                metered: window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16),
+            Case(
+                name: "12 MP progressive JPEG", info: info(.jpeg, 4000, 3000, progressive: true),
+                decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                metered: window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16),
             // 8000×6000 → 1440×1080: scale 2/8 decodes 2000×1500.
-            Case(name: "48 MP baseline JPEG", info: info(.jpeg, 8000, 6000, bytes: 12_000_000),
-                 decoded: PixelSize(width: 2000, height: 1500), target: PixelSize(width: 1440, height: 1080),
-                 metered: window((2000, 1500), (1440, 1080), 3) + 2000 * 3 * 16),
+            Case(
+                name: "48 MP baseline JPEG", info: info(.jpeg, 8000, 6000, bytes: 12_000_000),
+                decoded: PixelSize(width: 2000, height: 1500), target: PixelSize(width: 1440, height: 1080),
+                metered: window((2000, 1500), (1440, 1080), 3) + 2000 * 3 * 16),
             // Orientation 6: the caps apply to the displayed 4000×3000; the decoder works on stored 3000×4000.
-            Case(name: "rotated JPEG", info: info(.jpeg, 3000, 4000, orientation: 6),
-                 decoded: PixelSize(width: 1125, height: 1500), target: PixelSize(width: 1080, height: 1440),
-                 metered: window((1125, 1500), (1080, 1440), 3) + 1125 * 3 * 16),
-            Case(name: "gray JPEG", info: info(.jpeg, 2000, 1500, .gray),
-                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
-                 metered: window((1500, 1125), (1440, 1080), 1) + 1500 * 1 * 16),
+            Case(
+                name: "rotated JPEG", info: info(.jpeg, 3000, 4000, orientation: 6),
+                decoded: PixelSize(width: 1125, height: 1500), target: PixelSize(width: 1080, height: 1440),
+                metered: window((1125, 1500), (1080, 1440), 3) + 1125 * 3 * 16),
+            Case(
+                name: "gray JPEG", info: info(.jpeg, 2000, 1500, .gray),
+                decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                metered: window((1500, 1125), (1440, 1080), 1) + 1500 * 1 * 16),
             // CMYK: four components decoded, converted to RGB one row at a time; never a metadata rewrite.
-            Case(name: "CMYK JPEG, no resize", info: info(.jpeg, 400, 400, .cmyk),
-                 decoded: PixelSize(width: 400, height: 400), target: PixelSize(width: 400, height: 400),
-                 metered: window((400, 400), (400, 400), 3) + 400 * 4 * 16 + 400 * 3),
+            Case(
+                name: "CMYK JPEG, no resize", info: info(.jpeg, 400, 400, .cmyk),
+                decoded: PixelSize(width: 400, height: 400), target: PixelSize(width: 400, height: 400),
+                metered: window((400, 400), (400, 400), 3) + 400 * 4 * 16 + 400 * 3),
             // No resize, upright: the metadata rewrite's 1/8 probe decode is smaller than the full render.
-            Case(name: "small JPEG held in memory", info: info(.jpeg, 600, 400, bytes: 5_000), input: .memory,
-                 decoded: PixelSize(width: 600, height: 400), target: PixelSize(width: 600, height: 400),
-                 metered: window((600, 400), (600, 400), 3) + 600 * 3 * 16),
-            Case(name: "cpuFirst JPEG", info: info(.jpeg, 4000, 3000), options: cpuFirst,
-                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
-                 metered: max(window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16,
-                              MemoryEstimate.inMemoryResampleBound(from: PixelSize(width: 1440, height: 1080), channels: 3))),
+            Case(
+                name: "small JPEG held in memory", info: info(.jpeg, 600, 400, bytes: 5_000), input: .memory,
+                decoded: PixelSize(width: 600, height: 400), target: PixelSize(width: 600, height: 400),
+                metered: window((600, 400), (600, 400), 3) + 600 * 3 * 16),
+            Case(
+                name: "cpuFirst JPEG", info: info(.jpeg, 4000, 3000), options: cpuFirst,
+                decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                metered: max(
+                    window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16,
+                    MemoryEstimate.inMemoryResampleBound(from: PixelSize(width: 1440, height: 1080), channels: 3))),
             // Adam7: ⌈6000 / 2⌉ even rows of 4000 RGBA pixels wait for the last pass (plus the odd row).
-            Case(name: "interlaced RGBA PNG", info: info(.png, 4000, 6000, .rgba, progressive: true, alpha: true),
-                 decoded: PixelSize(width: 4000, height: 6000), target: PixelSize(width: 1080, height: 1620),
-                 metered: window((4000, 6000), (1080, 1620), 4) + 3001 * 4000 * 4),
+            Case(
+                name: "interlaced RGBA PNG", info: info(.png, 4000, 6000, .rgba, progressive: true, alpha: true),
+                decoded: PixelSize(width: 4000, height: 6000), target: PixelSize(width: 1080, height: 1620),
+                metered: window((4000, 6000), (1080, 1620), 4) + 3001 * 4000 * 4),
             // 16-bit rows arrive as bytes and are widened to Float before the resampler.
-            Case(name: "16-bit RGB PNG", info: info(.png, 3000, 2000, .rgb, bitDepth: 16),
-                 decoded: PixelSize(width: 3000, height: 2000), target: PixelSize(width: 1620, height: 1080),
-                 metered: window((3000, 2000), (1620, 1080), 3) + 3000 * 3 * 2 + 3000 * 3 * 4),
+            Case(
+                name: "16-bit RGB PNG", info: info(.png, 3000, 2000, .rgb, bitDepth: 16),
+                decoded: PixelSize(width: 3000, height: 2000), target: PixelSize(width: 1620, height: 1080),
+                metered: window((3000, 2000), (1620, 1080), 3) + 3000 * 3 * 2 + 3000 * 3 * 4),
             // HEIF: libheif's whole-image planes (priced at 4:4:4, twice while decoding), then Float rows.
-            Case(name: "12 MP HEIC", info: info(.heif, 4032, 3024),
-                 decoded: PixelSize(width: 4032, height: 3024), target: PixelSize(width: 1440, height: 1080),
-                 metered: 2 * 3 * 4032 * 3024 + window((4032, 3024), (1440, 1080), 3) + 4032 * 3 * 4),
+            Case(
+                name: "12 MP HEIC", info: info(.heif, 4032, 3024),
+                decoded: PixelSize(width: 4032, height: 3024), target: PixelSize(width: 1440, height: 1080),
+                metered: 2 * 3 * 4032 * 3024 + window((4032, 3024), (1440, 1080), 3) + 4032 * 3 * 4),
             // A grid HEIC of 8×6 HEVC tiles (the tile route): one row of tiles (4:2:0) and two libde265 decoders
             // instead of the whole image's planes (the plan settled everything that would need libheif).
-            Case(name: "12 MP grid HEIC", info: gridInfo(),
-                 decoded: PixelSize(width: 4032, height: 3024), target: PixelSize(width: 1440, height: 1080),
-                 metered: 4032 * 512 + 2 * 2016 * 256 + 2 * (512 * 512 * 6 + (256 << 10))
-                              + window((4032, 3024), (1440, 1080), 3) + 4032 * 3 * 4),
+            Case(
+                name: "12 MP grid HEIC", info: gridInfo(),
+                decoded: PixelSize(width: 4032, height: 3024), target: PixelSize(width: 1440, height: 1080),
+                metered: 4032 * 512 + 2 * 2016 * 256 + 2 * (512 * 512 * 6 + (256 << 10))
+                    + window((4032, 3024), (1440, 1080), 3) + 4032 * 3 * 4),
             // Animated: canvas and saved rectangle at the screen size, pictures and the viewer model at the output.
-            Case(name: "animated GIF", info: info(.gif, 500, 280, .palette, frames: 40, bytes: 400_000),
-                 decoded: PixelSize(width: 500, height: 280), target: PixelSize(width: 500, height: 280),
-                 metered: 2 * 500 * 280 * 4 + MemoryEstimate.gifFrameRowBytes + window((500, 280), (500, 280), 4)
-                     + 3 * 500 * 280 * 4 + 500 * 280 + 500 * 280 * 4),
+            Case(
+                name: "animated GIF", info: info(.gif, 500, 280, .palette, frames: 40, bytes: 400_000),
+                decoded: PixelSize(width: 500, height: 280), target: PixelSize(width: 500, height: 280),
+                metered: 2 * 500 * 280 * 4 + MemoryEstimate.gifFrameRowBytes + window((500, 280), (500, 280), 4)
+                    + 3 * 500 * 280 * 4 + 500 * 280 + 500 * 280 * 4),
         ]
     }()
 
@@ -116,15 +135,16 @@ import Testing
 
     @Test func progressiveJPEGAddsTheCompactCoefficientStore() throws {
         let baseline = try MemoryEstimate(info: Self.info(.jpeg, 4000, 3000), options: PrepareOptions())
-        let progressive = try MemoryEstimate(info: Self.info(.jpeg, 4000, 3000, progressive: true), options: PrepareOptions())
+        let progressive = try MemoryEstimate(
+            info: Self.info(.jpeg, 4000, 3000, progressive: true), options: PrepareOptions())
         // Decoded at 3/8: the store keeps per block a summary byte, up to 8 bytes of non-zero map and 11
         // coefficients (the 3×3 IDCT's and smoothing's ten), 31 bytes, for 3 components (4:4:4 is the larger
         // bound) — well under libjpeg's own 128 bytes per block (72 MB here). That is over the band budget: the
         // file is decoded in bands and the store holds the budget.
         let extra = progressive.decoderLibraryBytes - baseline.decoderLibraryBytes
         #expect(extra >= min(500 * 375 * 3 * 31, JPEGDecoder.storeBudget))
-        #expect(extra < JPEGDecoder.storeBudget + 4 << 20)   // plus windows of expanded rows and row tables
-        #expect(progressive.meteredPixelBytes == baseline.meteredPixelBytes)   // the meter never sees it
+        #expect(extra < JPEGDecoder.storeBudget + 4 << 20)  // plus windows of expanded rows and row tables
+        #expect(progressive.meteredPixelBytes == baseline.meteredPixelBytes)  // the meter never sees it
     }
 
     /// The estimate's store part against the store's measured peak, for every progressive committed image
@@ -140,13 +160,17 @@ import Testing
             #expect(measured.status == SP_OK, "\(path)")
             let components = info.colorModel == .gray ? 1 : 3
             let bound = MemoryEstimate.progressiveStoreBytes(info.size, components: components, numerator: numerator)
-            #expect(measured.storePeak > 0 && measured.storePeak <= bound, "\(path): store \(measured.storePeak) > \(bound)")
+            #expect(
+                measured.storePeak > 0 && measured.storePeak <= bound, "\(path): store \(measured.storePeak) > \(bound)"
+            )
             // In bands, with a budget of a third of the one-decode peak: the banded bound holds too.
             let budget = measured.storePeak / 3
-            let banded = ProgressiveStoreTests.decode(path, scale: numerator, full: false, bands: JPEGDecoder.maxBands,
-                                                      budget: budget)
-            let bandedBound = MemoryEstimate.progressiveStoreBytes(info.size, components: components, numerator: numerator,
-                                                                   budget: budget, maxBands: JPEGDecoder.maxBands)
+            let banded = ProgressiveStoreTests.decode(
+                path, scale: numerator, full: false, bands: JPEGDecoder.maxBands,
+                budget: budget)
+            let bandedBound = MemoryEstimate.progressiveStoreBytes(
+                info.size, components: components, numerator: numerator,
+                budget: budget, maxBands: JPEGDecoder.maxBands)
             #expect(banded.status == SP_OK && banded.pixels == measured.pixels, "\(path) in bands")
             #expect(banded.storePeak <= bandedBound, "\(path): banded store \(banded.storePeak) > \(bandedBound)")
             checked += 1
@@ -237,19 +261,24 @@ import Testing
                         continue
                     }
                     measured += 1
-                    #expect(result.peakPixelBytes <= estimate.meteredPixelBytes,
-                            "\(folder)/\(file) [\(label)]: measured \(result.peakPixelBytes) > estimated \(estimate.meteredPixelBytes)")
+                    #expect(
+                        result.peakPixelBytes <= estimate.meteredPixelBytes,
+                        "\(folder)/\(file) [\(label)]: measured \(result.peakPixelBytes) > estimated \(estimate.meteredPixelBytes)"
+                    )
                     // The planner's first size is the pipeline's (displayed orientation in the attempts).
                     if let first = result.attempts.first {
                         // Stills plan in stored orientation; an animation plans its oriented canvas.
-                        let planned = info.orientation.swapsAxes && PreparePlan(info: info, options: options).route != .animation
+                        let planned =
+                            info.orientation.swapsAxes && PreparePlan(info: info, options: options).route != .animation
                             ? estimate.targetSize.transposed : estimate.targetSize
-                        #expect(first.size.width <= planned.width && first.size.height <= planned.height,
-                                "\(folder)/\(file) [\(label)]: first attempt \(first.size), planned \(planned)")
+                        #expect(
+                            first.size.width <= planned.width && first.size.height <= planned.height,
+                            "\(folder)/\(file) [\(label)]: first attempt \(first.size), planned \(planned)")
                     }
                     let headroom = Double(estimate.meteredPixelBytes) / Double(max(1, result.peakPixelBytes))
-                    report.append("\(folder)/\(file) | \(label) | \(estimate.meteredPixelBytes) | \(result.peakPixelBytes) | "
-                                  + "\(estimate.totalBytes) | \(String(format: "%.2f", headroom))×")
+                    report.append(
+                        "\(folder)/\(file) | \(label) | \(estimate.meteredPixelBytes) | \(result.peakPixelBytes) | "
+                            + "\(estimate.totalBytes) | \(String(format: "%.2f", headroom))×")
                 }
             }
         }
@@ -263,8 +292,10 @@ import Testing
     /// a first frame as large as the canvas), and the estimate still bounds it. The output is 4 pixels high so
     /// that everything else the estimate prices stays under one canvas (checked): a source counting in a meter
     /// of its own would fail the first bound.
-    @Test(arguments: [("apng/dispose-blend.png", 1), ("apng/exif-gps-orient6.png", 1), ("webp/animated.webp", 2),
-                      ("webp/disposals-mixed.webp", 2), ("webp/disposals-lossy.webp", 2)])
+    @Test(arguments: [
+        ("apng/dispose-blend.png", 1), ("apng/exif-gps-orient6.png", 1), ("webp/animated.webp", 2),
+        ("webp/disposals-mixed.webp", 2), ("webp/disposals-lossy.webp", 2),
+    ])
     func animationSourcesCountTheirCanvasesInTheJobsMeter(_ file: String, _ canvases: Int) throws {
         var options = ServiceProfile.x.options()
         options.maxShortEdge = 4
@@ -282,7 +313,8 @@ import Testing
         let canvasBytes = info.size.area * 4
         #expect(estimate.meteredPixelBytes - sourceBytes(info) < canvasBytes, "\(file): \(estimate)")
         #expect(result.peakPixelBytes >= canvases * canvasBytes, "\(file): peak \(result.peakPixelBytes)")
-        #expect(result.peakPixelBytes <= estimate.meteredPixelBytes, "\(file): peak \(result.peakPixelBytes), \(estimate)")
+        #expect(
+            result.peakPixelBytes <= estimate.meteredPixelBytes, "\(file): peak \(result.peakPixelBytes), \(estimate)")
     }
 
     /// Shrinking under a tight byte limit re-renders at smaller sizes; every attempt stays within the plan.
@@ -304,8 +336,10 @@ import Testing
         let options = PrepareOptions(maxShortEdge: 1499, quality: 100, minQuality: 100)
         let result = try SharePipe.prepare(source, options: options)
         let estimate = try MemoryEstimate(info: try SharePipe.inspect(source), options: options)
-        print("noise at quality 100: \(result.byteCount) bytes for \(result.size), "
-              + "\(String(format: "%.2f", Double(result.byteCount) / Double(result.size.area * 3 / 2))) bytes per 4:2:0 sample")
+        print(
+            "noise at quality 100: \(result.byteCount) bytes for \(result.size), "
+                + "\(String(format: "%.2f", Double(result.byteCount) / Double(result.size.area * 3 / 2))) bytes per 4:2:0 sample"
+        )
         #expect(result.method == .reencoded)
         #expect(6 * result.byteCount <= estimate.outputBytes)
     }

@@ -11,19 +11,24 @@ import Testing
     /// The memory one upload of `path` needs for `profiles`, as the pipeline plans it.
     static func need(_ path: String, _ profiles: [ServiceProfile] = [.x], input: InputResidence = .file) throws -> Int {
         let info = try SharePipe.inspect(.file(path: path))
-        return try profiles.map { try MemoryEstimate(info: info, options: $0.options(), input: input).totalBytes }.max()!
+        return try profiles.map { try MemoryEstimate(info: info, options: $0.options(), input: input).totalBytes }
+            .max()!
     }
 
-    static func pipeline(budget: Int, jobs: Int = 8, oversized: OversizedJobPolicy = .runAlone, threshold: Int = 1 << 20,
-                         spoolDirectory: String? = nil, maxInputBytes: Int? = nil,
-                         logs: CapturedLogs = CapturedLogs()) throws -> SharePipeline {
+    static func pipeline(
+        budget: Int, jobs: Int = 8, oversized: OversizedJobPolicy = .runAlone, threshold: Int = 1 << 20,
+        spoolDirectory: String? = nil, maxInputBytes: Int? = nil,
+        logs: CapturedLogs = CapturedLogs()
+    ) throws -> SharePipeline {
         var base = PrepareOptions()
         if let maxInputBytes { base.limits.maxInputBytes = maxInputBytes }
-        let configuration = SharePipeline.Configuration(memoryBudget: budget, maxConcurrentJobs: jobs, oversizedJobs: oversized,
-                                                        spoolThreshold: threshold, spoolDirectory: spoolDirectory,
-                                                        baseOptions: base)
-        return try SharePipeline(configuration: configuration,
-                                 logger: Logger(label: "test") { _ in CapturingLogHandler(store: logs) })
+        let configuration = SharePipeline.Configuration(
+            memoryBudget: budget, maxConcurrentJobs: jobs, oversizedJobs: oversized,
+            spoolThreshold: threshold, spoolDirectory: spoolDirectory,
+            baseOptions: base)
+        return try SharePipeline(
+            configuration: configuration,
+            logger: Logger(label: "test") { _ in CapturingLogHandler(store: logs) })
     }
 
     /// Runs `count` uploads of the large JPEG at once and returns every result.
@@ -127,11 +132,16 @@ import Testing
         let results = try await pipeline.prepare(.file(path: Fixtures.path("broken/truncated.jpg")), for: [.x, .weibo])
         #expect(results.map(\.profile.name) == ["x", "weibo"])
         for result in results {
-            guard case .failure(let error) = result.outcome else { Issue.record("a truncated file must fail"); continue }
+            guard case .failure(let error) = result.outcome else {
+                Issue.record("a truncated file must fail"); continue
+            }
             #expect(error.kind == "corrupt")
         }
         let good = try await pipeline.prepare(.file(path: Fixtures.path("jpeg/gps-orient6.jpg")), for: [.x, .weibo])
-        #expect(try good.map { try $0.get().size } == [PixelSize(width: 640, height: 480), PixelSize(width: 640, height: 480)])
+        #expect(
+            try good.map { try $0.get().size } == [
+                PixelSize(width: 640, height: 480), PixelSize(width: 640, height: 480),
+            ])
     }
 
     // MARK: - The budget itself
@@ -161,8 +171,11 @@ import Testing
         #expect(await order.values == ["big", "small"])
         await budget.release(bigGranted)
         await budget.release(smallGranted)
-        #expect(await budget.usage == MemoryBudget.Usage(reservedBytes: 0, runningJobs: 0, waitingRequests: 0,
-                                                         peakReservedBytes: 80, peakRunningJobs: 2))
+        #expect(
+            await budget.usage
+                == MemoryBudget.Usage(
+                    reservedBytes: 0, runningJobs: 0, waitingRequests: 0,
+                    peakReservedBytes: 80, peakRunningJobs: 2))
     }
 
     @Test func anOversizedRequestWaitsForAnEmptyBudgetAndThenHoldsItAlone() async throws {
@@ -194,8 +207,11 @@ import Testing
         #expect(await budget.usage.reservedBytes == 100)
         await budget.release(granted)
         await budget.release(held)
-        #expect(await budget.usage == MemoryBudget.Usage(reservedBytes: 0, runningJobs: 0, waitingRequests: 0,
-                                                         peakReservedBytes: 100, peakRunningJobs: 2))
+        #expect(
+            await budget.usage
+                == MemoryBudget.Usage(
+                    reservedBytes: 0, runningJobs: 0, waitingRequests: 0,
+                    peakReservedBytes: 100, peakRunningJobs: 2))
     }
 
     @Test func reservationsWithoutAJobSlotIgnoreTheSlotCap() async throws {
@@ -225,9 +241,11 @@ import Testing
             if checkpoints.increment() == 2 { task.cancel() }
         }
         let bytes = try Fixtures.bytes(Self.large)
-        task.set(Task {
-            _ = try await pipeline.prepare(upload: Self.chunks(bytes, size: 32 << 10), named: "upload.jpg", for: [.x, .weibo])
-        })
+        task.set(
+            Task {
+                _ = try await pipeline.prepare(
+                    upload: Self.chunks(bytes, size: 32 << 10), named: "upload.jpg", for: [.x, .weibo])
+            })
         let outcome = await task.result()
         guard case .failure(let error) = outcome else { Issue.record("a cancelled job must not succeed"); return }
         #expect(error as? SharePipeError == .cancelled(file: "upload.jpg"))
@@ -250,8 +268,9 @@ import Testing
                 pixels[i + 2] = UInt8(truncatingIfNeeded: x ^ y)
             }
         }
-        let png = try PNGEncoder().encode(Bitmap(size: size, layout: .rgb, pixels: pixels),
-                                          settings: EncodeSettings(quality: 90, progressive: false, effort: 1), metadata: [])
+        let png = try PNGEncoder().encode(
+            Bitmap(size: size, layout: .rgb, pixels: pixels),
+            settings: EncodeSettings(quality: 90, progressive: false, effort: 1), metadata: [])
         let path = directory + "/large-24mp.png"
         try Data(png).write(to: URL(fileURLWithPath: path))
         return path
@@ -279,7 +298,7 @@ import Testing
         // Wait until the decode is well under way (rows flowing into the resampler), then cancel.
         #expect(await eventually { checkpoints.value - before >= 20 })
         let cancelledAt = ContinuousClock.now
-        task.cancel()   // raises the job's flag at once (its cancellation handler)
+        task.cancel()  // raises the job's flag at once (its cancellation handler)
         let atCancel = checkpoints.value
         let outcome = await task.result
         let returnedAfter = ContinuousClock.now - cancelledAt
@@ -292,9 +311,13 @@ import Testing
         #expect(checkpoints.value - before < checkpointsInAJob, "the job stopped before its decode ended")
         let usage = await pipeline.budget.usage
         #expect(usage.reservedBytes == 0 && usage.runningJobs == 0)
-        print("24 MP PNG: whole job \(wholeDuration); cancelled mid-decode: returned after \(returnedAfter), budget 0 after \(freedAfter)")
+        print(
+            "24 MP PNG: whole job \(wholeDuration); cancelled mid-decode: returned after \(returnedAfter), budget 0 after \(freedAfter)"
+        )
         // Wall-clock only against the same job in the same run (a loaded machine slows both).
-        #expect(freedAfter < wholeDuration / 2, "budget freed \(freedAfter) after the cancellation (whole job: \(wholeDuration))")
+        #expect(
+            freedAfter < wholeDuration / 2,
+            "budget freed \(freedAfter) after the cancellation (whole job: \(wholeDuration))")
     }
 
     @Test func cancellingWhileWaitingForMemoryThrowsCancelled() async throws {
@@ -343,13 +366,16 @@ import Testing
             }
         }
         let bytes = try Fixtures.bytes(Self.large)
-        let results = try await pipeline.prepare(upload: Self.chunks(bytes, size: 10_000), named: "large.jpg", for: [.x, .weibo])
+        let results = try await pipeline.prepare(
+            upload: Self.chunks(bytes, size: 10_000), named: "large.jpg", for: [.x, .weibo])
         #expect(results.count == 2)
         #expect(try results.allSatisfy { try $0.get().size == PixelSize(width: 1440, height: 1080) })
         #expect(results[0].estimate.inputBytes == MemoryEstimate.fileReadBufferBytes)
         let entries = await seen.values
         #expect(entries.count == 2, "one spool file, seen by each profile's job: \(entries)")
-        #expect(entries.allSatisfy { $0.hasPrefix("sharepipe-upload-") && $0.hasSuffix(" 600 \(bytes.count)") }, "\(entries)")
+        #expect(
+            entries.allSatisfy { $0.hasPrefix("sharepipe-upload-") && $0.hasSuffix(" 600 \(bytes.count)") },
+            "\(entries)")
         #expect(Self.spoolFiles(in: directory).isEmpty)
         // Errors and logs name the upload, never the spool file.
         #expect(try results[0].get().inputByteCount == bytes.count)
@@ -367,7 +393,9 @@ import Testing
         let other = 10 << 20
         let pipeline = try Self.pipeline(budget: other + receiving, threshold: threshold, spoolDirectory: directory)
         let blocker = try await pipeline.budget.reserve(other)
-        let upload = Task { try await pipeline.prepare(upload: Self.chunks(bytes, size: 4096), named: "queued.jpg", for: [.x]) }
+        let upload = Task {
+            try await pipeline.prepare(upload: Self.chunks(bytes, size: 4096), named: "queued.jpg", for: [.x])
+        }
         #expect(await eventually { await pipeline.budget.usage.waitingRequests == 1 })
         // Received into memory, then moved to a spool file to wait: only the blocker is reserved now.
         #expect(Self.spoolFiles(in: directory).count == 1)
@@ -383,15 +411,20 @@ import Testing
     @Test func anUploadOverTheInputLimitStopsWithTooLargeAndLeavesNoFile() async throws {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
-        let pipeline = try Self.pipeline(budget: 1 << 30, threshold: 16 << 10, spoolDirectory: directory, maxInputBytes: 100_000)
+        let pipeline = try Self.pipeline(
+            budget: 1 << 30, threshold: 16 << 10, spoolDirectory: directory, maxInputBytes: 100_000)
         let bytes = try Fixtures.bytes(Self.large)
         do {
             _ = try await pipeline.prepare(upload: Self.chunks(bytes, size: 8192), named: "big.jpg", for: [.x])
             Issue.record("expected tooLarge")
         } catch let error as SharePipeError {
             // Receiving stops at the first 8 KiB chunk past the limit: 13 × 8192 bytes.
-            #expect(error == .tooLarge(file: "big.jpg", exceeded: ExceededLimit(.inputBytes, found: 13 * 8192, limit: 100_000)))
-            #expect(error.description == "big.jpg: too large: exceeds the input limit of 100000 bytes (file has 106496)")
+            #expect(
+                error
+                    == .tooLarge(
+                        file: "big.jpg", exceeded: ExceededLimit(.inputBytes, found: 13 * 8192, limit: 100_000)))
+            #expect(
+                error.description == "big.jpg: too large: exceeds the input limit of 100000 bytes (file has 106496)")
         }
         #expect(Self.spoolFiles(in: directory).isEmpty)
         #expect(await pipeline.budget.usage.reservedBytes == 0)
@@ -427,19 +460,24 @@ import Testing
         #expect(records.map { $0.metadata["profile"] } == ["x", "weibo"])
         for record in records {
             #expect(record.message == "job finished")
-            for key in ["input", "profile", "outcome", "input_size", "input_bytes", "output_size", "output_bytes", "attempts",
-                        "duration_ms", "wait_ms", "peak_pixel_bytes", "estimate_bytes"] {
+            for key in [
+                "input", "profile", "outcome", "input_size", "input_bytes", "output_size", "output_bytes", "attempts",
+                "duration_ms", "wait_ms", "peak_pixel_bytes", "estimate_bytes",
+            ] {
                 #expect(record.metadata[key] != nil, "missing \(key)")
             }
             #expect(record.metadata["input"] == "holiday.jpg")
             #expect(record.metadata["outcome"] == "prepared")
             #expect(record.metadata["input_size"] == "480x640")
             #expect(record.metadata["output_size"] == "640x480")
-            #expect(record.metadata["removed_metadata"]?.contains("gps") == true)   // the kind, not the value
+            #expect(record.metadata["removed_metadata"]?.contains("gps") == true)  // the kind, not the value
         }
         // The file's camera, GPS and caption values (TestImages/README.md) appear nowhere.
         let text = records.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
-        for secret in ["52.52", "52,52", "13.405", "13.40", "SharePipeCam", "TestModel", "Berlin", "secret", "private comment", "2021:06:15"] {
+        for secret in [
+            "52.52", "52,52", "13.405", "13.40", "SharePipeCam", "TestModel", "Berlin", "secret", "private comment",
+            "2021:06:15",
+        ] {
             #expect(!text.contains(secret), "log carries \(secret)")
         }
     }
@@ -457,7 +495,9 @@ import Testing
     }
 
     static func spoolFiles(in directory: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("sharepipe-upload-") }
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+            $0.hasPrefix("sharepipe-upload-")
+        }
     }
 }
 
@@ -507,7 +547,11 @@ final class TestCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
     var value: Int { lock.withLock { count } }
-    func increment() -> Int { lock.withLock { count += 1; return count } }
+    func increment() -> Int {
+        lock.withLock {
+            count += 1; return count
+        }
+    }
 }
 
 /// Holds a task so a hook on another thread can cancel it, even before it is stored.
@@ -517,12 +561,16 @@ final class TaskBox: @unchecked Sendable {
     private var cancelRequested = false
 
     func set(_ task: Task<Void, any Error>) {
-        let cancelNow = lock.withLock { self.task = task; return cancelRequested }
+        let cancelNow = lock.withLock {
+            self.task = task; return cancelRequested
+        }
         if cancelNow { task.cancel() }
     }
 
     func cancel() {
-        let task = lock.withLock { cancelRequested = true; return self.task }
+        let task = lock.withLock {
+            cancelRequested = true; return self.task
+        }
         task?.cancel()
     }
 
@@ -555,8 +603,10 @@ struct CapturingLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        store.append(.init(level: event.level, message: event.message.description,
-                           metadata: all.mapValues { $0.description }))
+        store.append(
+            .init(
+                level: event.level, message: event.message.description,
+                metadata: all.mapValues { $0.description }))
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {

@@ -4,7 +4,8 @@ import Testing
 /// `withUnsafeBufferPointers`: every array lent at once, typed back in order, the written one changed in place.
 @Suite struct UnsafeBuffersTests {
     @Test func lendsArraysOfDifferentTypesAtOnce() {
-        let bytes: [UInt8] = [1, 2, 3], floats: [Float] = [0.5, 1.5], flags = [true, false, true, true], empty: [Int] = []
+        let bytes: [UInt8] = [1, 2, 3], floats: [Float] = [0.5, 1.5], flags = [true, false, true, true],
+            empty: [Int] = []
         let seen = withUnsafeBufferPointers(bytes, floats, flags, empty) { b, f, d, e in
             (Array(b), Array(f), Array(d), e.count)
         }

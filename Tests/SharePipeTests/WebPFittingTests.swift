@@ -8,7 +8,8 @@ import Testing
     /// The committed 200×150 photo (jpeg/icc-p3.jpg) as a lossy WebP at `quality`, through libwebp.
     static func photo(quality: Int) throws -> [UInt8] {
         let bitmap = try Decode.bitmap(try Fixtures.bytes(Fixtures.path("jpeg/icc-p3.jpg")))
-        return try WebPEncoder().encode(bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+        return try WebPEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
     }
 
     /// Never below the source's quality (a cap there would throw detail away), and close above it: libwebp's
@@ -22,8 +23,8 @@ import Testing
     @Test func losslessAndAnimatedFilesHaveNoSourceQuality() throws {
         #expect(try WebPQuality.estimate(WebPFixtures.source("lossless-alpha.webp")) == nil)
         #expect(try WebPQuality.estimate(WebPFixtures.source("animated.webp")) == nil)
-        #expect(try WebPQuality.estimate(WebPFixtures.source("icc.webp")) != nil)   // lossy, after an ICCP chunk
-        #expect(WebPQuality.estimate(vp8: [0x9D, 0x01, 0x2A]) == nil)               // not a key frame header
+        #expect(try WebPQuality.estimate(WebPFixtures.source("icc.webp")) != nil)  // lossy, after an ICCP chunk
+        #expect(WebPQuality.estimate(vp8: [0x9D, 0x01, 0x2A]) == nil)  // not a key frame header
     }
 
     /// A q50 WebP resized for a service that takes WebP is written at no more than its own quality, and the
@@ -39,8 +40,9 @@ import Testing
         #expect(result.size == PixelSize(width: 133, height: 100))
         #expect(result.quality == estimate)
         #expect(result.adjustments.contains("quality capped at the source's q\(estimate)"), "\(result.adjustments)")
-        let uncapped = try WebPEncoder().encode(try Decode.bitmap(result.bytes),
-                                                settings: EncodeSettings(quality: options.quality, progressive: false), metadata: [])
+        let uncapped = try WebPEncoder().encode(
+            try Decode.bitmap(result.bytes),
+            settings: EncodeSettings(quality: options.quality, progressive: false), metadata: [])
         #expect(result.byteCount < uncapped.count)
         let fine = try SharePipe.prepare(.bytes(try Self.photo(quality: 95)), options: options)
         #expect(fine.quality == options.quality)
@@ -60,14 +62,16 @@ import Testing
     /// The committed 200×150 photo as a lossless WebP (a photo: lossless is several times lossy's size).
     static func losslessPhoto() throws -> [UInt8] {
         let bitmap = try Decode.bitmap(try Fixtures.bytes(Fixtures.path("jpeg/icc-p3.jpg")))
-        return try WebPEncoder(lossless: true).encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
+        return try WebPEncoder(lossless: true).encode(
+            bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
     }
 
     @Test func aLosslessWebPStaysLosslessWhereItFits() throws {
         let source = WebPFixtures.source("lossless-alpha.webp")
         let info = try SharePipe.inspect(source)
         let options = Self.options
-        #expect(PreparePlan(info: info, options: options).ladder
+        #expect(
+            PreparePlan(info: info, options: options).ladder
                 == .losslessFirst(range: options.minQuality...options.quality, minShortEdge: options.minShortEdge))
         let result = try SharePipe.prepare(source, options: options)
         #expect(result.format == .webp && result.quality == nil && result.size == PixelSize(width: 133, height: 100))
@@ -75,14 +79,17 @@ import Testing
         #expect(result.attempts.map(\.note) == ["lossless"])
         #expect(!result.adjustments.contains { $0.contains("lossy") })
         // Exact: the output decodes to the resampled source, every visible pixel and every alpha value.
-        let rendered = try WebPDecoder().render(source, info: info, target: result.size, limits: ImageLimits(),
-                                                meter: PixelMemoryMeter()).bitmap
-        let decoded = try WebPFixtures.witnessDecode(result.bytes)   // dwebp: no rescaler, exact
+        let rendered = try WebPDecoder().render(
+            source, info: info, target: result.size, limits: ImageLimits(),
+            meter: PixelMemoryMeter()
+        ).bitmap
+        let decoded = try WebPFixtures.witnessDecode(result.bytes)  // dwebp: no rescaler, exact
         #expect(decoded.size == rendered.size && decoded.layout == .rgba && rendered.layout == .rgba)
         var mismatches = 0
         for i in stride(from: 0, to: min(decoded.pixels.count, rendered.pixels.count), by: 4) {
             let alpha = rendered.pixels[i + 3]
-            if decoded.pixels[i + 3] != alpha || (alpha > 0 && decoded.pixels[i..<i + 3] != rendered.pixels[i..<i + 3]) {
+            if decoded.pixels[i + 3] != alpha || (alpha > 0 && decoded.pixels[i..<i + 3] != rendered.pixels[i..<i + 3])
+            {
                 mismatches += 1
             }
         }
@@ -113,7 +120,9 @@ import Testing
         #expect(result.format == .webp && result.quality != nil && result.size == unlimited.size)
         #expect(try WebPFixtures.chunkList(result.bytes).contains("VP8 "))
         #expect(result.attempts.first?.note == "lossless" && result.attempts.first?.fits == false)
-        #expect(result.adjustments.contains("lossless WEBP written lossy: lossless was \(unlimited.byteCount) bytes, "
-                                            + "over the \(options.maxBytes!)-byte limit"), "\(result.adjustments)")
+        #expect(
+            result.adjustments.contains(
+                "lossless WEBP written lossy: lossless was \(unlimited.byteCount) bytes, "
+                    + "over the \(options.maxBytes!)-byte limit"), "\(result.adjustments)")
     }
 }

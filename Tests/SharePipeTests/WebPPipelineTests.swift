@@ -18,12 +18,14 @@ struct WebPPipelineTests {
         #expect(result.size == PixelSize(width: 320, height: 240))
         #expect(result.removedMetadata == [.exif, .gps, .xmp])
         let tags = try WebPFixtures.exiftool(result.bytes)
-        #expect(!tags.contains("GPS") && !tags.contains("[IFD0]") && !tags.contains("XMP") && !tags.contains("EXIF"), "\(tags)")
+        #expect(
+            !tags.contains("GPS") && !tags.contains("[IFD0]") && !tags.contains("XMP") && !tags.contains("EXIF"),
+            "\(tags)")
         let bitmap = try WebPFixtures.witnessDecode(result.bytes)
         #expect(bitmap.size == PixelSize(width: 320, height: 240))
-        #expect(close(bitmap.rgb(16, 16), [255, 0, 0, 255], tolerance: 16))      // red top-left, as displayed
-        #expect(close(bitmap.rgb(303, 16), [0, 255, 0, 255], tolerance: 16))     // green top-right
-        #expect(close(bitmap.rgb(303, 223), [0, 0, 255, 255], tolerance: 16))    // blue bottom-right
+        #expect(close(bitmap.rgb(16, 16), [255, 0, 0, 255], tolerance: 16))  // red top-left, as displayed
+        #expect(close(bitmap.rgb(303, 16), [0, 255, 0, 255], tolerance: 16))  // green top-right
+        #expect(close(bitmap.rgb(303, 223), [0, 0, 255, 255], tolerance: 16))  // blue bottom-right
         #expect(close(bitmap.rgb(16, 223), [128, 128, 128, 255], tolerance: 8))  // grey bottom-left
     }
 
@@ -49,7 +51,7 @@ struct WebPPipelineTests {
         for mode in StripMode.allCases {
             let result = try prepare("icc.webp", PrepareOptions(strip: mode))
             #expect(result.method == .metadataRewrite)
-            #expect(result.bytes == original)   // only an ICC profile: nothing to remove
+            #expect(result.bytes == original)  // only an ICC profile: nothing to remove
             #expect(result.keptMetadata == [.icc])
         }
         let resized = try prepare("icc.webp", PrepareOptions(maxShortEdge: 75))
@@ -76,7 +78,8 @@ struct WebPPipelineTests {
             seed = seed &* 1_103_515_245 &+ 12345
             bitmap.pixels[i] = UInt8(truncatingIfNeeded: (i / 3 % 900) / 4 + Int(seed >> 27))
         }
-        let input = try WebPEncoder().encode(bitmap, settings: EncodeSettings(quality: 95, progressive: false), metadata: [])
+        let input = try WebPEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 95, progressive: false), metadata: [])
         let limit = 20_000
         let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(maxBytes: limit))
         #expect(result.byteCount <= limit)
@@ -90,16 +93,20 @@ struct WebPPipelineTests {
     func cli() throws {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
-        let run = try Tool.run(Tool.sharepipe, ["prepare", WebPFixtures.path("gps-orient6.webp"), "--out", directory, "--json"])
+        let run = try Tool.run(
+            Tool.sharepipe, ["prepare", WebPFixtures.path("gps-orient6.webp"), "--out", directory, "--json"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.contains("\"format\":\"webp\"") && run.stdout.contains("\"orientationApplied\":6"), "\(run.stdout)")
+        #expect(
+            run.stdout.contains("\"format\":\"webp\"") && run.stdout.contains("\"orientationApplied\":6"),
+            "\(run.stdout)")
         let output = try Fixtures.bytes(directory + "/gps-orient6.webp")
         #expect(try WebPFixtures.witnessDecode(output).size == PixelSize(width: 320, height: 240))
 
         let inspect = try Tool.run(Tool.sharepipe, ["inspect", WebPFixtures.path("animated.webp")])
         #expect(inspect.stdout.contains("WEBP 160×120") && inspect.stdout.contains("4 frames"), "\(inspect.stdout)")
 
-        let broken = try Tool.run(Tool.sharepipe, ["prepare", Fixtures.path("broken/truncated.webp"), "--out", directory])
+        let broken = try Tool.run(
+            Tool.sharepipe, ["prepare", Fixtures.path("broken/truncated.webp"), "--out", directory])
         #expect(broken.status == 1)
         #expect(broken.stderr.contains("truncated.webp: corrupt image"), "\(broken.stderr)")
     }
@@ -115,7 +122,7 @@ struct WebPPipelineTests {
         let path = directory + "/animated.gif"
         try Fixtures.write(result.bytes, to: path)
         let info = try GIFWitness.gifsicleInfo(path)
-        #expect(info.frames == 4 && info.loop == "2")   // 3 plays in WebP = the first + 2 repeats
+        #expect(info.frames == 4 && info.loop == "2")  // 3 plays in WebP = the first + 2 repeats
         #expect(try GIFWitness.delaysAndDisposals(path).map(\.delay) == [10, 25, 4, 50])
         let frames = try GIFWitness.coalesced(path, size: PixelSize(width: 160, height: 120))
         #expect(frames.count == 4)
@@ -139,12 +146,20 @@ struct WebPPipelineTests {
 
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
-        let run = try Tool.run(Tool.sharepipe, ["prepare", WebPFixtures.path("animated.webp"), "--out", directory,
-                                                "--service", "bluesky", "--json"])
+        let run = try Tool.run(
+            Tool.sharepipe,
+            [
+                "prepare", WebPFixtures.path("animated.webp"), "--out", directory,
+                "--service", "bluesky", "--json",
+            ])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("first frame only (of 4"), "\(run.stdout)")
-        let text = try Tool.run(Tool.sharepipe, ["prepare", WebPFixtures.path("animated.webp"), "--out", directory + "/text",
-                                                 "--service", "bluesky"])
+        let text = try Tool.run(
+            Tool.sharepipe,
+            [
+                "prepare", WebPFixtures.path("animated.webp"), "--out", directory + "/text",
+                "--service", "bluesky",
+            ])
         #expect(text.stdout.contains("first frame only (of 4"), "\(text.stdout)")
     }
 
@@ -154,7 +169,9 @@ struct WebPPipelineTests {
         #expect(opaque.format == .jpeg && opaque.size == PixelSize(width: 320, height: 240))
         #expect(!(try WebPFixtures.exiftool(opaque.bytes)).contains("GPS"))
         let jpeg = try Decode.bitmap(opaque.bytes)
-        #expect(close(jpeg.rgb(16, 16), [255, 0, 0], tolerance: 16) && close(jpeg.rgb(303, 223), [0, 0, 255], tolerance: 16))
+        #expect(
+            close(jpeg.rgb(16, 16), [255, 0, 0], tolerance: 16)
+                && close(jpeg.rgb(303, 223), [0, 0, 255], tolerance: 16))
 
         let transparent = try prepare("lossless-alpha.webp", ServiceProfile.bluesky.options())
         #expect(transparent.format == .png)
@@ -180,6 +197,8 @@ struct WebPPipelineTests {
         #expect(decoded == PixelSize(width: 120, height: 160))
         #expect(result.peakPixelBytes >= WebPDecoder.libraryBytes(header, decoded: decoded))
         let estimate = try MemoryEstimate(info: info, options: options)
-        #expect(estimate.meteredPixelBytes >= result.peakPixelBytes, "\(estimate.meteredPixelBytes) < \(result.peakPixelBytes)")
+        #expect(
+            estimate.meteredPixelBytes >= result.peakPixelBytes,
+            "\(estimate.meteredPixelBytes) < \(result.peakPixelBytes)")
     }
 }

@@ -30,7 +30,9 @@ struct WebPStructureChunksTests {
         throw SharePipeError.corrupt(file: "icc.webp", phase: .header, reason: "no VP8 chunk")
     }
 
-    static func riff(_ body: [UInt8]) -> [UInt8] { Array("RIFF".utf8) + WebPBytes.le32(body.count + 4) + Array("WEBP".utf8) + body }
+    static func riff(_ body: [UInt8]) -> [UInt8] {
+        Array("RIFF".utf8) + WebPBytes.le32(body.count + 4) + Array("WEBP".utf8) + body
+    }
 
     @Test("A still: VP8X's reserved bytes are written as zero", arguments: [StripMode.all, .gps])
     func vp8xReservedBytesAreZero(mode: StripMode) throws {
@@ -39,7 +41,8 @@ struct WebPStructureChunksTests {
         let input = Self.riff(Self.chunk("VP8X", vp8x) + Self.chunk("VP8 ", vp8))
         let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: mode))
         #expect(result.method == .metadataRewrite)
-        #expect(Array(result.bytes[12..<30]) == Array("VP8X".utf8) + WebPBytes.le32(10) + [0, 0, 0, 0]
+        #expect(
+            Array(result.bytes[12..<30]) == Array("VP8X".utf8) + WebPBytes.le32(10) + [0, 0, 0, 0]
                 + WebPBytes.le24(width - 1) + WebPBytes.le24(height - 1))
         #expect(try Decode.bitmap(result.bytes) == Decode.bitmap(input))
     }
@@ -47,23 +50,30 @@ struct WebPStructureChunksTests {
     @Test("A VP8X longer than ten bytes is refused, as libwebp (and so Chromium) refuses it")
     func longVP8XIsRefused() throws {
         let (vp8, width, height) = try Self.bitstream()
-        let vp8x: [UInt8] = [0, 0, 0, 0] + WebPBytes.le24(width - 1) + WebPBytes.le24(height - 1) + Array(Self.vp8xMarker.utf8)
+        let vp8x: [UInt8] =
+            [0, 0, 0, 0] + WebPBytes.le24(width - 1) + WebPBytes.le24(height - 1) + Array(Self.vp8xMarker.utf8)
         let input = Self.riff(Self.chunk("VP8X", vp8x) + Self.chunk("VP8 ", vp8))
-        #expect(throws: SharePipeError.self) { try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .all)) }
+        #expect(throws: SharePipeError.self) {
+            try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .all))
+        }
     }
 
     @Test("A one-frame animation: an unknown chunk inside ANMF goes, the frame's image data is copied byte for byte")
     func frameKeepsOnlyImageChunks() throws {
         let (vp8, width, height) = try Self.bitstream()
-        let vp8x: [UInt8] = [WebPFeatureFlags.animation.rawValue, 0, 0, 0] + WebPBytes.le24(width - 1) + WebPBytes.le24(height - 1)
+        let vp8x: [UInt8] =
+            [WebPFeatureFlags.animation.rawValue, 0, 0, 0] + WebPBytes.le24(width - 1) + WebPBytes.le24(height - 1)
         let anim: [UInt8] = [0, 0, 0, 0, 0, 0]  // background, loop forever
-        let frameHeader: [UInt8] = [0, 0, 0, 0, 0, 0] + WebPBytes.le24(width - 1) + WebPBytes.le24(height - 1) + WebPBytes.le24(100) + [0]
+        let frameHeader: [UInt8] =
+            [0, 0, 0, 0, 0, 0] + WebPBytes.le24(width - 1) + WebPBytes.le24(height - 1) + WebPBytes.le24(100) + [0]
         let frame = frameHeader + Self.chunk("VP8 ", vp8) + Self.chunk("PRVT", Array(Self.frameMarker.utf8))
         let input = Self.riff(Self.chunk("VP8X", vp8x) + Self.chunk("ANIM", anim) + Self.chunk("ANMF", frame))
         LeakScanner.expectPlanted(Self.frameMarker, in: input)
         let output = try WebPRewriter.rewrite(.bytes(input), keeping: [])
         LeakScanner.expectAbsent(Self.frameMarker, in: output, "rewritten ANMF")
-        let expected = Self.riff(Self.chunk("VP8X", vp8x) + Self.chunk("ANIM", anim) + Self.chunk("ANMF", frameHeader + Self.chunk("VP8 ", vp8)))
+        let expected = Self.riff(
+            Self.chunk("VP8X", vp8x) + Self.chunk("ANIM", anim)
+                + Self.chunk("ANMF", frameHeader + Self.chunk("VP8 ", vp8)))
         #expect(output == expected)
         // Through the pipeline too, whichever route a one-frame animation takes.
         let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .all))
@@ -75,7 +85,8 @@ struct WebPStructureChunksTests {
         #expect(throws: SharePipeError.self) { try WebPRewriter.frameWithImageDataOnly([0, 0, 0], file: "t.webp") }
         let header = [UInt8](repeating: 0, count: 16)
         do {
-            _ = try WebPRewriter.frameWithImageDataOnly(header + Array("VP8 ".utf8) + WebPBytes.le32(100) + [1, 2], file: "t.webp")
+            _ = try WebPRewriter.frameWithImageDataOnly(
+                header + Array("VP8 ".utf8) + WebPBytes.le32(100) + [1, 2], file: "t.webp")
             Issue.record("a sub-chunk past the frame was accepted")
         } catch let error as SharePipeError {
             #expect(error.file == "t.webp" && error.reason.contains("VP8 "), "\(error)")

@@ -18,12 +18,17 @@ enum WebPFixtures {
         let pam = try Fixtures.bytes(directory + "/out.pam")
         // PAM header: text lines up to ENDHDR\n, then width × height × 4 bytes (dwebp writes RGB_ALPHA).
         let marker = Array("ENDHDR\n".utf8)
-        guard let end = (0...(pam.count - marker.count)).first(where: { pam[$0..<$0 + marker.count].elementsEqual(marker) }) else {
+        guard
+            let end = (0...(pam.count - marker.count)).first(where: {
+                pam[$0..<$0 + marker.count].elementsEqual(marker)
+            })
+        else {
             throw SharePipeError.corrupt(file: "dwebp", phase: .decode, reason: "no PAM header")
         }
         let header = String(decoding: pam[..<end], as: UTF8.self)
         func value(_ key: String) -> Int {
-            header.split(separator: "\n").first { $0.hasPrefix(key + " ") }.map { Int($0.dropFirst(key.count + 1))! } ?? 0
+            header.split(separator: "\n").first { $0.hasPrefix(key + " ") }.map { Int($0.dropFirst(key.count + 1))! }
+                ?? 0
         }
         let size = PixelSize(width: value("WIDTH"), height: value("HEIGHT"))
         return Bitmap(size: size, layout: .rgba, pixels: Array(pam[(end + marker.count)...]))
@@ -99,7 +104,7 @@ struct WebPProbeTests {
         var profile: [UInt8] = []
         for case .icc(let bytes) in icc.metadata { profile = bytes }
         #expect(profile.count > 128 && profile[36..<40].elementsEqual("acsp".utf8))
-        let declared: Int = WebPBytes.u32(profile.prefix(4).reversed(), 0)   // big-endian profile size
+        let declared: Int = WebPBytes.u32(profile.prefix(4).reversed(), 0)  // big-endian profile size
         #expect(declared == profile.count)
 
         let animated = try WebPDecoder().probe(WebPFixtures.source("animated.webp"), limits: ImageLimits())
@@ -121,16 +126,20 @@ struct WebPProbeTests {
         #expect {
             try WebPDecoder().probe(WebPFixtures.source("animated.webp"), limits: ImageLimits(maxFrames: 3))
         } throws: { error in
-            if case SharePipeError.tooLarge(_, let exceeded) = error { return exceeded.kind == .frameCount && exceeded.limit == 3 }
+            if case SharePipeError.tooLarge(_, let exceeded) = error {
+                return exceeded.kind == .frameCount && exceeded.limit == 3
+            }
             return false
         }
         #expect {
-            try WebPDecoder().probe(WebPFixtures.source("animated.webp"), limits: ImageLimits(maxTotalFramePixels: 3 * 160 * 120))
+            try WebPDecoder().probe(
+                WebPFixtures.source("animated.webp"), limits: ImageLimits(maxTotalFramePixels: 3 * 160 * 120))
         } throws: { error in
             if case SharePipeError.tooLarge = error { return true } else { return false }
         }
         #expect {
-            try WebPDecoder().probe(WebPFixtures.source("gps-orient6.webp"), limits: ImageLimits(maxPixels: 240 * 320 - 1))
+            try WebPDecoder().probe(
+                WebPFixtures.source("gps-orient6.webp"), limits: ImageLimits(maxPixels: 240 * 320 - 1))
         } throws: { error in
             if case SharePipeError.tooLarge = error { return true } else { return false }
         }
@@ -141,9 +150,14 @@ struct WebPProbeTests {
         let truncated = ImageSource.file(path: Fixtures.path("broken/truncated.webp"))
         #expect {
             let info = try WebPDecoder().probe(truncated, limits: ImageLimits())
-            _ = try WebPDecoder().render(truncated, info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter())
+            _ = try WebPDecoder().render(
+                truncated, info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter())
         } throws: { error in
-            if case SharePipeError.corrupt(let file, _, _) = error { return file.hasSuffix("truncated.webp") } else { return false }
+            if case SharePipeError.corrupt(let file, _, _) = error {
+                return file.hasSuffix("truncated.webp")
+            } else {
+                return false
+            }
         }
         // A whole file whose image data is cut inside the bitstream (the RIFF sizes still agree).
         var bytes = try Fixtures.bytes(WebPFixtures.path("lossless-alpha.webp"))
@@ -153,14 +167,15 @@ struct WebPProbeTests {
         let cut = ImageSource.bytes(bytes)
         #expect(throws: SharePipeError.self) {
             let info = try WebPDecoder().probe(cut, limits: ImageLimits())
-            _ = try WebPDecoder().render(cut, info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter())
+            _ = try WebPDecoder().render(
+                cut, info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter())
         }
         // Not RIFF at all, RIFF without chunks, a canvas that disagrees with the bitstream.
         for bad in [Array("RIFF\u{4}\0\0\0WEBP".utf8), Array("RIFX\u{4}\0\0\0WEBP".utf8)] {
             #expect(throws: SharePipeError.self) { try WebPDecoder().probe(.bytes(bad), limits: ImageLimits()) }
         }
         var mismatched = try Fixtures.bytes(WebPFixtures.path("gps-orient6.webp"))
-        mismatched[24] = 0x10   // VP8X canvas width 240 → 17
+        mismatched[24] = 0x10  // VP8X canvas width 240 → 17
         #expect(throws: SharePipeError.self) { try WebPDecoder().probe(.bytes(mismatched), limits: ImageLimits()) }
     }
 }
@@ -171,7 +186,10 @@ struct WebPDecodeTests {
         let source = WebPFixtures.source(name)
         let info = try WebPDecoder().probe(source, limits: ImageLimits())
         let meter = PixelMemoryMeter()
-        return (try WebPDecoder().render(source, info: info, target: target ?? info.size, limits: ImageLimits(), meter: meter), meter)
+        return (
+            try WebPDecoder().render(
+                source, info: info, target: target ?? info.size, limits: ImageLimits(), meter: meter), meter
+        )
     }
 
     @Test("lossy at full size: stored orientation, marked corners where the file has them")
@@ -179,7 +197,7 @@ struct WebPDecodeTests {
         let (rendered, meter) = try render("gps-orient6.webp")
         let bitmap = rendered.bitmap
         #expect(bitmap.size == PixelSize(width: 240, height: 320) && bitmap.layout == .rgb)
-        #expect(close(bitmap.rgb(16, 303), [255, 0, 0], tolerance: 12))    // displayed top-left, stored bottom-left
+        #expect(close(bitmap.rgb(16, 303), [255, 0, 0], tolerance: 12))  // displayed top-left, stored bottom-left
         #expect(close(bitmap.rgb(16, 16), [0, 255, 0], tolerance: 12))
         #expect(close(bitmap.rgb(223, 16), [0, 0, 255], tolerance: 12))
         #expect(close(bitmap.rgb(120, 160), [128, 128, 128], tolerance: 6))
@@ -220,22 +238,28 @@ struct WebPDecodeTests {
         let witness = try WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("lossless-alpha.webp")))
         #expect(bitmap.pixels == witness.pixels)
         let (lossy, _) = try render("icc.webp")
-        #expect(lossy.bitmap.pixels == (try WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("icc.webp")))).pixels
-                    .enumerated().filter { $0.offset % 4 != 3 }.map(\.element))   // dwebp's RGBA, our RGB
+        #expect(
+            lossy.bitmap.pixels
+                == (try WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("icc.webp")))).pixels
+                .enumerated().filter { $0.offset % 4 != 3 }.map(\.element))  // dwebp's RGBA, our RGB
     }
 
     @Test("bytes in memory decode exactly as the file does; the decoder memory limit refuses before decoding")
     func memorySourceAndLimit() throws {
         let bytes = try Fixtures.bytes(WebPFixtures.path("icc.webp"))
         let info = try WebPDecoder().probe(.bytes(bytes), limits: ImageLimits())
-        let fromMemory = try WebPDecoder().render(.bytes(bytes), info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter())
+        let fromMemory = try WebPDecoder().render(
+            .bytes(bytes), info: info, target: info.size, limits: ImageLimits(), meter: PixelMemoryMeter())
         let (fromFile, _) = try render("icc.webp")
         #expect(fromMemory.bitmap == fromFile.bitmap)
         #expect {
-            try WebPDecoder().render(.bytes(bytes), info: info, target: info.size, limits: ImageLimits(maxDecoderMemory: 50_000),
-                                     meter: PixelMemoryMeter())
+            try WebPDecoder().render(
+                .bytes(bytes), info: info, target: info.size, limits: ImageLimits(maxDecoderMemory: 50_000),
+                meter: PixelMemoryMeter())
         } throws: { error in
-            if case SharePipeError.tooLarge(_, let exceeded) = error { return exceeded.kind == .decoderMemory && exceeded.limit == 50_000 }
+            if case SharePipeError.tooLarge(_, let exceeded) = error {
+                return exceeded.kind == .decoderMemory && exceeded.limit == 50_000
+            }
             return false
         }
     }
@@ -248,25 +272,26 @@ struct WebPDecodeTests {
         let animation = try WebPAnimationSource(source, header: header, limits: ImageLimits(), meter: meter)
         #expect(animation.canvasSize == PixelSize(width: 160, height: 120))
         #expect(animation.frameCount == 4)
-        #expect(animation.loopCount == 2)   // 3 plays = the first + 2 repeats
-        #expect(meter.currentBytes == 160 * 120 * 4)   // the canvas; a frame's buffers only while it decodes
+        #expect(animation.loopCount == 2)  // 3 plays = the first + 2 repeats
+        #expect(meter.currentBytes == 160 * 120 * 4)  // the canvas; a frame's buffers only while it decodes
         var durations: [Int] = []
         var centres: [[Int]] = []
         while let frame = try animation.nextFrame() {
             durations.append(frame.durationMilliseconds)
             #expect(frame.canvas.size == animation.canvasSize && frame.canvas.layout == .rgba)
-            #expect(frame.canvas.rgb(4, 4) == [255, 0, 0, 255])        // every frame is the whole canvas,
-            #expect(frame.canvas.rgb(155, 4) == [0, 255, 0, 255])      // sub-rectangles composited on the first
+            #expect(frame.canvas.rgb(4, 4) == [255, 0, 0, 255])  // every frame is the whole canvas,
+            #expect(frame.canvas.rgb(155, 4) == [0, 255, 0, 255])  // sub-rectangles composited on the first
             #expect(frame.canvas.rgb(155, 115) == [0, 0, 255, 255])
             centres.append(frame.canvas.rgb(80, 60))
         }
         #expect(durations == [100, 250, 40, 500])
         #expect(centres.count == 4)
         if centres.count == 4 {
-            #expect(centres[0] == [255, 255, 255, 255] && centres[1] == [0, 0, 0, 255] && centres[3] == [0, 255, 255, 255])
-            #expect(close(centres[2], [255, 255, 0, 255], tolerance: 8))   // the lossy frame
+            #expect(
+                centres[0] == [255, 255, 255, 255] && centres[1] == [0, 0, 0, 255] && centres[3] == [0, 255, 255, 255])
+            #expect(close(centres[2], [255, 255, 0, 255], tolerance: 8))  // the lossy frame
         }
-        #expect(meter.currentBytes == 0)   // closed after the last frame
+        #expect(meter.currentBytes == 0)  // closed after the last frame
         // The canvas and a whole-canvas frame (frame 1) decoding: at least two canvases, within the bound.
         #expect(meter.peakBytes >= 2 * 160 * 120 * 4)
         #expect(meter.peakBytes <= WebPAnimationSource.meteredBytes(canvas: animation.canvasSize))
@@ -282,7 +307,9 @@ struct WebPDecodeTests {
         var message = shimMessageBuffer()
         var info = sp_webp_animation_info()
         var handle: OpaquePointer?
-        let status = bytes.withUnsafeBufferPointer { sp_webp_animation_open($0.baseAddress, $0.count, &handle, &info, &message) }
+        let status = bytes.withUnsafeBufferPointer {
+            sp_webp_animation_open($0.baseAddress, $0.count, &handle, &info, &message)
+        }
         try checkShim(status, message, file: "reference", phase: .header)
         defer { sp_webp_animation_free(handle) }
         var frames: [(canvas: [UInt8], end: Int)] = []
@@ -292,13 +319,18 @@ struct WebPDecodeTests {
             let next = sp_webp_animation_next(handle, &canvas, &end, &message)
             if next == SP_ERR_END { break }
             try checkShim(next, message, file: "reference", phase: .decode)
-            frames.append((Array(UnsafeBufferPointer(start: canvas, count: Int(info.canvas_width * info.canvas_height) * 4)), Int(end)))
+            frames.append(
+                (
+                    Array(UnsafeBufferPointer(start: canvas, count: Int(info.canvas_width * info.canvas_height) * 4)),
+                    Int(end)
+                ))
         }
         return frames
     }
 
-    @Test("composited from the file frame by frame: every canvas byte for byte as libwebp's WebPAnimDecoder, same timing",
-          arguments: ["animated.webp", "disposals-mixed.webp", "disposals-lossy.webp"])
+    @Test(
+        "composited from the file frame by frame: every canvas byte for byte as libwebp's WebPAnimDecoder, same timing",
+        arguments: ["animated.webp", "disposals-mixed.webp", "disposals-lossy.webp"])
     func compositingMatchesLibwebp(_ name: String) throws {
         let bytes = try Fixtures.bytes(WebPFixtures.path(name))
         let reference = try Self.referenceFrames(bytes)
@@ -322,7 +354,9 @@ struct WebPDecodeTests {
         }
     }
 
-    @Test("a damaged frame header is corrupt (header), a frame gone since the probe unreadable, both naming the file; the canvas is uncounted")
+    @Test(
+        "a damaged frame header is corrupt (header), a frame gone since the probe unreadable, both naming the file; the canvas is uncounted"
+    )
     func damagedFrame() throws {
         let bytes = try Fixtures.bytes(WebPFixtures.path("disposals-lossy.webp"))
         // The second ANMF's bitstream: overwrite its VP8 payload (after the frame header and its key-frame header).
@@ -330,7 +364,7 @@ struct WebPDecodeTests {
         #expect(anmf.count == 6)
         var damaged = bytes
         let vp8 = try #require((anmf[1]..<anmf[2]).first { bytes[$0..<$0 + 4].elementsEqual("VP8 ".utf8) })
-        for i in vp8 + 8 + 3..<vp8 + 8 + 6 { damaged[i] = 0xFF }   // the start code: not a VP8 key frame
+        for i in vp8 + 8 + 3..<vp8 + 8 + 6 { damaged[i] = 0xFF }  // the start code: not a VP8 key frame
         // A RIFF that ends inside the fourth frame, its sizes rewritten so the header walk still accepts it
         // up to there: the frame walk finds frames missing.
         var cut = Array(bytes.prefix(anmf[3]))
@@ -339,14 +373,15 @@ struct WebPDecodeTests {
             let meter = PixelMemoryMeter()
             let source = ImageSource.bytes(data)
             var header = try WebPScan.read(source, limits: ImageLimits())
-            if label == "cut" { header.frameCount = 6 }   // as if the file was cut after the probe
+            if label == "cut" { header.frameCount = 6 }  // as if the file was cut after the probe
             let animation = try WebPAnimationSource(source, header: header, limits: ImageLimits(), meter: meter)
             #expect {
                 while try animation.nextFrame() != nil {}
             } throws: { error in
                 switch (label, error as? SharePipeError) {
                 case ("damaged", .corrupt(let file, .header, _)?): return file == "<memory>"
-                case ("cut", .unreadable(let file, let reason)?): return file == "<memory>" && reason.contains("changed since it was read")
+                case ("cut", .unreadable(let file, let reason)?):
+                    return file == "<memory>" && reason.contains("changed since it was read")
                 default: return false
                 }
             }
@@ -368,10 +403,12 @@ struct WebPEncodeTests {
     @Test("lossy: marked corners survive, libwebp's dwebp agrees; lower quality is smaller")
     func lossy() throws {
         let bitmap = WebPFixtures.markedBitmap(alpha: false)
-        let high = try WebPEncoder().encode(bitmap, settings: EncodeSettings(quality: 90, progressive: false), metadata: [])
-        let low = try WebPEncoder().encode(bitmap, settings: EncodeSettings(quality: 20, progressive: false), metadata: [])
+        let high = try WebPEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 90, progressive: false), metadata: [])
+        let low = try WebPEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 20, progressive: false), metadata: [])
         #expect(low.count < high.count)
-        #expect(try WebPFixtures.chunkList(high) == ["VP8 "])   // a simple file without metadata
+        #expect(try WebPFixtures.chunkList(high) == ["VP8 "])  // a simple file without metadata
         let decoded = try WebPFixtures.witnessDecode(high)
         #expect(decoded.size == bitmap.size)
         #expect(close(decoded.rgb(3, 3), [255, 0, 0, 255], tolerance: 16))
@@ -383,14 +420,16 @@ struct WebPEncodeTests {
     @Test("lossless keeps every pixel and the alpha exactly; lossy keeps alpha in an ALPH chunk")
     func losslessAndAlpha() throws {
         let bitmap = WebPFixtures.markedBitmap(alpha: true)
-        let lossless = try WebPEncoder(lossless: true).encode(bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
+        let lossless = try WebPEncoder(lossless: true).encode(
+            bitmap, settings: EncodeSettings(quality: 85, progressive: false), metadata: [])
         #expect(try WebPFixtures.chunkList(lossless) == ["VP8L"])
         let exact = try WebPFixtures.witnessDecode(lossless)
         for (x, y) in [(3, 3), (60, 3), (60, 44), (40, 10), (10, 40), (31, 24)] {
             let expected = bitmap.rgb(x, y)
             #expect(expected[3] == 0 ? exact.rgb(x, y)[3] == 0 : exact.rgb(x, y) == expected)
         }
-        let lossy = try WebPEncoder().encode(bitmap, settings: EncodeSettings(quality: 80, progressive: false), metadata: [])
+        let lossy = try WebPEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 80, progressive: false), metadata: [])
         #expect(try WebPFixtures.chunkList(lossy) == ["VP8X", "ALPH", "VP8 "])
         let decoded = try WebPFixtures.witnessDecode(lossy)
         #expect(decoded.rgb(10, 40)[3] == 0 && decoded.rgb(40, 10)[3] == 255)
@@ -401,8 +440,9 @@ struct WebPEncodeTests {
         let source = try WebPDecoder().probe(WebPFixtures.source("gps-orient6.webp"), limits: ImageLimits())
         let icc = try WebPDecoder().probe(WebPFixtures.source("icc.webp"), limits: ImageLimits()).metadata
         let kept = FormatRegistry.webp.metadataPolicy.outcome(for: source, mode: .gps).kept + icc
-        let bytes = try WebPEncoder().encode(WebPFixtures.markedBitmap(alpha: false), settings: EncodeSettings(quality: 80, progressive: false),
-                                             metadata: kept)
+        let bytes = try WebPEncoder().encode(
+            WebPFixtures.markedBitmap(alpha: false), settings: EncodeSettings(quality: 80, progressive: false),
+            metadata: kept)
         #expect(try WebPFixtures.chunkList(bytes) == ["VP8X", "ICCP", "VP8 ", "EXIF"])
         let tags = try WebPFixtures.exiftool(bytes)
         #expect(tags.contains("Display P3 (SharePipe test profile)"))
@@ -418,7 +458,7 @@ struct WebPEncodeTests {
         let original = try Fixtures.bytes(WebPFixtures.path("gps-orient6.webp"))
         let stripped = try WebPRewriter.rewrite(WebPFixtures.source("gps-orient6.webp"), keeping: [])
         #expect(try WebPFixtures.chunkList(stripped) == ["VP8X", "VP8 "])
-        #expect(stripped[20] == 0)   // no flags left
+        #expect(stripped[20] == 0)  // no flags left
         let vp8 = { (bytes: [UInt8]) -> ArraySlice<UInt8> in
             let start = (0..<bytes.count - 4).first { bytes[$0..<$0 + 4].elementsEqual("VP8 ".utf8) }!
             return bytes[start..<start + 8 + WebPBytes.u32(bytes, start + 4)]
@@ -433,7 +473,9 @@ struct WebPEncodeTests {
         let withICC = try WebPRewriter.rewrite(WebPFixtures.source("lossless-alpha.webp"), keeping: profile)
         #expect(try WebPFixtures.chunkList(withICC) == ["VP8X", "ICCP", "VP8L"])
         #expect(withICC[20] == WebPFeatureFlags([.icc, .alpha]).rawValue)
-        #expect(try WebPFixtures.witnessDecode(withICC) == WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("lossless-alpha.webp"))))
+        #expect(
+            try WebPFixtures.witnessDecode(withICC)
+                == WebPFixtures.witnessDecode(try Fixtures.bytes(WebPFixtures.path("lossless-alpha.webp"))))
 
         // An animation keeps its frames and loop count; its Exif goes.
         let animation = try WebPRewriter.rewrite(WebPFixtures.source("animated.webp"), keeping: [])

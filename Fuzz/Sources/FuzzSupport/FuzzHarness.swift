@@ -1,7 +1,7 @@
 import CFuzzDriver
 import SharePipe
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What every fuzz target does with one input: run the public pipeline on `.bytes(data)` with small limits
@@ -19,16 +19,18 @@ import Glibc
 /// - an output over the byte limit, or with a short edge over the cap.
 public enum FuzzHarness {
     /// The limits every target runs under: a 4 MP, 4096 px, 1 MiB, 64-frame world.
-    public static let limits = ImageLimits(maxDimension: 4096, maxPixels: 4_000_000, maxFrames: 64,
-                                           maxTotalFramePixels: 16_000_000, maxInputBytes: 1 << 20,
-                                           maxDecoderMemory: 64 << 20)
+    public static let limits = ImageLimits(
+        maxDimension: 4096, maxPixels: 4_000_000, maxFrames: 64,
+        maxTotalFramePixels: 16_000_000, maxInputBytes: 1 << 20,
+        maxDecoderMemory: 64 << 20)
 
     /// The options for an input of `count` bytes.
     public static func options(forLength count: Int) -> PrepareOptions {
         let strip = StripMode.allCases[count % StripMode.allCases.count]
-        var options = PrepareOptions(maxShortEdge: 96, maxBytes: (count / 3) % 2 == 1 ? 2048 : nil, strip: strip,
-                                     limits: limits, strategy: (count / 6) % 2 == 1 ? .cpuFirst : .memoryFirst,
-                                     minShortEdge: 16)
+        var options = PrepareOptions(
+            maxShortEdge: 96, maxBytes: (count / 3) % 2 == 1 ? 2048 : nil, strip: strip,
+            limits: limits, strategy: (count / 6) % 2 == 1 ? .cpuFirst : .memoryFirst,
+            minShortEdge: 16)
         options.animation.maxFrames = 16
         return options
     }
@@ -73,7 +75,9 @@ public enum FuzzHarness {
             fatalError("error does not name the source: \(text)")
         }
         if case .tooLarge(_, let exceeded) = error {
-            let numbers = [exceeded.found, exceeded.limit, exceeded.size?.width, exceeded.size?.height].compactMap { $0 }
+            let numbers = [exceeded.found, exceeded.limit, exceeded.size?.width, exceeded.size?.height].compactMap {
+                $0
+            }
             guard numbers.allSatisfy({ $0 >= 0 }) else { fatalError("tooLarge with a negative number: \(text)") }
         }
     }

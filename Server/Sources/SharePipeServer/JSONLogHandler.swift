@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Logging
 import NIOConcurrencyHelpers
@@ -16,8 +16,10 @@ public struct JSONLogHandler: LogHandler {
     private let write: @Sendable (String) -> Void
 
     /// A handler writing to standard error (or to `write`, for the tests).
-    public init(level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil,
-                write: (@Sendable (String) -> Void)? = nil) {
+    public init(
+        level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil,
+        write: (@Sendable (String) -> Void)? = nil
+    ) {
         self.logLevel = level
         self.metadataProvider = metadataProvider
         self.write = write ?? JSONLogHandler.standardError
@@ -60,7 +62,8 @@ public struct JSONLogHandler: LogHandler {
             return quoted(value.description)
         case .array(let values): return "[" + values.map(json).joined(separator: ",") + "]"
         case .dictionary(let entries):
-            return "{" + entries.sorted(by: { $0.key < $1.key }).map { "\(quoted($0.key)):\(json($0.value))" }
+            return "{"
+                + entries.sorted(by: { $0.key < $1.key }).map { "\(quoted($0.key)):\(json($0.value))" }
                 .joined(separator: ",") + "}"
         }
     }
@@ -93,7 +96,8 @@ public struct JSONLogHandler: LogHandler {
         gmtime_r(&seconds, &parts)
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let milliseconds = Int(now.tv_nsec / 1_000_000)
-        let millis = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        let millis =
+            milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
         return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(millis)Z"
     }

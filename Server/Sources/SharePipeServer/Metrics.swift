@@ -36,7 +36,9 @@ public final class ServerMetrics: Sendable {
 
     /// One answered request: its route (`/v1/prepare`, …, or `other`), status and service label.
     func countRequest(route: String, status: Int, service: String) {
-        state.withLockedValue { $0.requests[RequestKey(route: route, status: status, service: service), default: 0] += 1 }
+        state.withLockedValue {
+            $0.requests[RequestKey(route: route, status: status, service: service), default: 0] += 1
+        }
     }
 
     func countRequestBody(_ bytes: Int) { state.withLockedValue { $0.requestBodyBytes += bytes } }
@@ -47,7 +49,9 @@ public final class ServerMetrics: Sendable {
     /// One prepare call's time, from the first body byte to the prepared images.
     func observePrepare(seconds: Double) {
         state.withLockedValue { state in
-            for (index, bound) in Self.durationBounds.enumerated() where seconds <= bound { state.durationBuckets[index] += 1 }
+            for (index, bound) in Self.durationBounds.enumerated() where seconds <= bound {
+                state.durationBuckets[index] += 1
+            }
             state.durationSum += seconds
             state.durationCount += 1
         }
@@ -74,18 +78,26 @@ public final class ServerMetrics: Sendable {
         }
         func sample(_ name: String, _ value: String) { labeled(name, [], value) }
         func labeled(_ name: String, _ labels: [(String, String)], _ value: String) {
-            let text = labels.isEmpty ? "" : "{" + labels.map { "\($0.0)=\"\(Self.escape($0.1))\"" }.joined(separator: ",") + "}"
+            let text =
+                labels.isEmpty
+                ? "" : "{" + labels.map { "\($0.0)=\"\(Self.escape($0.1))\"" }.joined(separator: ",") + "}"
             out += "\(name)\(text) \(value)\n"
         }
         family("sharepipe_requests_total", "counter", "Requests answered, by route, status and service.")
-        for (key, count) in state.requests.sorted(by: { ($0.key.route, $0.key.status, $0.key.service) < ($1.key.route, $1.key.status, $1.key.service) }) {
-            labeled("sharepipe_requests_total", [("route", key.route), ("status", String(key.status)), ("service", key.service)], String(count))
+        for (key, count) in state.requests.sorted(by: {
+            ($0.key.route, $0.key.status, $0.key.service) < ($1.key.route, $1.key.status, $1.key.service)
+        }) {
+            labeled(
+                "sharepipe_requests_total",
+                [("route", key.route), ("status", String(key.status)), ("service", key.service)], String(count))
         }
         family("sharepipe_request_body_bytes_total", "counter", "Request body bytes received.")
         sample("sharepipe_request_body_bytes_total", String(state.requestBodyBytes))
         family("sharepipe_response_body_bytes_total", "counter", "Response body bytes sent.")
         sample("sharepipe_response_body_bytes_total", String(state.responseBodyBytes))
-        family("sharepipe_prepare_duration_seconds", "histogram", "Time of a prepare request, from its first body byte to its prepared images.")
+        family(
+            "sharepipe_prepare_duration_seconds", "histogram",
+            "Time of a prepare request, from its first body byte to its prepared images.")
         var cumulative = 0
         for (index, bound) in Self.durationBounds.enumerated() {
             cumulative = state.durationBuckets[index]
@@ -98,7 +110,8 @@ public final class ServerMetrics: Sendable {
         sample("sharepipe_budget_capacity_bytes", String(gauges.capacity))
         family("sharepipe_budget_reserved_bytes", "gauge", "Bytes of the budget reserved now.")
         sample("sharepipe_budget_reserved_bytes", String(gauges.budget.reservedBytes))
-        family("sharepipe_budget_peak_reserved_bytes", "gauge", "Most bytes of the budget reserved at once since start.")
+        family(
+            "sharepipe_budget_peak_reserved_bytes", "gauge", "Most bytes of the budget reserved at once since start.")
         sample("sharepipe_budget_peak_reserved_bytes", String(gauges.budget.peakReservedBytes))
         family("sharepipe_jobs_running", "gauge", "Jobs running now.")
         sample("sharepipe_jobs_running", String(gauges.budget.runningJobs))
@@ -108,7 +121,9 @@ public final class ServerMetrics: Sendable {
         for reason in RejectionReason.allCases {
             labeled("sharepipe_rejections_total", [("reason", reason.rawValue)], String(state.rejections[reason] ?? 0))
         }
-        family("sharepipe_client_disconnects_total", "counter", "Requests whose client went away before the answer; their jobs were cancelled.")
+        family(
+            "sharepipe_client_disconnects_total", "counter",
+            "Requests whose client went away before the answer; their jobs were cancelled.")
         sample("sharepipe_client_disconnects_total", String(state.clientDisconnects))
         family("sharepipe_spool_files", "gauge", "Spool files existing now.")
         sample("sharepipe_spool_files", String(gauges.spoolFiles))

@@ -8,7 +8,9 @@ enum Multipart {
             let pair = parameter.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].trimmed(" \t").lowercased() == "boundary" else { continue }
             var value = pair[1].trimmed(" \t")
-            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 {
+                value = String(value.dropFirst().dropLast())
+            }
             return (1...70).contains(value.utf8.count) ? value : nil
         }
         return nil
@@ -90,14 +92,18 @@ enum Multipart {
                         }
                     case .afterDelimiter:
                         if pending.count >= 2 {
-                            if pending[0] == 45 && pending[1] == 45 {   // "--": the close delimiter
-                                throw Broken(description: sawWanted ? "the multipart body ended inside the \(field) part"
-                                                                    : "the multipart body has no part named \"\(field)\"")
+                            if pending[0] == 45 && pending[1] == 45 {  // "--": the close delimiter
+                                throw Broken(
+                                    description: sawWanted
+                                        ? "the multipart body ended inside the \(field) part"
+                                        : "the multipart body has no part named \"\(field)\"")
                             }
                             if let lineEnd = Self.find([13, 10], in: pending) {
                                 // Transport padding (spaces, tabs) may follow the boundary.
                                 guard pending[..<lineEnd].allSatisfy({ $0 == 32 || $0 == 9 }) else {
-                                    throw Broken(description: "the multipart boundary is followed by other characters than a line end")
+                                    throw Broken(
+                                        description:
+                                            "the multipart boundary is followed by other characters than a line end")
                                 }
                                 pending.removeFirst(lineEnd + 2)
                                 state = .headers
@@ -127,16 +133,20 @@ enum Multipart {
                             continue
                         }
                         if pending.count > Self.maxHeaderBytes {
-                            throw Broken(description: "a multipart part's headers are longer than \(Self.maxHeaderBytes) bytes")
+                            throw Broken(
+                                description: "a multipart part's headers are longer than \(Self.maxHeaderBytes) bytes")
                         }
                     }
                     guard !baseEnded else {
                         switch state {
-                        case .content(true): throw Broken(description: "the multipart body ended inside the \(field) part")
+                        case .content(true):
+                            throw Broken(description: "the multipart body ended inside the \(field) part")
                         case .finished: return nil
                         default:
-                            throw Broken(description: sawWanted ? "the multipart body ended inside the \(field) part"
-                                                                : "the multipart body has no part named \"\(field)\"")
+                            throw Broken(
+                                description: sawWanted
+                                    ? "the multipart body ended inside the \(field) part"
+                                    : "the multipart body has no part named \"\(field)\"")
                         }
                     }
                     if let chunk = try await base.next() {
@@ -151,12 +161,15 @@ enum Multipart {
             static func names(_ field: String, in headers: String) -> Bool {
                 for line in headers.split(separator: "\r\n") {
                     guard let colon = line.firstIndex(of: ":"),
-                          line[..<colon].trimmed(" \t").lowercased() == "content-disposition" else { continue }
+                        line[..<colon].trimmed(" \t").lowercased() == "content-disposition"
+                    else { continue }
                     for parameter in line[line.index(after: colon)...].split(separator: ";").dropFirst() {
                         let pair = parameter.split(separator: "=", maxSplits: 1)
                         guard pair.count == 2, pair[0].trimmed(" \t").lowercased() == "name" else { continue }
                         var value = pair[1].trimmed(" \t")
-                        if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+                        if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 {
+                            value = String(value.dropFirst().dropLast())
+                        }
                         return value == field
                     }
                 }

@@ -85,7 +85,9 @@ struct PrepareRoute {
 
     /// Reads and drops `body` until it ends or `maxBytes` were read; when `timeout` passes first, the
     /// connection is closed (which ends the read), as it would be after the answer anyway.
-    static func discard(_ body: RequestBody, upTo maxBytes: Int, within timeout: TimeAmount, on channel: any Channel) async {
+    static func discard(_ body: RequestBody, upTo maxBytes: Int, within timeout: TimeAmount, on channel: any Channel)
+        async
+    {
         let timer = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
         defer { timer.cancel() }
         var read = 0
@@ -148,20 +150,24 @@ struct PrepareRoute {
 
     private func prepare(profiles: [ServiceProfile], options: QueryOptions) async throws -> Routed {
         if server.isDraining {
-            throw ServerFailure.unavailable("draining", "the server is shutting down", rejection: .draining, retryAfter: 5)
+            throw ServerFailure.unavailable(
+                "draining", "the server is shutting down", rejection: .draining, retryAfter: 5)
         }
         if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
             if length > configuration.maxBodyBytes {
-                throw ServerFailure(.contentTooLarge, "bodyTooLarge",
-                                    "the body is \(length) bytes, over the limit of \(configuration.maxBodyBytes)",
-                                    rejection: .bodyTooLarge)
+                throw ServerFailure(
+                    .contentTooLarge, "bodyTooLarge",
+                    "the body is \(length) bytes, over the limit of \(configuration.maxBodyBytes)",
+                    rejection: .bodyTooLarge)
             }
             if length == 0 { throw Self.emptyBody }
         }
         let boundary: String?
         if Multipart.isFormData(request.headers[.contentType]) {
             guard let found = Multipart.boundary(ofContentType: request.headers[.contentType] ?? "") else {
-                throw ServerFailure(.badRequest, "brokenMultipart", "multipart/form-data needs a boundary parameter (1 to 70 characters)")
+                throw ServerFailure(
+                    .badRequest, "brokenMultipart",
+                    "multipart/form-data needs a boundary parameter (1 to 70 characters)")
             }
             boundary = found
         } else {
@@ -201,38 +207,45 @@ struct PrepareRoute {
             // period, the server cancelled the handler). The job was cancelled on the way here.
             server.metrics.countRequestBody(body.bytes)
             if Task.isCancelled || server.isDraining {
-                throw ServerFailure.unavailable("draining", "the server is shutting down: the job was cancelled",
-                                                rejection: .draining, retryAfter: 5)
+                throw ServerFailure.unavailable(
+                    "draining", "the server is shutting down: the job was cancelled",
+                    rejection: .draining, retryAfter: 5)
             }
             server.metrics.countClientDisconnect()
-            server.logger.notice("client went away; job cancelled",
-                                 metadata: ["request_id": .string(id), "received_bytes": .stringConvertible(body.bytes)])
-            throw ServerFailure(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), "clientClosed",
-                                "the client closed the connection before the answer")
+            server.logger.notice(
+                "client went away; job cancelled",
+                metadata: ["request_id": .string(id), "received_bytes": .stringConvertible(body.bytes)])
+            throw ServerFailure(
+                HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), "clientClosed",
+                "the client closed the connection before the answer")
         }
         server.metrics.countRequestBody(body.bytes)
         switch outcome {
         case .readTimeout:
-            throw ServerFailure(.requestTimeout, "readTimeout",
-                                "the body did not arrive within \(SharePipeServer.seconds(configuration.readTimeout)) s (\(body.bytes) bytes received)",
-                                rejection: .readTimeout)
+            throw ServerFailure(
+                .requestTimeout, "readTimeout",
+                "the body did not arrive within \(SharePipeServer.seconds(configuration.readTimeout)) s (\(body.bytes) bytes received)",
+                rejection: .readTimeout)
         case .bodyArrived:
-            throw CancellationError()   // not returned by the group
+            throw CancellationError()  // not returned by the group
         case .failed(let failure):
             throw failure
         case .prepared(let results):
             server.metrics.observePrepare(seconds: SharePipeServer.seconds(ContinuousClock.now - start))
             if results.count == 1 {
                 switch results[0].outcome {
-                case .success(let image): return Routed(response: Self.imageResponse(image, service: results[0].profile.name))
+                case .success(let image):
+                    return Routed(response: Self.imageResponse(image, service: results[0].profile.name))
                 case .failure(let error): throw ServerFailure.from(error, queueTimeout: configuration.queueTimeout)
                 }
             }
-            return Routed(response: Self.mixedResponse(results, requestID: id, queueTimeout: configuration.queueTimeout))
+            return Routed(
+                response: Self.mixedResponse(results, requestID: id, queueTimeout: configuration.queueTimeout))
         }
     }
 
-    static let emptyBody = ServerFailure(.badRequest, "emptyBody", "the request body is empty: post the image as the body")
+    static let emptyBody = ServerFailure(
+        .badRequest, "emptyBody", "the request body is empty: post the image as the body")
 
     /// What the job task or the deadline task ended with.
     enum JobOutcome: Sendable {
@@ -244,27 +257,38 @@ struct PrepareRoute {
     }
 
     /// Streams the body (or its `file` part) into the pipeline. Never throws: a failure is an outcome.
-    private func runJob(_ stream: RequestBody, boundary: String?, profiles: [ServiceProfile], options: QueryOptions,
-                        body: BodyProgress) async -> JobOutcome {
+    private func runJob(
+        _ stream: RequestBody, boundary: String?, profiles: [ServiceProfile], options: QueryOptions,
+        body: BodyProgress
+    ) async -> JobOutcome {
         let counted = CountedBody(base: stream, progress: body)
         do {
             let results: [ServiceResult]
-            let adjust: SharePipeline.OptionsAdjustment? = options.isEmpty ? nil : { @Sendable (prepared: inout PrepareOptions) throws(SharePipeError) in try options.apply(to: &prepared) }
+            let adjust: SharePipeline.OptionsAdjustment? =
+                options.isEmpty
+                ? nil
+                : { @Sendable (prepared: inout PrepareOptions) throws(SharePipeError) in
+                    try options.apply(to: &prepared)
+                }
             if let boundary {
                 let part = Multipart.FormDataPart(base: counted, boundary: boundary, field: "file")
-                results = try await server.pipeline.prepare(upload: UploadEnd(base: part, progress: body), named: "upload",
-                                                            for: profiles, adjusting: adjust)
+                results = try await server.pipeline.prepare(
+                    upload: UploadEnd(base: part, progress: body), named: "upload",
+                    for: profiles, adjusting: adjust)
             } else {
-                results = try await server.pipeline.prepare(upload: UploadEnd(base: counted, progress: body), named: "upload",
-                                                            for: profiles, adjusting: adjust)
+                results = try await server.pipeline.prepare(
+                    upload: UploadEnd(base: counted, progress: body), named: "upload",
+                    for: profiles, adjusting: adjust)
             }
             return .prepared(results)
         } catch {
             // The body's own failures first: the pipeline sees them as an unreadable upload.
             if let failure = body.failure { return .failed(failure) }
             if body.uploadBytes == 0 && body.ended {
-                return .failed(boundary == nil ? Self.emptyBody
-                               : ServerFailure(.badRequest, "emptyBody", "the file part is empty: put the image in it"))
+                return .failed(
+                    boundary == nil
+                        ? Self.emptyBody
+                        : ServerFailure(.badRequest, "emptyBody", "the file part is empty: put the image in it"))
             }
             if let error = error as? SharePipeError {
                 return .failed(ServerFailure.from(error, queueTimeout: configuration.queueTimeout))
@@ -313,7 +337,9 @@ struct PrepareRoute {
     /// `200` with `multipart/mixed`: one part per service, in the query's order; a service that failed is a
     /// part with `Content-Type: application/json`, `X-SharePipe-Status` and the JSON error.
     static func mixedResponse(_ results: [ServiceResult], requestID: String, queueTimeout: Duration) -> Response {
-        let boundary = "sharepipe-" + String(UInt64.random(in: .min ... .max), radix: 16) + String(UInt64.random(in: .min ... .max), radix: 16)
+        let boundary =
+            "sharepipe-" + String(UInt64.random(in: .min ... .max), radix: 16)
+            + String(UInt64.random(in: .min ... .max), radix: 16)
         var buffer = ByteBuffer()
         buffer.reserveCapacity(results.reduce(0) { $0 + ((try? $1.get().byteCount) ?? 512) + 512 })
         for result in results {
@@ -381,8 +407,9 @@ final class BodyProgress: Sendable {
         state.withLockedValue { state in
             state.bytes += count
             guard state.bytes > maxBytes else { return true }
-            state.failure = ServerFailure(.contentTooLarge, "bodyTooLarge",
-                                          "the body passed the limit of \(maxBytes) bytes", rejection: .bodyTooLarge)
+            state.failure = ServerFailure(
+                .contentTooLarge, "bodyTooLarge",
+                "the body passed the limit of \(maxBytes) bytes", rejection: .bodyTooLarge)
             return false
         }
     }
@@ -398,7 +425,8 @@ final class BodyProgress: Sendable {
             let (startedAt, ended) = state.withLockedValue { ($0.startedAt, $0.ended) }
             if ended { return .bodyArrived }
             if let startedAt, ContinuousClock.now - startedAt >= timeout { return .readTimeout }
-            let step: Duration = startedAt.map { min(.milliseconds(250), max(.milliseconds(1), timeout - (ContinuousClock.now - $0))) }
+            let step: Duration =
+                startedAt.map { min(.milliseconds(250), max(.milliseconds(1), timeout - (ContinuousClock.now - $0))) }
                 ?? .milliseconds(250)
             do { try await Task.sleep(for: step) } catch { return .bodyArrived }
         }

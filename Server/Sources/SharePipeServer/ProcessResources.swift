@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The process's memory as the kernel counts it, and giving freed memory back to it.
@@ -38,8 +38,8 @@ public enum ProcessMemory {
     /// these (23 MiB at start). Call it before any thread starts.
     public static func configureAllocator() {
         #if canImport(Glibc)
-        _ = glibcMallopt(-3, 128 << 10)   // M_MMAP_THRESHOLD (also turns off the dynamic threshold)
-        _ = glibcMallopt(-8, 2)           // M_ARENA_MAX
+            _ = glibcMallopt(-3, 128 << 10)  // M_MMAP_THRESHOLD (also turns off the dynamic threshold)
+            _ = glibcMallopt(-8, 2)  // M_ARENA_MAX
         #endif
     }
 
@@ -47,19 +47,19 @@ public enum ProcessMemory {
     /// glibc keeps what a burst of jobs freed; called when the budget falls back to 0, RSS goes back near idle.
     static func trim() {
         #if canImport(Glibc)
-        _ = glibcMallocTrim(0)
+            _ = glibcMallocTrim(0)
         #endif
     }
 }
 
 #if canImport(Glibc)
-/// glibc's `int malloc_trim(size_t pad)` (malloc.h is not in Swift's Glibc module).
-@_silgen_name("malloc_trim")
-private func glibcMallocTrim(_ pad: Int) -> Int32
+    /// glibc's `int malloc_trim(size_t pad)` (malloc.h is not in Swift's Glibc module).
+    @_silgen_name("malloc_trim")
+    private func glibcMallocTrim(_ pad: Int) -> Int32
 
-/// glibc's `int mallopt(int param, int value)`.
-@_silgen_name("mallopt")
-private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
+    /// glibc's `int mallopt(int param, int value)`.
+    @_silgen_name("mallopt")
+    private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
 #endif
 
 /// The server's own spool folder, `sharepipe-server-<pid>-<random>` under the configured parent: SharePipe
@@ -70,12 +70,16 @@ public struct SpoolFolder: Sendable {
 
     /// Makes the folder (throws with the parent's path and the reason).
     public static func make(in parent: String) throws -> SpoolFolder {
-        var template = Array("\(parent.hasSuffix("/") ? String(parent.dropLast()) : parent)/sharepipe-server-\(getpid())-XXXXXX".utf8CString)
+        var template = Array(
+            "\(parent.hasSuffix("/") ? String(parent.dropLast()) : parent)/sharepipe-server-\(getpid())-XXXXXX"
+                .utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard made != nil else {
-            throw SpoolError(description: "cannot make a spool folder in \(parent): \(String(cString: strerror(errno)))")
+            throw SpoolError(
+                description: "cannot make a spool folder in \(parent): \(String(cString: strerror(errno)))")
         }
-        return SpoolFolder(path: String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        return SpoolFolder(
+            path: String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     /// A spool folder that cannot be made.
@@ -87,7 +91,9 @@ public struct SpoolFolder: Sendable {
         defer { closedir(directory) }
         var count = 0
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
             if name != "." && name != ".." { count += 1 }
         }
         return count
@@ -98,7 +104,9 @@ public struct SpoolFolder: Sendable {
         if let directory = opendir(path) {
             var names: [String] = []
             while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
+                }
                 if name != "." && name != ".." { names.append(name) }
             }
             closedir(directory)

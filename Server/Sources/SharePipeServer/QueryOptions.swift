@@ -21,7 +21,8 @@ public struct QueryOptions: Sendable {
     /// The option parameters of the query's (name, value) pairs; names other than `parameters` are refused.
     init(query: [(name: String, value: String)]) throws(Invalid) {
         for (name, _) in query where !Self.parameters.contains(name) {
-            throw Invalid(description: "unknown query parameter \(name) (known: \(Self.parameters.joined(separator: ", ")))")
+            throw Invalid(
+                description: "unknown query parameter \(name) (known: \(Self.parameters.joined(separator: ", ")))")
         }
         values = query.filter { $0.name != "service" }
     }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Logging
 import SharePipe
@@ -55,7 +55,8 @@ public struct ServerConfiguration: Sendable {
         /// Optional text, nil by default ("none" in `--help`).
         case optionalText(WritableKeyPath<ServerConfiguration, String?> & Sendable, empty: String)
         /// A whole number in `range`, described as `what`, stored shifted left by `shift` bits (MiB → bytes).
-        case integer(WritableKeyPath<ServerConfiguration, Int> & Sendable, ClosedRange<Int>, what: String, shift: Int = 0)
+        case integer(
+            WritableKeyPath<ServerConfiguration, Int> & Sendable, ClosedRange<Int>, what: String, shift: Int = 0)
         /// Seconds above 0, fractions allowed (at most a week).
         case seconds(WritableKeyPath<ServerConfiguration, Duration> & Sendable)
         /// A swift-log level name.
@@ -77,12 +78,15 @@ public struct ServerConfiguration: Sendable {
         /// The default as `--help` shows it, when it is not the field's default value written out.
         private var defaultOverride: String?
 
-        init(_ flag: String, _ value: String, _ kind: ValueKind, variable: String? = nil, shownDefault: String? = nil,
-             help: String) {
+        init(
+            _ flag: String, _ value: String, _ kind: ValueKind, variable: String? = nil, shownDefault: String? = nil,
+            help: String
+        ) {
             self.flag = flag
             self.value = value
             self.kind = kind
-            self.variable = variable ?? "SHAREPIPE_SERVER_" + String(flag.dropFirst(2).uppercased().map { $0 == "-" ? "_" : $0 })
+            self.variable =
+                variable ?? "SHAREPIPE_SERVER_" + String(flag.dropFirst(2).uppercased().map { $0 == "-" ? "_" : $0 })
             self.defaultOverride = shownDefault
             self.help = help
         }
@@ -111,7 +115,8 @@ public struct ServerConfiguration: Sendable {
                 configuration[keyPath: field] = text
             case .integer(let field, let range, let what, let shift):
                 guard let value = Int(text.trimmed()), range.contains(value) else {
-                    throw UsageError("\(from) must be \(what) in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+                    throw UsageError(
+                        "\(from) must be \(what) in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
                 }
                 configuration[keyPath: field] = value << shift
             case .seconds(let field):
@@ -121,7 +126,8 @@ public struct ServerConfiguration: Sendable {
                 configuration[keyPath: field] = .milliseconds(max(1, Int64((value * 1000).rounded())))
             case .logLevel(let field):
                 guard let level = Logger.Level(rawValue: text.lowercased()) else {
-                    throw UsageError("\(from) must be trace, debug, info, notice, warning, error or critical, got \"\(text)\"")
+                    throw UsageError(
+                        "\(from) must be trace, debug, info, notice, warning, error or critical, got \"\(text)\"")
                 }
                 configuration[keyPath: field] = level
             }
@@ -131,25 +137,37 @@ public struct ServerConfiguration: Sendable {
     /// Every setting, in the order `--help` lists them.
     public static let settings: [Setting] = [
         Setting("--host", "ADDR", .text(\.host, empty: "give an address to listen on"), help: "address to listen on"),
-        Setting("--port", "N", .integer(\.port, 0...65535, what: "a port number"), help: "port to listen on; 0 = any free port"),
-        Setting("--budget-mib", "N", .integer(\.budgetBytes, 1...(1 << 20), what: "a number of MiB", shift: 20),
-                help: "memory budget of the jobs, in MiB"),
-        Setting("--max-jobs", "N", .integer(\.maxJobs, 1...4096, what: "a number of jobs"), shownDefault: "active cores",
-                help: "jobs that may run at once"),
-        Setting("--queue", "N", .integer(\.queueLength, 0...1_000_000, what: "a number of requests"),
-                help: "requests that may wait for memory; more are answered 503"),
+        Setting(
+            "--port", "N", .integer(\.port, 0...65535, what: "a port number"),
+            help: "port to listen on; 0 = any free port"),
+        Setting(
+            "--budget-mib", "N", .integer(\.budgetBytes, 1...(1 << 20), what: "a number of MiB", shift: 20),
+            help: "memory budget of the jobs, in MiB"),
+        Setting(
+            "--max-jobs", "N", .integer(\.maxJobs, 1...4096, what: "a number of jobs"), shownDefault: "active cores",
+            help: "jobs that may run at once"),
+        Setting(
+            "--queue", "N", .integer(\.queueLength, 0...1_000_000, what: "a number of requests"),
+            help: "requests that may wait for memory; more are answered 503"),
         Setting("--queue-timeout", "SECONDS", .seconds(\.queueTimeout), help: "longest wait for memory before 503"),
-        Setting("--max-body-bytes", "N", .integer(\.maxBodyBytes, 1...(1 << 50), what: "a number of bytes"),
-                help: "largest request body; more is answered 413"),
-        Setting("--read-timeout", "SECONDS", .seconds(\.readTimeout), help: "the whole body must arrive within it, or 408"),
+        Setting(
+            "--max-body-bytes", "N", .integer(\.maxBodyBytes, 1...(1 << 50), what: "a number of bytes"),
+            help: "largest request body; more is answered 413"),
+        Setting(
+            "--read-timeout", "SECONDS", .seconds(\.readTimeout), help: "the whole body must arrive within it, or 408"),
         Setting("--grace", "SECONDS", .seconds(\.grace), help: "on SIGTERM, time for jobs in flight to finish"),
-        Setting("--spool-dir", "DIR", .text(\.spoolParent, empty: "give a folder"), shownDefault: "$TMPDIR or /tmp",
-                help: "where the server makes its spool folder (removed on exit)"),
-        Setting("--token", "TOKEN", .optionalText(\.token, empty: "give a token, or leave it unset"),
-                help: "bearer token required by every route but /healthz and /readyz"),
-        Setting("--profiles", "FILE", .optionalText(\.profilesFile, empty: "give a file"), variable: "SHAREPIPE_PROFILES",
-                help: "JSON file adding or overriding service profiles (as sharepipe --profiles)"),
-        Setting("--log-level", "LEVEL", .logLevel(\.logLevel), help: "trace, debug, info, notice, warning, error or critical"),
+        Setting(
+            "--spool-dir", "DIR", .text(\.spoolParent, empty: "give a folder"), shownDefault: "$TMPDIR or /tmp",
+            help: "where the server makes its spool folder (removed on exit)"),
+        Setting(
+            "--token", "TOKEN", .optionalText(\.token, empty: "give a token, or leave it unset"),
+            help: "bearer token required by every route but /healthz and /readyz"),
+        Setting(
+            "--profiles", "FILE", .optionalText(\.profilesFile, empty: "give a file"), variable: "SHAREPIPE_PROFILES",
+            help: "JSON file adding or overriding service profiles (as sharepipe --profiles)"),
+        Setting(
+            "--log-level", "LEVEL", .logLevel(\.logLevel),
+            help: "trace, debug, info, notice, warning, error or critical"),
     ]
 
     /// The text of `sharepipe-server --help`.
@@ -164,7 +182,8 @@ public struct ServerConfiguration: Sendable {
         for setting in settings {
             let left = "\(setting.flag) \(setting.value)"
             lines.append("  \(padded(left, width))  \(setting.help)")
-            lines.append("  \(String(repeating: " ", count: width))  (env \(setting.variable); default \(setting.defaultText))")
+            lines.append(
+                "  \(String(repeating: " ", count: width))  (env \(setting.variable); default \(setting.defaultText))")
         }
         lines.append("  \(padded("--help", width))  this text")
         return lines.joined(separator: "\n")

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import HTTPTypes
 import Hummingbird
@@ -27,7 +27,9 @@ struct ServerFailure: Error, Sendable {
     }
 
     /// A 503 that asks the client to come back in `retryAfter` seconds.
-    static func unavailable(_ kind: String, _ message: String, rejection: RejectionReason, retryAfter: Int) -> ServerFailure {
+    static func unavailable(_ kind: String, _ message: String, rejection: RejectionReason, retryAfter: Int)
+        -> ServerFailure
+    {
         var failure = ServerFailure(.serviceUnavailable, kind, message, rejection: rejection)
         failure.headers[.retryAfter] = String(retryAfter)
         return failure
@@ -40,14 +42,17 @@ struct ServerFailure: Error, Sendable {
         case .tooLarge: return ServerFailure(.contentTooLarge, error.kind, error.description)
         case .corrupt, .cannotMeetLimit: return ServerFailure(.unprocessableContent, error.kind, error.description)
         case .unreadable: return ServerFailure(.badRequest, error.kind, error.description)
-        case .invalidOptions(let invalid): return ServerFailure(.badRequest, error.kind, QueryOptions.message(for: invalid))
+        case .invalidOptions(let invalid):
+            return ServerFailure(.badRequest, error.kind, QueryOptions.message(for: invalid))
         case .cancelled:
-            return .unavailable("draining", "the server is shutting down: the job was cancelled", rejection: .draining, retryAfter: 5)
+            return .unavailable(
+                "draining", "the server is shutting down: the job was cancelled", rejection: .draining, retryAfter: 5)
         case .overloaded(_, .queueFull):
             return .unavailable(error.kind, error.description, rejection: .queueFull, retryAfter: 1)
         case .overloaded(_, .waitTimedOut):
-            return .unavailable(error.kind, error.description, rejection: .queueTimeout,
-                                retryAfter: max(1, Int(SharePipeServer.seconds(queueTimeout) / 4)))
+            return .unavailable(
+                error.kind, error.description, rejection: .queueTimeout,
+                retryAfter: max(1, Int(SharePipeServer.seconds(queueTimeout) / 4)))
         // SharePipe's own failures, never the upload's: kinds unwritable, encodingFailed, internal.
         case .unwritable, .encodingFailed, .internalError:
             return ServerFailure(.internalServerError, error.kind, error.description)
@@ -137,7 +142,10 @@ public struct ServerResponder: HTTPResponder {
     /// A client's own `X-Request-Id` when it is short and plain (letters, digits, `-`, `_`, `.`), else nil.
     static func requestID(_ request: Request) -> String? {
         guard let given = request.headers[.xRequestID], (1...128).contains(given.utf8.count),
-              given.utf8.allSatisfy({ $0 == 45 || $0 == 46 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) })
+            given.utf8.allSatisfy({
+                $0 == 45 || $0 == 46 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0)
+                    || (97...122).contains($0)
+            })
         else { return nil }
         return given
     }
@@ -155,9 +163,11 @@ public struct ServerResponder: HTTPResponder {
             return failed(failure)
         }
         if let token = server.configuration.token, !Self.openRoutes.contains(path),
-           !Self.authorized(request.headers[.authorization], token: token) {
-            var failure = ServerFailure(.unauthorized, "unauthorized", "a bearer token is required: Authorization: Bearer TOKEN",
-                                        rejection: .unauthorized)
+            !Self.authorized(request.headers[.authorization], token: token)
+        {
+            var failure = ServerFailure(
+                .unauthorized, "unauthorized", "a bearer token is required: Authorization: Bearer TOKEN",
+                rejection: .unauthorized)
             failure.headers[.wwwAuthenticate] = "Bearer"
             return failed(failure)
         }
@@ -170,22 +180,27 @@ public struct ServerResponder: HTTPResponder {
             return Routed(response: Self.text("{\"status\":\"ok\"}\n", type: "application/json"))
         case "/readyz":
             if server.isDraining {
-                return failed(.unavailable("draining", "the server is shutting down", rejection: .draining, retryAfter: 5))
+                return failed(
+                    .unavailable("draining", "the server is shutting down", rejection: .draining, retryAfter: 5))
             }
             let usage = await server.pipeline.budget.usage
             if usage.waitingRequests >= max(1, server.configuration.queueLength) {
-                var failure = ServerFailure(.serviceUnavailable, "queueFull", "the queue is full (\(usage.waitingRequests) waiting)")
+                var failure = ServerFailure(
+                    .serviceUnavailable, "queueFull", "the queue is full (\(usage.waitingRequests) waiting)")
                 failure.headers[.retryAfter] = "1"
                 return failed(failure)
             }
             return Routed(response: Self.text("{\"status\":\"ready\"}\n", type: "application/json"))
         case "/metrics":
             let resident = ProcessMemory.resident()
-            let gauges = ServerMetrics.Gauges(budget: await server.pipeline.budget.usage, capacity: server.pipeline.budget.capacity,
-                                              spoolFiles: server.spool.fileCount(), residentBytes: resident.current,
-                                              peakResidentBytes: resident.peak)
-            return Routed(response: Self.text(server.metrics.exposition(gauges), type: "text/plain; version=0.0.4; charset=utf-8"))
-        default:   // "/v1/openapi.json"
+            let gauges = ServerMetrics.Gauges(
+                budget: await server.pipeline.budget.usage, capacity: server.pipeline.budget.capacity,
+                spoolFiles: server.spool.fileCount(), residentBytes: resident.current,
+                peakResidentBytes: resident.peak)
+            return Routed(
+                response: Self.text(server.metrics.exposition(gauges), type: "text/plain; version=0.0.4; charset=utf-8")
+            )
+        default:  // "/v1/openapi.json"
             return Routed(response: Self.text(OpenAPIDocument.text, type: "application/json"))
         }
     }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import HTTPTypes
 import Hummingbird
@@ -63,7 +63,8 @@ public final class SharePipeServer: Sendable {
         do {
             catalog = try ProfileCatalog.load(userFile: configuration.profilesFile)
         } catch {
-            throw ServerConfiguration.UsageError("\(configuration.profilesFile.map { "--profiles \($0)" } ?? "profiles"): \(error)")
+            throw ServerConfiguration.UsageError(
+                "\(configuration.profilesFile.map { "--profiles \($0)" } ?? "profiles"): \(error)")
         }
         do {
             spool = try SpoolFolder.make(in: configuration.spoolParent)
@@ -77,7 +78,8 @@ public final class SharePipeServer: Sendable {
             spoolDirectory: spool.path, baseOptions: base,
             maxWaitingRequests: configuration.queueLength, maxWait: configuration.queueTimeout)
         var pipelineLogger = logger
-        pipelineLogger.handler.metadataProvider = .multiplex([logger.metadataProvider, Self.requestMetadata].compactMap { $0 })
+        pipelineLogger.handler.metadataProvider = .multiplex(
+            [logger.metadataProvider, Self.requestMetadata].compactMap { $0 })
         do {
             pipeline = try SharePipeline(configuration: pipelineConfiguration, logger: pipelineLogger)
         } catch {
@@ -95,7 +97,9 @@ public final class SharePipeServer: Sendable {
             defer { value = true }
             return !value
         }
-        if first { logger.info("draining", metadata: ["grace_seconds": .stringConvertible(Self.seconds(configuration.grace))]) }
+        if first {
+            logger.info("draining", metadata: ["grace_seconds": .stringConvertible(Self.seconds(configuration.grace))])
+        }
     }
 
     /// Counts an upload whose answer is on its way, until the ticket's `finish()` (once its answer has been
@@ -116,22 +120,27 @@ public final class SharePipeServer: Sendable {
 
     /// The Hummingbird application; `onServerRunning` gets the listening channel (its port when `port` is 0).
     public func application(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in })
-        -> some ApplicationProtocol {
-        Application(responder: ServerResponder(server: self),
-                    configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
-                                                            serverName: "sharepipe-server"),
-                    onServerRunning: { [logger, configuration] channel in
-                        logger.info("listening", metadata: [
-                            "host": .string(configuration.host),
-                            "port": .stringConvertible(channel.localAddress?.port ?? configuration.port),
-                            "budget_bytes": .stringConvertible(configuration.budgetBytes),
-                            "max_jobs": .stringConvertible(configuration.maxJobs),
-                            "queue": .stringConvertible(configuration.queueLength),
-                            "spool": .string(self.spool.path),
-                        ])
-                        await onServerRunning(channel)
-                    },
-                    logger: logger)
+        -> some ApplicationProtocol
+    {
+        Application(
+            responder: ServerResponder(server: self),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: "sharepipe-server"),
+            onServerRunning: { [logger, configuration] channel in
+                logger.info(
+                    "listening",
+                    metadata: [
+                        "host": .string(configuration.host),
+                        "port": .stringConvertible(channel.localAddress?.port ?? configuration.port),
+                        "budget_bytes": .stringConvertible(configuration.budgetBytes),
+                        "max_jobs": .stringConvertible(configuration.maxJobs),
+                        "queue": .stringConvertible(configuration.queueLength),
+                        "spool": .string(self.spool.path),
+                    ])
+                await onServerRunning(channel)
+            },
+            logger: logger)
     }
 
     /// Serves until SIGTERM or SIGINT, then drains: stops accepting, lets jobs in flight finish within
@@ -142,14 +151,16 @@ public final class SharePipeServer: Sendable {
             logger.info("stopped")
         }
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [.init(service: application(onServerRunning: onServerRunning)),
-                       .init(service: DrainWatcher(server: self), successTerminationBehavior: .ignore)],
+            services: [
+                .init(service: application(onServerRunning: onServerRunning)),
+                .init(service: DrainWatcher(server: self), successTerminationBehavior: .ignore),
+            ],
             gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.grace
         let group = ServiceGroup(configuration: groupConfiguration)
         do {
             try await group.run()
-        } catch where isDraining {
+        } catch  where isDraining {
             logger.notice("jobs still running after the grace period were cancelled", metadata: ["error": "\(error)"])
         }
     }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #else
-import Darwin
+    import Darwin
 #endif
 import Logging
 import SharePipeServer
@@ -34,8 +34,9 @@ do {
 
 // Every logger writes JSON lines; SharePipe's job lines carry the request id through the metadata provider.
 let level = configuration.logLevel
-LoggingSystem.bootstrap({ _, provider in JSONLogHandler(level: level, metadataProvider: provider) },
-                        metadataProvider: SharePipeServer.requestMetadata)
+LoggingSystem.bootstrap(
+    { _, provider in JSONLogHandler(level: level, metadataProvider: provider) },
+    metadataProvider: SharePipeServer.requestMetadata)
 let logger = Logger(label: "sharepipe-server")
 
 let server: SharePipeServer

@@ -24,8 +24,10 @@ enum LoopbackHTTP {
     }
 
     /// Sends a request and reads the answer. `body` nil sends no body and no Content-Length.
-    static func request(port: Int, method: String = "GET", path: String, headers: [(String, String)] = [],
-                        body: [UInt8]? = nil) async throws -> Response {
+    static func request(
+        port: Int, method: String = "GET", path: String, headers: [(String, String)] = [],
+        body: [UInt8]? = nil
+    ) async throws -> Response {
         try await onThread {
             let socket = try Socket(port: port)
             defer { socket.close() }
@@ -39,19 +41,23 @@ enum LoopbackHTTP {
     }
 
     /// Posts `body` with `Transfer-Encoding: chunked`, in chunks of `chunkSize` bytes.
-    static func postChunked(port: Int, path: String, headers: [(String, String)] = [], body: [UInt8],
-                            chunkSize: Int = 65536) async throws -> Response {
+    static func postChunked(
+        port: Int, path: String, headers: [(String, String)] = [], body: [UInt8],
+        chunkSize: Int = 65536
+    ) async throws -> Response {
         try await onThread {
             let socket = try Socket(port: port)
             defer { socket.close() }
-            var head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n"
+            var head =
+                "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n"
             for (name, value) in headers { head += "\(name): \(value)\r\n" }
             try socket.send(Array((head + "\r\n").utf8))
             var offset = 0
             do {
                 while offset < body.count {
                     let end = min(offset + chunkSize, body.count)
-                    try socket.send(Array("\(String(end - offset, radix: 16))\r\n".utf8) + body[offset..<end] + [13, 10])
+                    try socket.send(
+                        Array("\(String(end - offset, radix: 16))\r\n".utf8) + body[offset..<end] + [13, 10])
                     offset = end
                 }
                 try socket.send(Array("0\r\n\r\n".utf8))
@@ -93,7 +99,9 @@ enum LoopbackHTTP {
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard connected == 0 else {
                 Glibc.close(descriptor)
@@ -104,7 +112,9 @@ enum LoopbackHTTP {
         func send(_ bytes: [UInt8]) throws {
             var offset = 0
             while offset < bytes.count {
-                let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                let sent = bytes.withUnsafeBytes {
+                    Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+                }
                 if sent < 0 { throw Failure("send: \(String(cString: strerror(errno)))") }
                 offset += sent
             }
@@ -138,16 +148,21 @@ enum LoopbackHTTP {
 
     /// Status line, headers, and the body (by Content-Length, or chunked).
     static func parse(_ bytes: [UInt8]) throws -> Response {
-        guard bytes.count >= 4, let end = (0...(bytes.count - 4)).first(where: { bytes[$0..<$0 + 4].elementsEqual([13, 10, 13, 10]) }) else {
+        guard bytes.count >= 4,
+            let end = (0...(bytes.count - 4)).first(where: { bytes[$0..<$0 + 4].elementsEqual([13, 10, 13, 10]) })
+        else {
             throw Failure("no end of headers in \(bytes.count) bytes")
         }
         let lines = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = lines[0].split(separator: " ")
-        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw Failure("bad status line \(lines[0])") }
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else {
+            throw Failure("bad status line \(lines[0])")
+        }
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         var body = Array(bytes[(end + 4)...])
         if headers["transfer-encoding"]?.lowercased() == "chunked" { body = try dechunk(body) }
@@ -159,7 +174,8 @@ enum LoopbackHTTP {
         var index = 0
         while index < bytes.count {
             guard let lineEnd = (index..<(bytes.count - 1)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 }),
-                  let size = Int(String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16)
+                let size = Int(
+                    String(decoding: bytes[index..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16)
             else { throw Failure("bad chunk header") }
             if size == 0 { break }
             out += bytes[(lineEnd + 2)..<(lineEnd + 2 + size)]
@@ -174,16 +190,24 @@ enum LoopbackHTTP {
         var starts: [Int] = []
         var index = 0
         while index + delimiter.count <= body.count {
-            if body[index..<index + delimiter.count].elementsEqual(delimiter) { starts.append(index); index += delimiter.count } else { index += 1 }
+            if body[index..<index + delimiter.count].elementsEqual(delimiter) {
+                starts.append(index); index += delimiter.count
+            } else {
+                index += 1
+            }
         }
         guard starts.count >= 2 else { throw Failure("fewer than two delimiters") }
-        guard body[starts.last! + delimiter.count..<min(body.count, starts.last! + delimiter.count + 2)].elementsEqual([45, 45]) else {
+        guard
+            body[starts.last! + delimiter.count..<min(body.count, starts.last! + delimiter.count + 2)].elementsEqual([
+                45, 45,
+            ])
+        else {
             throw Failure("no close delimiter")
         }
         var parts: [(headers: [String: String], content: [UInt8])] = []
         for (start, next) in zip(starts, starts.dropFirst()) {
-            let partStart = start + delimiter.count + 2   // CRLF after the delimiter
-            let partEnd = next - 2                         // CRLF before the next delimiter
+            let partStart = start + delimiter.count + 2  // CRLF after the delimiter
+            let partEnd = next - 2  // CRLF before the next delimiter
             let part = Array(body[partStart..<partEnd])
             let parsed = try parse(Array("HTTP/1.1 200 OK\r\n".utf8) + part)
             parts.append((parsed.headers, parsed.body))

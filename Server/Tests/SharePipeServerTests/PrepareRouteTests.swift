@@ -9,8 +9,9 @@ import Testing
         let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
         #expect(try SharePipe.inspect(.bytes(photo)).metadataKinds.contains(.gps), "the fixture carries GPS")
         let response = try await ServerHarness.withServer { _, port in
-            try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x",
-                                           headers: [("Content-Type", "image/jpeg"), ("X-Request-Id", "photo-1")], body: photo)
+            try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x",
+                headers: [("Content-Type", "image/jpeg"), ("X-Request-Id", "photo-1")], body: photo)
         }
         #expect(response.status == 200, "\(response.text)")
         #expect(response.headers["content-type"] == "image/jpeg")
@@ -19,7 +20,9 @@ import Testing
         #expect(response.headers["x-sharepipe-width"] == "1440" && response.headers["x-sharepipe-height"] == "1080")
         #expect(response.headers["x-sharepipe-format"] == "jpeg")
         #expect(response.headers["x-sharepipe-quality"].flatMap(Int.init).map { (1...100).contains($0) } == true)
-        #expect(response.headers["x-sharepipe-removed"]?.split(separator: ",").contains("gps") == true, "\(response.headers)")
+        #expect(
+            response.headers["x-sharepipe-removed"]?.split(separator: ",").contains("gps") == true,
+            "\(response.headers)")
         #expect(response.headers["x-sharepipe-changed"] == nil)
         #expect(response.headers["x-request-id"] == "photo-1")
         #expect(response.headers["connection"] == "close")
@@ -35,7 +38,8 @@ import Testing
     @Test func aGIFForAServiceWithoutGIFSaysWhatChangedAndAChunkedBodyWorks() async throws {
         let gif = try ServerHarness.image("gif/disposals.gif")
         let response = try await ServerHarness.withServer { _, port in
-            try await LoopbackHTTP.postChunked(port: port, path: "/v1/prepare?service=bluesky", body: gif, chunkSize: 1000)
+            try await LoopbackHTTP.postChunked(
+                port: port, path: "/v1/prepare?service=bluesky", body: gif, chunkSize: 1000)
         }
         #expect(response.status == 200, "\(response.text)")
         #expect(response.headers["content-type"] == "image/png" && response.headers["x-sharepipe-format"] == "png")
@@ -49,9 +53,10 @@ import Testing
     @Test func queryOptionsOverrideTheProfile() async throws {
         let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
         let response = try await ServerHarness.withServer { _, port in
-            try await LoopbackHTTP.request(port: port, method: "POST",
-                                           path: "/v1/prepare?service=x&max_short_edge=300&strip=gps&quality=70&min_quality=50&progressive=true",
-                                           body: photo)
+            try await LoopbackHTTP.request(
+                port: port, method: "POST",
+                path: "/v1/prepare?service=x&max_short_edge=300&strip=gps&quality=70&min_quality=50&progressive=true",
+                body: photo)
         }
         #expect(response.status == 200, "\(response.text)")
         let info = try SharePipe.inspect(.bytes(response.body))
@@ -66,25 +71,33 @@ import Testing
         let photo = try ServerHarness.image("jpeg/orient-6.jpg")
         let boundary = "----form-boundary-7MA4YWxkTrZu0gW"
         var form = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\nmy cat\r\n".utf8)
-        form += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cat.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n".utf8)
+        form += Array(
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cat.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n"
+                .utf8)
         form += photo
         form += Array("\r\n--\(boundary)--\r\n".utf8)
         let body = form
-        let broken = Array(body[..<(body.count - 40)])   // cut inside the file part
-        let noFile = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\nhi\r\n--\(boundary)--\r\n".utf8)
+        let broken = Array(body[..<(body.count - 40)])  // cut inside the file part
+        let noFile = Array(
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\nhi\r\n--\(boundary)--\r\n".utf8)
         let responses = try await ServerHarness.withServer { _, port in
             [
-                try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=mastodon",
-                                               headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body),
-                try await LoopbackHTTP.postChunked(port: port, path: "/v1/prepare?service=mastodon",
-                                                   headers: [("Content-Type", "multipart/form-data; boundary=\"\(boundary)\"")],
-                                                   body: body, chunkSize: 7),
-                try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=mastodon",
-                                               headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: broken),
-                try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=mastodon",
-                                               headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: noFile),
-                try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=mastodon",
-                                               headers: [("Content-Type", "multipart/form-data")], body: body),
+                try await LoopbackHTTP.request(
+                    port: port, method: "POST", path: "/v1/prepare?service=mastodon",
+                    headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body),
+                try await LoopbackHTTP.postChunked(
+                    port: port, path: "/v1/prepare?service=mastodon",
+                    headers: [("Content-Type", "multipart/form-data; boundary=\"\(boundary)\"")],
+                    body: body, chunkSize: 7),
+                try await LoopbackHTTP.request(
+                    port: port, method: "POST", path: "/v1/prepare?service=mastodon",
+                    headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: broken),
+                try await LoopbackHTTP.request(
+                    port: port, method: "POST", path: "/v1/prepare?service=mastodon",
+                    headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: noFile),
+                try await LoopbackHTTP.request(
+                    port: port, method: "POST", path: "/v1/prepare?service=mastodon",
+                    headers: [("Content-Type", "multipart/form-data")], body: body),
             ]
         }
         let direct = try await SharePipe.prepare(.bytes(photo), options: ServiceProfile.mastodon.options())
@@ -94,7 +107,9 @@ import Testing
             #expect(response.body == direct.bytes)
         }
         #expect(responses[2].status == 400 && responses[2].errorKind == "brokenMultipart", "\(responses[2].text)")
-        #expect(responses[3].status == 400 && responses[3].errorMessage.contains("no part named \"file\""), "\(responses[3].text)")
+        #expect(
+            responses[3].status == 400 && responses[3].errorMessage.contains("no part named \"file\""),
+            "\(responses[3].text)")
         #expect(responses[4].status == 400 && responses[4].errorMessage.contains("boundary"), "\(responses[4].text)")
     }
 
@@ -108,8 +123,9 @@ import Testing
             .write(toFile: folder + "/profiles.json", atomically: true, encoding: .utf8)
         let configuration = ServerHarness.configuration { $0.profilesFile = folder + "/profiles.json" }
         let response = try await ServerHarness.withServer(configuration) { _, port in
-            try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=bluesky&service=tiny&service=x",
-                                           body: photo)
+            try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=bluesky&service=tiny&service=x",
+                body: photo)
         }
         #expect(response.status == 200, "\(response.text)")
         let contentType = try #require(response.headers["content-type"])
@@ -122,7 +138,9 @@ import Testing
             #expect(part.headers["content-type"] == "image/jpeg")
             let info = try SharePipe.inspect(.bytes(part.content))
             #expect(info.size == PixelSize(width: 1440, height: 1080))
-            #expect(part.headers["x-sharepipe-width"] == "1440" && part.headers["content-length"] == String(part.content.count))
+            #expect(
+                part.headers["x-sharepipe-width"] == "1440"
+                    && part.headers["content-length"] == String(part.content.count))
         }
         #expect(parts[0].content.count <= ServiceProfile.bluesky.maxStillBytes)
         let failed = parts[1]
@@ -140,7 +158,9 @@ import Testing
         let large = try ServerHarness.image("jpeg/large-4000x3000.jpg")
         #expect(large.count > 200_000)
         let responses = try await ServerHarness.withServer(configuration) { _, port in
-            func post(_ path: String, _ body: [UInt8], _ headers: [(String, String)] = []) async throws -> LoopbackHTTP.Response {
+            func post(_ path: String, _ body: [UInt8], _ headers: [(String, String)] = []) async throws
+                -> LoopbackHTTP.Response
+            {
                 try await LoopbackHTTP.request(port: port, method: "POST", path: path, headers: headers, body: body)
             }
             return [
@@ -153,7 +173,8 @@ import Testing
                 "max_short_edge": try await post("/v1/prepare?service=x&max_short_edge=big", photo),
                 "unknown parameter": try await post("/v1/prepare?service=x&max_pixels=10", photo),
                 "empty": try await post("/v1/prepare?service=x", []),
-                "empty chunked": try await LoopbackHTTP.postChunked(port: port, path: "/v1/prepare?service=x", body: []),
+                "empty chunked": try await LoopbackHTTP.postChunked(
+                    port: port, path: "/v1/prepare?service=x", body: []),
                 "text": try await post("/v1/prepare?service=x", Array("not an image at all".utf8)),
                 "truncated": try await post("/v1/prepare?service=x", try ServerHarness.image("broken/truncated.png")),
                 "bomb": try await post("/v1/prepare?service=x", try ServerHarness.image("broken/huge-ihdr.png")),
@@ -192,7 +213,9 @@ import Testing
             #expect(response.errorMessage.contains(fragment), "\(name): \(response.errorMessage)")
             let error = response.json["error"] as? [String: Any]
             #expect(error?["status"] as? Int == status, "\(name)")
-            #expect((response.json["request_id"] as? String).map { !$0.isEmpty && $0 == response.headers["x-request-id"] } == true, "\(name)")
+            #expect(
+                (response.json["request_id"] as? String).map { !$0.isEmpty && $0 == response.headers["x-request-id"] }
+                    == true, "\(name)")
         }
         #expect(responses["get prepare"]?.headers["allow"] == "POST")
         #expect(responses["post health"]?.headers["allow"] == "GET")
@@ -210,19 +233,24 @@ import Testing
         try await ServerHarness.withServer(configuration) { server, port in
             // The whole budget held: a first upload waits (and times out), a second one finds the queue full.
             let blocker = try await server.pipeline.budget.reserve(64 << 20)
-            async let waiting = LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            async let waiting = LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
             #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.waitingRequests == 1 })
             let ready = try await LoopbackHTTP.request(port: port, path: "/readyz")
-            let refused = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            let refused = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
             let timedOut = try await waiting
             #expect(ready.status == 503 && ready.headers["retry-after"] != nil)
-            #expect(refused.status == 503 && refused.errorKind == "overloaded" && refused.headers["retry-after"] == "1", "\(refused.text)")
+            #expect(
+                refused.status == 503 && refused.errorKind == "overloaded" && refused.headers["retry-after"] == "1",
+                "\(refused.text)")
             #expect(refused.errorMessage.contains("waiting"))
             #expect(timedOut.status == 503 && timedOut.errorMessage.contains("waited 6 s"), "\(timedOut.text)")
             #expect(Int(timedOut.headers["retry-after"] ?? "") ?? 0 >= 1)
             await server.pipeline.budget.release(blocker)
             // Free again: the same upload is prepared, and the metrics counted both rejections.
-            let prepared = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            let prepared = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
             #expect(prepared.status == 200)
             let metrics = try await ServerHarness.metrics(port: port)
             #expect(metrics["sharepipe_rejections_total{reason=\"queue_full\"}"] == 1)
@@ -246,16 +274,19 @@ import Testing
         try await ServerHarness.withServer(configuration) { server, port in
             // The budget and the one job slot held (a long job running); a second upload waits: the queue is full.
             let running = try await server.pipeline.budget.reserve(64 << 20)
-            async let waiting = LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            async let waiting = LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
             #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.waitingRequests == 1 })
             // A third announces 40 MB and sends 1 MiB of it, then waits: refused before its header is read.
             let start = ContinuousClock.now
             let (refused, closed) = try await LoopbackHTTP.onThread {
                 let socket = try LoopbackHTTP.Socket(port: port, receiveTimeout: 20)
                 defer { socket.close() }
-                try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: 40000000\r\n\r\n".utf8))
+                try socket.send(
+                    Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: 40000000\r\n\r\n".utf8))
                 do {
-                    try socket.send(Array(photo.prefix(1 << 20)) + [UInt8](repeating: 0, count: max(0, (1 << 20) - photo.count)))
+                    try socket.send(
+                        Array(photo.prefix(1 << 20)) + [UInt8](repeating: 0, count: max(0, (1 << 20) - photo.count)))
                 } catch {
                     // The answer may come, and the connection close, before the megabyte is sent: read it.
                 }
@@ -269,7 +300,8 @@ import Testing
             // The server still answers: the waiting upload runs once the budget is free, and a new one too.
             await server.pipeline.budget.release(running)
             #expect(try await waiting.status == 200)
-            let after = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            let after = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
             #expect(after.status == 200)
             #expect(try await LoopbackHTTP.request(port: port, path: "/readyz").status == 200)
             let metrics = try await ServerHarness.metrics(port: port)

@@ -8,23 +8,37 @@ import Testing
     @Test func flagsWinOverTheEnvironmentWhichWinsOverTheDefaults() throws {
         let defaults = try ServerConfiguration(arguments: [], environment: [:])
         #expect(defaults.host == "127.0.0.1" && defaults.port == 8080 && defaults.budgetBytes == 256 << 20)
-        #expect(defaults.queueLength == 32 && defaults.queueTimeout == .seconds(30) && defaults.maxBodyBytes == 104_857_600)
+        #expect(
+            defaults.queueLength == 32 && defaults.queueTimeout == .seconds(30) && defaults.maxBodyBytes == 104_857_600)
         #expect(defaults.readTimeout == .seconds(60) && defaults.grace == .seconds(25) && defaults.token == nil)
         #expect(defaults.maxJobs == max(1, ProcessInfo.processInfo.activeProcessorCount))
-        let environment = ["SHAREPIPE_SERVER_HOST": "0.0.0.0", "SHAREPIPE_SERVER_PORT": "9000", "SHAREPIPE_SERVER_BUDGET_MIB": "128",
-                           "SHAREPIPE_SERVER_MAX_JOBS": "3", "SHAREPIPE_SERVER_QUEUE": "5", "SHAREPIPE_SERVER_QUEUE_TIMEOUT": "1.5",
-                           "SHAREPIPE_SERVER_MAX_BODY_BYTES": "1000", "SHAREPIPE_SERVER_READ_TIMEOUT": "7",
-                           "SHAREPIPE_SERVER_GRACE": "2", "SHAREPIPE_SERVER_SPOOL_DIR": "/var/tmp", "SHAREPIPE_SERVER_TOKEN": "t",
-                           "SHAREPIPE_PROFILES": "/etc/p.json", "SHAREPIPE_SERVER_LOG_LEVEL": "debug"]
+        let environment = [
+            "SHAREPIPE_SERVER_HOST": "0.0.0.0", "SHAREPIPE_SERVER_PORT": "9000", "SHAREPIPE_SERVER_BUDGET_MIB": "128",
+            "SHAREPIPE_SERVER_MAX_JOBS": "3", "SHAREPIPE_SERVER_QUEUE": "5", "SHAREPIPE_SERVER_QUEUE_TIMEOUT": "1.5",
+            "SHAREPIPE_SERVER_MAX_BODY_BYTES": "1000", "SHAREPIPE_SERVER_READ_TIMEOUT": "7",
+            "SHAREPIPE_SERVER_GRACE": "2", "SHAREPIPE_SERVER_SPOOL_DIR": "/var/tmp", "SHAREPIPE_SERVER_TOKEN": "t",
+            "SHAREPIPE_PROFILES": "/etc/p.json", "SHAREPIPE_SERVER_LOG_LEVEL": "debug",
+        ]
         let fromEnvironment = try ServerConfiguration(arguments: [], environment: environment)
-        #expect(fromEnvironment.host == "0.0.0.0" && fromEnvironment.port == 9000 && fromEnvironment.budgetBytes == 128 << 20)
-        #expect(fromEnvironment.maxJobs == 3 && fromEnvironment.queueLength == 5 && fromEnvironment.queueTimeout == .milliseconds(1500))
-        #expect(fromEnvironment.maxBodyBytes == 1000 && fromEnvironment.readTimeout == .seconds(7) && fromEnvironment.grace == .seconds(2))
-        #expect(fromEnvironment.spoolParent == "/var/tmp" && fromEnvironment.token == "t" && fromEnvironment.profilesFile == "/etc/p.json")
+        #expect(
+            fromEnvironment.host == "0.0.0.0" && fromEnvironment.port == 9000
+                && fromEnvironment.budgetBytes == 128 << 20)
+        #expect(
+            fromEnvironment.maxJobs == 3 && fromEnvironment.queueLength == 5
+                && fromEnvironment.queueTimeout == .milliseconds(1500))
+        #expect(
+            fromEnvironment.maxBodyBytes == 1000 && fromEnvironment.readTimeout == .seconds(7)
+                && fromEnvironment.grace == .seconds(2))
+        #expect(
+            fromEnvironment.spoolParent == "/var/tmp" && fromEnvironment.token == "t"
+                && fromEnvironment.profilesFile == "/etc/p.json")
         #expect(fromEnvironment.logLevel == .debug)
-        let fromFlags = try ServerConfiguration(arguments: ["--port", "0", "--budget-mib=64", "--queue", "0", "--host", "::1"],
-                                                environment: environment)
-        #expect(fromFlags.port == 0 && fromFlags.budgetBytes == 64 << 20 && fromFlags.queueLength == 0 && fromFlags.host == "::1")
+        let fromFlags = try ServerConfiguration(
+            arguments: ["--port", "0", "--budget-mib=64", "--queue", "0", "--host", "::1"],
+            environment: environment)
+        #expect(
+            fromFlags.port == 0 && fromFlags.budgetBytes == 64 << 20 && fromFlags.queueLength == 0
+                && fromFlags.host == "::1")
         #expect(fromFlags.maxJobs == 3, "a variable no flag overrides still applies")
     }
 
@@ -53,8 +67,10 @@ import Testing
     @Test func helpListsEveryFlagItsVariableAndDefault() {
         let usage = ServerConfiguration.usage
         for setting in ServerConfiguration.settings {
-            #expect(usage.contains(setting.flag) && usage.contains(setting.variable) && usage.contains("default \(setting.defaultText)"),
-                    "\(setting.flag)")
+            #expect(
+                usage.contains(setting.flag) && usage.contains(setting.variable)
+                    && usage.contains("default \(setting.defaultText)"),
+                "\(setting.flag)")
         }
         #expect(ServerConfiguration.settings.count == 13)
     }
@@ -63,10 +79,12 @@ import Testing
         let logs = LogLines()
         let photo = try ServerHarness.image("jpeg/orient-1.jpg")
         try await ServerHarness.withServer(logs: logs) { _, port in
-            _ = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x",
-                                               headers: [("X-Request-Id", "first")], body: photo)
-            _ = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x",
-                                               headers: [("X-Request-Id", "second")], body: Array("not an image".utf8))
+            _ = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x",
+                headers: [("X-Request-Id", "first")], body: photo)
+            _ = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x",
+                headers: [("X-Request-Id", "second")], body: Array("not an image".utf8))
         }
         #expect(logs.objects.count == logs.all.count, "every line is a JSON object")
         for object in logs.objects {
@@ -77,15 +95,19 @@ import Testing
         for id in ["first", "second"] {
             let lines = logs.objects.filter { $0["request_id"] as? String == id }
             #expect(lines.contains { $0["message"] as? String == "request" }, "\(id)")
-            #expect(lines.contains { ($0["message"] as? String)?.hasPrefix("job ") == true }, "\(id): SharePipe's job line")
+            #expect(
+                lines.contains { ($0["message"] as? String)?.hasPrefix("job ") == true }, "\(id): SharePipe's job line")
         }
-        let failed = try #require(logs.objects.first { $0["request_id"] as? String == "second" && $0["message"] as? String == "request" })
+        let failed = try #require(
+            logs.objects.first { $0["request_id"] as? String == "second" && $0["message"] as? String == "request" })
         #expect(failed["status"] as? Int == 415 && failed["error_kind"] as? String == "unsupportedFormat")
     }
 
     /// The built executable beside the test bundle.
     static var executable: String {
-        let bundle = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        let bundle = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0])
         return bundle.deletingLastPathComponent().appendingPathComponent("sharepipe-server").path
     }
 
@@ -96,7 +118,9 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.executable)
         process.arguments = ["--port", "0", "--grace", "20"]
-        process.environment = ["SHAREPIPE_SERVER_SPOOL_DIR": parent, "SHAREPIPE_SERVER_BUDGET_MIB": "128", "PATH": "/usr/bin:/bin"]
+        process.environment = [
+            "SHAREPIPE_SERVER_SPOOL_DIR": parent, "SHAREPIPE_SERVER_BUDGET_MIB": "128", "PATH": "/usr/bin:/bin",
+        ]
         let errorPipe = Pipe()
         process.standardError = errorPipe
         try process.run()
@@ -118,14 +142,16 @@ import Testing
         let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")
         let socket = try await LoopbackHTTP.onThread {
             let socket = try LoopbackHTTP.Socket(port: port)
-            try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8))
+            try socket.send(
+                Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8))
             try socket.send(Array(photo.dropLast(65536)))
             return socket
         }
         defer { socket.close() }
-        #expect(await ServerHarness.eventually {
-            ((try? await ServerHarness.metrics(port: port))?["sharepipe_budget_reserved_bytes"] ?? 0) > 0
-        }, "the upload was not seen being received")
+        #expect(
+            await ServerHarness.eventually {
+                ((try? await ServerHarness.metrics(port: port))?["sharepipe_budget_reserved_bytes"] ?? 0) > 0
+            }, "the upload was not seen being received")
         kill(process.processIdentifier, SIGTERM)
         #expect(await lines.first { $0["message"] as? String == "draining" } != nil, "no draining line")
         #expect(try await LoopbackHTTP.request(port: port, path: "/readyz").status == 503)
@@ -133,8 +159,10 @@ import Testing
             try socket.send(Array(photo.suffix(65536)))
             return try LoopbackHTTP.parse(socket.receiveAll())
         }
-        #expect(answer.status == 200 && answer.headers["x-sharepipe-width"] == "1440", "\(answer.status) \(answer.text.prefix(300))")
-        await LoopbackHTTP.waitUntilExit(process)   // not on a thread of the concurrency pool
+        #expect(
+            answer.status == 200 && answer.headers["x-sharepipe-width"] == "1440",
+            "\(answer.status) \(answer.text.prefix(300))")
+        await LoopbackHTTP.waitUntilExit(process)  // not on a thread of the concurrency pool
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent).isEmpty, "the spool folder was removed")
         let messages = lines.all.compactMap { $0["message"] as? String }
@@ -166,27 +194,33 @@ import Testing
                 let socket = try LoopbackHTTP.Socket(port: port)
                 let body = round % 2 == 0 ? [UInt8](repeating: 0, count: 3_000_000) : photo
                 // (A refused body may be cut off before it is all sent: that is the point, not a failure.)
-                try? socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+                try? socket.send(
+                    Array(
+                        "POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+                        + body)
                 socket.reset()
             }
         }
         // The server has seen the connections go (nothing reserved or running).
-        #expect(await ServerHarness.eventually {
-            let metrics = try? await ServerHarness.metrics(port: port)
-            return metrics?["sharepipe_budget_reserved_bytes"] == 0 && metrics?["sharepipe_jobs_running"] == 0
-        })
+        #expect(
+            await ServerHarness.eventually {
+                let metrics = try? await ServerHarness.metrics(port: port)
+                return metrics?["sharepipe_budget_reserved_bytes"] == 0 && metrics?["sharepipe_jobs_running"] == 0
+            })
         // And one upload in flight at SIGTERM whose client then resets: its answer (503, draining) has
         // nowhere to go either.
         let large = try ServerHarness.image("jpeg/large-4000x3000.jpg")
         let inFlight = try await LoopbackHTTP.onThread {
             let socket = try LoopbackHTTP.Socket(port: port)
-            try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(large.count)\r\n\r\n".utf8)
-                            + large.dropLast(65536))
+            try socket.send(
+                Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(large.count)\r\n\r\n".utf8)
+                    + large.dropLast(65536))
             return socket
         }
-        #expect(await ServerHarness.eventually {
-            ((try? await ServerHarness.metrics(port: port))?["sharepipe_budget_reserved_bytes"] ?? 0) > 0
-        })
+        #expect(
+            await ServerHarness.eventually {
+                ((try? await ServerHarness.metrics(port: port))?["sharepipe_budget_reserved_bytes"] ?? 0) > 0
+            })
         kill(process.processIdentifier, SIGTERM)
         #expect(await lines.first { $0["message"] as? String == "draining" } != nil)
         let signalled = ContinuousClock.now
@@ -211,7 +245,11 @@ import Testing
             let complained = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
             #expect(process.terminationStatus == status, "\(arguments)")
-            if status == 2 { #expect(complained.contains("--port")) } else { #expect(printed.contains("SHAREPIPE_SERVER_QUEUE_TIMEOUT")) }
+            if status == 2 {
+                #expect(complained.contains("--port"))
+            } else {
+                #expect(printed.contains("SHAREPIPE_SERVER_QUEUE_TIMEOUT"))
+            }
         }
     }
 }
@@ -242,7 +280,9 @@ final class StderrLines: @unchecked Sendable {
 
     /// Every line read so far that is a JSON object.
     var all: [[String: Any]] {
-        lock.withLock { lines }.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        lock.withLock { lines }.compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
     }
 
     /// The first line matching `predicate`, waiting up to 60 s for it (nil when the process ends first).

@@ -9,11 +9,15 @@ import Testing
 /// 200, 422, or 400 with kind `invalidOptions` naming a parameter. The operator's options (limits,
 /// strategy) are refused by name (`invalidParameter`).
 @Suite struct QueryOptionPropertyTests {
-    static let extremes = [Int.min, Int.min + 1, -1, 0, 1, 2, 63, 64, 100, 101, 1023, 1024, 1 << 40, (1 << 40) + 1,
-                           Int.max / 4 + 1, Int.max - 1, Int.max]
-    static let oddTexts = ["", " 1", "1 ", "+5", "-0", "1e3", "0x10", "NaN", "inf", "1.0", "٣", "true", "false", "TRUE",
-                           "yes", "1", "0", "all", "gps", "none", "cpuFirst", "jpeg", "a&b", "99999999999999999999",
-                           String(repeating: "9", count: 1000), String(repeating: "a", count: 1000)]
+    static let extremes = [
+        Int.min, Int.min + 1, -1, 0, 1, 2, 63, 64, 100, 101, 1023, 1024, 1 << 40, (1 << 40) + 1,
+        Int.max / 4 + 1, Int.max - 1, Int.max,
+    ]
+    static let oddTexts = [
+        "", " 1", "1 ", "+5", "-0", "1e3", "0x10", "NaN", "inf", "1.0", "٣", "true", "false", "TRUE",
+        "yes", "1", "0", "all", "gps", "none", "cpuFirst", "jpeg", "a&b", "99999999999999999999",
+        String(repeating: "9", count: 1000), String(repeating: "a", count: 1000),
+    ]
 
     /// A SplitMix64 generator: the same values on every run.
     struct Seeded: RandomNumberGenerator {
@@ -82,10 +86,13 @@ import Testing
                 for text in Self.values(for: spec, generator: &generator) {
                     let what = "\(name)=\(text.prefix(30))"
                     let response = try await LoopbackHTTP.request(
-                        port: port, method: "POST", path: "/v1/prepare?service=x&\(name)=\(Self.encoded(text))", body: photo)
+                        port: port, method: "POST", path: "/v1/prepare?service=x&\(name)=\(Self.encoded(text))",
+                        body: photo)
                     Self.check(response, given: [name], what)
                     // Text that is no value of its type is refused by the name of its parameter.
-                    if response.status == 400, Int(text) == nil, !["true", "false", "all", "gps", "none"].contains(text) {
+                    if response.status == 400, Int(text) == nil,
+                        !["true", "false", "all", "gps", "none"].contains(text)
+                    {
                         #expect(response.errorMessage.contains(name), "\(what): \(response.errorMessage)")
                     }
                     answered += 1
@@ -114,9 +121,11 @@ import Testing
             // The operator's options are not the client's: refused by their parameter name.
             for spec in OptionTable.all where !spec.clientMaySet {
                 guard let name = spec.queryName else { continue }
-                let response = try await LoopbackHTTP.request(port: port, method: "POST",
-                                                              path: "/v1/prepare?service=x&\(name)=1", body: photo)
-                #expect(response.status == 400 && response.errorKind == "invalidParameter"
+                let response = try await LoopbackHTTP.request(
+                    port: port, method: "POST",
+                    path: "/v1/prepare?service=x&\(name)=1", body: photo)
+                #expect(
+                    response.status == 400 && response.errorKind == "invalidParameter"
                         && response.errorMessage.contains(name), "\(name): \(response.text)")
             }
             // Still serving, nothing held.

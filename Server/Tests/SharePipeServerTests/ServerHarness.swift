@@ -30,8 +30,10 @@ enum ServerHarness {
 
     /// Starts a server, runs `body` with it and its port, then shuts it down gracefully and removes its
     /// spool folder.
-    static func withServer<T: Sendable>(_ configuration: ServerConfiguration = configuration(), logs: LogLines? = nil,
-                                        _ body: @escaping @Sendable (SharePipeServer, Int) async throws -> T) async throws -> T {
+    static func withServer<T: Sendable>(
+        _ configuration: ServerConfiguration = configuration(), logs: LogLines? = nil,
+        _ body: @escaping @Sendable (SharePipeServer, Int) async throws -> T
+    ) async throws -> T {
         let logger = Logger(label: "sharepipe-server-test") { _ in
             JSONLogHandler(level: .debug, metadataProvider: nil, write: { line in logs?.append(line) })
         }
@@ -47,7 +49,9 @@ enum ServerHarness {
             group.addTask { try await services.run() }
             do {
                 var iterator = ports.makeAsyncIterator()
-                guard let port = await iterator.next(), port > 0 else { throw LoopbackHTTP.Failure("the server did not start") }
+                guard let port = await iterator.next(), port > 0 else {
+                    throw LoopbackHTTP.Failure("the server did not start")
+                }
                 let value = try await body(server, port)
                 await services.triggerGracefulShutdown()
                 try await group.waitForAll()

@@ -6,7 +6,8 @@ import Testing
 /// The other routes, the token, the metrics, the read deadline and disconnecting clients, on a live server.
 @Suite struct ServerRouteTests {
     @Test func theServedDocumentIsTheCommittedFileByteForByte() async throws {
-        let committed = try [UInt8](Data(contentsOf: URL(fileURLWithPath: ServerHarness.repository + "/Server/openapi.json")))
+        let committed = try [UInt8](
+            Data(contentsOf: URL(fileURLWithPath: ServerHarness.repository + "/Server/openapi.json")))
         let response = try await ServerHarness.withServer { _, port in
             try await LoopbackHTTP.request(port: port, path: "/v1/openapi.json")
         }
@@ -42,10 +43,13 @@ import Testing
         let configuration = ServerHarness.configuration { $0.token = "s3cret-token" }
         try await ServerHarness.withServer(configuration) { _, port in
             let good = [("Authorization", "Bearer s3cret-token")]
-            for (header, expected) in [(nil, 401), ("Bearer s3cret-toke", 401), ("Bearer s3cret-token-", 401),
-                                       ("Basic s3cret-token", 401), ("Bearer s3cret-token", 200), ("bearer s3cret-token", 200)] {
-                let response = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x",
-                                                              headers: header.map { [("Authorization", $0)] } ?? [], body: photo)
+            for (header, expected) in [
+                (nil, 401), ("Bearer s3cret-toke", 401), ("Bearer s3cret-token-", 401),
+                ("Basic s3cret-token", 401), ("Bearer s3cret-token", 200), ("bearer s3cret-token", 200),
+            ] {
+                let response = try await LoopbackHTTP.request(
+                    port: port, method: "POST", path: "/v1/prepare?service=x",
+                    headers: header.map { [("Authorization", $0)] } ?? [], body: photo)
                 #expect(response.status == expected, "\(header ?? "none"): \(response.text)")
                 if expected == 401 {
                     #expect(response.headers["www-authenticate"] == "Bearer" && response.errorKind == "unauthorized")
@@ -79,7 +83,8 @@ import Testing
             let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<4 {
                     group.addTask {
-                        let response = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+                        let response = try await LoopbackHTTP.request(
+                            port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
                         #expect(response.status == 200)
                         return response.body.count
                     }
@@ -109,7 +114,10 @@ import Testing
             let response = try await LoopbackHTTP.onThread {
                 let socket = try LoopbackHTTP.Socket(port: port)
                 defer { socket.close() }
-                try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8))
+                try socket.send(
+                    Array(
+                        "POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8)
+                )
                 // One byte every 100 ms: the whole body would take minutes; the answer must come after ~1 s.
                 // 15 bytes (1.5 s), then read: past the deadline, and done sending before the server closes
                 // the connection (2 s after its answer), which would make a later send fail with EPIPE.
@@ -137,7 +145,8 @@ import Testing
             let response = try await LoopbackHTTP.onThread {
                 let socket = try LoopbackHTTP.Socket(port: port, receiveTimeout: 30)
                 defer { socket.close() }
-                try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n".utf8))
+                try socket.send(
+                    Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n".utf8))
                 try socket.send([UInt8](repeating: 0xFF, count: 65536))
                 return try LoopbackHTTP.parse(socket.receiveAll())
             }
@@ -156,18 +165,23 @@ import Testing
         try await ServerHarness.withServer { server, port in
             try await LoopbackHTTP.onThread {
                 let socket = try LoopbackHTTP.Socket(port: port)
-                try socket.send(Array("POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8))
-                try socket.send(Array(photo.prefix(photo.count / 2)))   // past the 1 MiB spool threshold
+                try socket.send(
+                    Array(
+                        "POST /v1/prepare?service=x HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8)
+                )
+                try socket.send(Array(photo.prefix(photo.count / 2)))  // past the 1 MiB spool threshold
                 usleep(300_000)
                 socket.close()
             }
-            #expect(await ServerHarness.eventually {
-                (try? await ServerHarness.metrics(port: port))?["sharepipe_client_disconnects_total"] == 1
-            })
+            #expect(
+                await ServerHarness.eventually {
+                    (try? await ServerHarness.metrics(port: port))?["sharepipe_client_disconnects_total"] == 1
+                })
             #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.reservedBytes == 0 })
             #expect(await ServerHarness.eventually { server.spool.fileCount() == 0 })
             // The server goes on serving.
-            let response = try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            let response = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
             #expect(response.status == 200)
         }
     }
@@ -181,14 +195,18 @@ import Testing
         try await ServerHarness.withServer(logs: logs) { server, port in
             let socket = try await LoopbackHTTP.onThread {
                 let socket = try LoopbackHTTP.Socket(port: port)
-                try socket.send(Array("POST /v1/prepare?\(services) HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n".utf8))
+                try socket.send(
+                    Array(
+                        "POST /v1/prepare?\(services) HTTP/1.1\r\nHost: x\r\nContent-Length: \(photo.count)\r\n\r\n"
+                            .utf8))
                 try socket.send(photo)
                 return socket
             }
             #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.runningJobs == 1 })
             socket.close()
             #expect(await ServerHarness.eventually { await server.pipeline.budget.usage.reservedBytes == 0 })
-            let key = "sharepipe_requests_total{route=\"/v1/prepare\",status=\"499\",service=\"\(names.joined(separator: "+"))\"}"
+            let key =
+                "sharepipe_requests_total{route=\"/v1/prepare\",status=\"499\",service=\"\(names.joined(separator: "+"))\"}"
             #expect(await ServerHarness.eventually { (try? await ServerHarness.metrics(port: port))?[key] == 1 })
             #expect(try await ServerHarness.metrics(port: port)["sharepipe_client_disconnects_total"] == 1)
             #expect(server.spool.fileCount() == 0)

@@ -39,7 +39,9 @@ struct APNGFrameControl: Sendable, Equatable {
     /// when a field is out of range or the rectangle leaves the canvas.
     static func parse(_ data: [UInt8], canvas: PixelSize) -> Result<APNGFrameControl, APNGAnimation.Broken> {
         guard data.count == 26 else { return .failure(.init("fcTL has \(data.count) bytes, not 26")) }
-        func u32(_ at: Int) -> Int { Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3]) }
+        func u32(_ at: Int) -> Int {
+            Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3])
+        }
         func u16(_ at: Int) -> Int { Int(data[at]) << 8 | Int(data[at + 1]) }
         let width = u32(4), height = u32(8), x = u32(12), y = u32(16)
         guard width > 0, height > 0 else { return .failure(.init("a frame is empty (\(width)×\(height))")) }
@@ -49,8 +51,10 @@ struct APNGFrameControl: Sendable, Equatable {
         guard let dispose = Dispose(rawValue: data[24]), let blend = Blend(rawValue: data[25]) else {
             return .failure(.init("unknown dispose (\(data[24])) or blend (\(data[25])) operation"))
         }
-        return .success(APNGFrameControl(width: width, height: height, x: x, y: y, delayNumerator: u16(20),
-                                         delayDenominator: u16(22), dispose: dispose, blend: blend))
+        return .success(
+            APNGFrameControl(
+                width: width, height: height, x: x, y: y, delayNumerator: u16(20),
+                delayDenominator: u16(22), dispose: dispose, blend: blend))
     }
 }
 
@@ -126,7 +130,8 @@ struct APNGScanner {
             case .success(let control):
                 if !afterImageData {
                     guard frames.isEmpty, control.x == 0, control.y == 0,
-                          control.width == canvas.width, control.height == canvas.height else {
+                        control.width == canvas.width, control.height == canvas.height
+                    else {
                         return fail("the frame before the image data does not cover the whole image")
                     }
                     defaultImageIsFirstFrame = true
@@ -165,7 +170,8 @@ struct APNGScanner {
     mutating func finish(limits: ImageLimits, file: String) throws -> (animation: APNGAnimation?, warnings: [String]) {
         guard sawControl else { return (nil, warnings) }
         if let refusal {
-            throw SharePipeError.corrupt(file: file, phase: .header, reason: "APNG has \(refusal) (browsers show nothing for it)")
+            throw SharePipeError.corrupt(
+                file: file, phase: .header, reason: "APNG has \(refusal) (browsers show nothing for it)")
         }
         if broken == nil && !currentFrameHasData { fail("frame \(frames.count - 1) has no image data") }
         if broken == nil && frames.isEmpty { fail("acTL but no frame control") }
@@ -181,7 +187,9 @@ struct APNGScanner {
         // Every frame is composited onto the whole canvas, so the work and the canvases handed on grow with
         // frames × canvas, whatever the frame rectangles.
         try limits.checkAnimation(frames: frames.count, canvas: canvas, file: file)
-        return (APNGAnimation(frames: frames, plays: plays, defaultImageIsFirstFrame: defaultImageIsFirstFrame), warnings)
+        return (
+            APNGAnimation(frames: frames, plays: plays, defaultImageIsFirstFrame: defaultImageIsFirstFrame), warnings
+        )
     }
 
     private mutating func checkSequence(_ data: [UInt8]) -> Bool {

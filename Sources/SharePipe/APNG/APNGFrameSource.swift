@@ -37,10 +37,15 @@ struct APNGFrameSource: AnimationFrameSource {
     init(_ source: ImageSource, animation: APNGAnimation, limits: ImageLimits, meter: PixelMemoryMeter) throws {
         walker = try PNGChunkWalker(source)
         let first = try walker.nextChunk()
-        guard first.type == .IHDR else { throw SharePipeError.corrupt(file: walker.name, phase: .header,
-                                                                      reason: "first chunk is \(first.type), not IHDR") }
+        guard first.type == .IHDR else {
+            throw SharePipeError.corrupt(
+                file: walker.name, phase: .header,
+                reason: "first chunk is \(first.type), not IHDR")
+        }
         let (data, crcMatches) = try walker.payload(of: first)
-        guard crcMatches else { throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "IHDR: CRC error") }
+        guard crcMatches else {
+            throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "IHDR: CRC error")
+        }
         let header = try PNGHeader(ihdr: data, file: walker.name)
         try limits.check(width: header.width, height: header.height, file: walker.name)
         ihdr = data
@@ -56,7 +61,8 @@ struct APNGFrameSource: AnimationFrameSource {
     /// The PNG descriptor's animation entry: the frames of a PNG whose probe found a valid animation,
     /// counted in the job's meter; `meteredBytes` is what it holds at most, which `MemoryEstimate` prices.
     static func open(_ source: ImageSource, info: ImageInfo, limits: ImageLimits, meter: PixelMemoryMeter) throws
-        -> any AnimationFrameSource {
+        -> any AnimationFrameSource
+    {
         guard let animation = info.pngAnimation else {
             throw SharePipeError.internalError(file: source.displayName, reason: "not an animated PNG")
         }
@@ -98,8 +104,9 @@ struct APNGFrameSource: AnimationFrameSource {
             changed = Self.rect(control)
             if previous.dispose != .none { changed = changed!.union(Self.rect(previous)) }
         }
-        return AnimationFrame(canvas: Bitmap(size: canvasSize, layout: .rgba, pixels: canvas),
-                              durationMilliseconds: control.durationMilliseconds, changed: changed)
+        return AnimationFrame(
+            canvas: Bitmap(size: canvasSize, layout: .rgba, pixels: canvas),
+            durationMilliseconds: control.durationMilliseconds, changed: changed)
     }
 
     private static func rect(_ control: APNGFrameControl) -> GIFRect {
@@ -118,8 +125,9 @@ struct APNGFrameSource: AnimationFrameSource {
         case .previous where !first:
             for row in 0..<control.height {
                 let start = ((control.y + row) * width + control.x) * 4
-                canvas.replaceSubrange(start..<start + control.width * 4,
-                                       with: saved[row * control.width * 4..<(row + 1) * control.width * 4])
+                canvas.replaceSubrange(
+                    start..<start + control.width * 4,
+                    with: saved[row * control.width * 4..<(row + 1) * control.width * 4])
             }
         case .background, .previous:
             for row in 0..<control.height {
@@ -144,14 +152,17 @@ struct APNGFrameSource: AnimationFrameSource {
         let width = canvasSize.width
         for row in 0..<control.height {
             let start = ((control.y + row) * width + control.x) * 4
-            saved.replaceSubrange(row * control.width * 4..<(row + 1) * control.width * 4,
-                                  with: canvas[start..<start + control.width * 4])
+            saved.replaceSubrange(
+                row * control.width * 4..<(row + 1) * control.width * 4,
+                with: canvas[start..<start + control.width * 4])
         }
     }
 
     /// Composites one RGBA8 row of the frame onto canvas row `y` from column `x`.
-    static func blend(_ source: UnsafeBufferPointer<UInt8>, into canvas: UnsafeMutableBufferPointer<UInt8>,
-                      at start: Int, pixels: Int, op: APNGFrameControl.Blend) {
+    static func blend(
+        _ source: UnsafeBufferPointer<UInt8>, into canvas: UnsafeMutableBufferPointer<UInt8>,
+        at start: Int, pixels: Int, op: APNGFrameControl.Blend
+    ) {
         if op == .source {
             for i in 0..<pixels * 4 { canvas[start + i] = source[i] }
             return
@@ -164,8 +175,8 @@ struct APNGFrameSource: AnimationFrameSource {
             } else if sa > 0 {
                 // Porter-Duff over in straight alpha: out = src·αs + dst·αd·(1 − αs), divided by αout.
                 let da = Int(canvas[d + 3])
-                let dw = da * (255 - sa)                    // destination weight × 255
-                let outA255 = sa * 255 + dw                 // αout × 255²
+                let dw = da * (255 - sa)  // destination weight × 255
+                let outA255 = sa * 255 + dw  // αout × 255²
                 for c in 0..<3 {
                     let value = (Int(source[s + c]) * sa * 255 + Int(canvas[d + c]) * dw + outA255 / 2) / outA255
                     canvas[d + c] = UInt8(value)
@@ -188,7 +199,8 @@ struct APNGFrameSource: AnimationFrameSource {
             let format = PNGRowFormat(header: header)
             let output = try reader.start()
             guard Int(output.channels) == format.channels, Int(output.bit_depth) == format.bitDepth,
-                  output.row_bytes == format.rowBytes(width: control.width) else {
+                output.row_bytes == format.rowBytes(width: control.width)
+            else {
                 throw SharePipeError.internalError(file: file, reason: "libpng produced an unexpected row layout")
             }
             let rowBytes = output.row_bytes
@@ -205,13 +217,15 @@ struct APNGFrameSource: AnimationFrameSource {
                         let row = rowBuffer.baseAddress! + (bufferedRows == 1 ? 0 : y * rowBytes)
                         try reader.readRow(into: row)
                         rgba.withUnsafeMutableBufferPointer { out in
-                            APNGFrameSource.expand(UnsafePointer(row), channels: format.channels,
-                                                   sixteenBit: format.bitDepth == 16, pixels: control.width, into: out)
+                            APNGFrameSource.expand(
+                                UnsafePointer(row), channels: format.channels,
+                                sixteenBit: format.bitDepth == 16, pixels: control.width, into: out)
                         }
                         let start = ((control.y + y) * canvasWidth + control.x) * 4
                         rgba.withUnsafeBufferPointer { source in
                             canvas.withUnsafeMutableBufferPointer { target in
-                                APNGFrameSource.blend(source, into: target, at: start, pixels: control.width, op: control.blend)
+                                APNGFrameSource.blend(
+                                    source, into: target, at: start, pixels: control.width, op: control.blend)
                             }
                         }
                     }
@@ -222,8 +236,10 @@ struct APNGFrameSource: AnimationFrameSource {
     }
 
     /// One decoded row (gray, gray+alpha, RGB or RGBA; 8 or 16 bits big-endian) as RGBA8.
-    static func expand(_ row: UnsafePointer<UInt8>, channels: Int, sixteenBit: Bool, pixels: Int,
-                       into out: UnsafeMutableBufferPointer<UInt8>) {
+    static func expand(
+        _ row: UnsafePointer<UInt8>, channels: Int, sixteenBit: Bool, pixels: Int,
+        into out: UnsafeMutableBufferPointer<UInt8>
+    ) {
         @inline(__always) func sample(_ index: Int) -> UInt8 {
             guard sixteenBit else { return row[index] }
             let value = Int(row[2 * index]) << 8 | Int(row[2 * index + 1])
@@ -258,8 +274,11 @@ struct APNGFrameSource: AnimationFrameSource {
             switch chunk.type {
             case .PLTE, .tRNS:
                 let (payload, crcMatches) = try walker.payload(of: chunk)
-                guard crcMatches else { throw SharePipeError.corrupt(file: file, phase: .header,
-                                                                     reason: "\(chunk.type): CRC error") }
+                guard crcMatches else {
+                    throw SharePipeError.corrupt(
+                        file: file, phase: .header,
+                        reason: "\(chunk.type): CRC error")
+                }
                 paletteChunks.append(PNGChunk(type: chunk.type, data: payload))
             case .fcTL:
                 if inFrame { lookahead = chunk; return stream(for: control, data: data) }
@@ -269,21 +288,25 @@ struct APNGFrameSource: AnimationFrameSource {
             case .IDAT:
                 guard usesDefaultImage else { continue }
                 let (payload, crcMatches) = try walker.payload(of: chunk)
-                guard crcMatches else { throw SharePipeError.corrupt(file: file, phase: .decode, reason: "IDAT: CRC error") }
+                guard crcMatches else {
+                    throw SharePipeError.corrupt(file: file, phase: .decode, reason: "IDAT: CRC error")
+                }
                 data.append(PNGChunk(type: .IDAT, data: payload))
                 inFrame = true
             case .fdAT:
                 guard inFrame && !usesDefaultImage else { continue }
                 let (payload, crcMatches) = try walker.payload(of: chunk)
                 guard crcMatches, payload.count >= 4 else {
-                    throw SharePipeError.corrupt(file: file, phase: .decode, reason: "frame \(index): damaged fdAT chunk")
+                    throw SharePipeError.corrupt(
+                        file: file, phase: .decode, reason: "frame \(index): damaged fdAT chunk")
                 }
                 // A zero-length fdAT (sequence number only) adds nothing.
                 if payload.count > 4 { data.append(PNGChunk(type: .IDAT, data: Array(payload.dropFirst(4)))) }
             case .IEND:
                 guard inFrame else {
-                    throw SharePipeError.unreadable(file: file,
-                                                    reason: "frame \(index) is missing (the file changed since it was read?)")
+                    throw SharePipeError.unreadable(
+                        file: file,
+                        reason: "frame \(index) is missing (the file changed since it was read?)")
                 }
                 lookahead = chunk
                 return stream(for: control, data: data)

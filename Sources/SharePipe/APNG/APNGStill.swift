@@ -3,8 +3,10 @@
 /// and the first fdAT frame when the default image is only a fallback for viewers without APNG.
 enum APNGStill {
     /// Renders the first frame of `animation` into `target` (stored orientation, never enlarged).
-    static func render(_ source: ImageSource, animation: APNGAnimation, target: PixelSize, limits: ImageLimits,
-                       meter: PixelMemoryMeter) throws -> RenderedImage {
+    static func render(
+        _ source: ImageSource, animation: APNGAnimation, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         var frames = try APNGFrameSource(source, animation: animation, limits: limits, meter: meter)
         defer { frames.close() }
         let canvas = try frames.firstFrame(file: source.displayName).canvas

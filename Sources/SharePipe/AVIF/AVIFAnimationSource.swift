@@ -29,9 +29,10 @@ final class AVIFAnimationSource: AnimationFrameSource {
     /// The most a source on `info` counts in the meter.
     static func meteredBytes(_ info: ImageInfo) -> Int {
         let size = info.size
-        let planes = HEIFDecoding.decodeMemory(size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
-                                               monochrome: info.colorModel == .gray || info.colorModel == .grayAlpha,
-                                               chroma444: true)
+        let planes = HEIFDecoding.decodeMemory(
+            size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
+            monochrome: info.colorModel == .gray || info.colorModel == .grayAlpha,
+            chroma444: true)
         return size.area * 4 + planes + size.width * 4 * MemoryLayout<Float>.stride
     }
 
@@ -45,8 +46,11 @@ final class AVIFAnimationSource: AnimationFrameSource {
         try limits.checkAnimation(frames: frameCount, canvas: size, file: reader.file)
         let needed = Self.meteredBytes(info)
         if needed > limits.maxDecoderMemory {
-            throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
-                .decoderMemory, found: needed, limit: limits.maxDecoderMemory, size: size, detail: "decoding this AVIF sequence"))
+            throw SharePipeError.tooLarge(
+                file: reader.file,
+                exceeded: ExceededLimit(
+                    .decoderMemory, found: needed, limit: limits.maxDecoderMemory, size: size,
+                    detail: "decoding this AVIF sequence"))
         }
         canvasSize = size
         canvas = MeteredCanvas(size: size, countedBytes: needed, meter: meter)

@@ -27,11 +27,15 @@ struct AVIFDecoder: ImageDecoder {
             var metadata: [MetadataBlock] = []
             let exifLength = header.exif_length, xmpLength = header.xmp_length
             if exifLength + xmpLength > limits.maxMetadataBytes {
-                throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
-                    .metadataBytes, found: exifLength + xmpLength, limit: limits.maxMetadataBytes, detail: "AVIF Exif and XMP"))
+                throw SharePipeError.tooLarge(
+                    file: reader.file,
+                    exceeded: ExceededLimit(
+                        .metadataBytes, found: exifLength + xmpLength, limit: limits.maxMetadataBytes,
+                        detail: "AVIF Exif and XMP"))
             }
             if let exif = try reader.payload(.exif, length: exifLength) {
-                metadata.append(AVIFDecoding.tiff(exif).map { MetadataBlock.exif($0) } ?? .other(tag: "avif:Exif", data: exif))
+                metadata.append(
+                    AVIFDecoding.tiff(exif).map { MetadataBlock.exif($0) } ?? .other(tag: "avif:Exif", data: exif))
             }
             if let xmp = try reader.payload(.xmp, length: xmpLength) { metadata.append(.xmp(xmp)) }
             // C2PA manifest stores, which libavif does not report (a top-level `uuid` box, or a `c2pa` item): found
@@ -45,11 +49,12 @@ struct AVIFDecoder: ImageDecoder {
             }
             let monochrome = header.chroma == HEIFChroma.monochrome
             let alpha = header.has_alpha != 0
-            var info = ImageInfo(format: .avif, size: size,
-                                 colorModel: monochrome ? (alpha ? .grayAlpha : .gray) : (alpha ? .rgba : .rgb),
-                                 bitDepth: max(Int(header.depth), 8), progressive: false,
-                                 orientation: AVIFDecoding.orientation(header), storedOrientationValue: nil,
-                                 frameCount: frames, hasAlpha: alpha, metadata: metadata, byteCount: byteCount)
+            var info = ImageInfo(
+                format: .avif, size: size,
+                colorModel: monochrome ? (alpha ? .grayAlpha : .gray) : (alpha ? .rgba : .rgb),
+                bitDepth: max(Int(header.depth), 8), progressive: false,
+                orientation: AVIFDecoding.orientation(header), storedOrientationValue: nil,
+                frameCount: frames, hasAlpha: alpha, metadata: metadata, byteCount: byteCount)
             let hdr = try HEIFHDRBoxes.read(file, maxBytes: limits.maxMetadataBytes)
             if let toneMap = AVIFDecoding.toneMap(header.nclx, header: header, boxes: hdr) {
                 info.probeAdjustments.append(toneMap.description)
@@ -59,16 +64,21 @@ struct AVIFDecoder: ImageDecoder {
         }
     }
 
-    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
-                meter: PixelMemoryMeter) throws -> RenderedImage {
+    func render(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         try AVIFReader.with(source, limits: limits) { reader in
             let header = try reader.info()
             let size = PixelSize(width: Int(header.width), height: Int(header.height))
             try limits.check(width: size.width, height: size.height, file: reader.file)
             let estimate = AVIFDecoding.decodeMemory(header)
             if estimate > limits.maxDecoderMemory {
-                throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
-                    .decoderMemory, found: estimate, limit: limits.maxDecoderMemory, size: size, detail: "decoding this AVIF"))
+                throw SharePipeError.tooLarge(
+                    file: reader.file,
+                    exceeded: ExceededLimit(
+                        .decoderMemory, found: estimate, limit: limits.maxDecoderMemory, size: size,
+                        detail: "decoding this AVIF"))
             }
             // dav1d's picture and its working memory exist from the decode until the reader is freed.
             meter.allocate(estimate)
@@ -123,9 +133,10 @@ enum AVIFDecoding {
     /// What dav1d holds to decode one image of the parsed size: its picture (the planes libavif hands over),
     /// counted twice for the reference and working buffers beside it.
     static func decodeMemory(_ header: sp_avif_info) -> Int {
-        HEIFDecoding.decodeMemory(size: PixelSize(width: Int(header.width), height: Int(header.height)),
-                                  bitDepth: Int(header.depth), hasAlpha: header.has_alpha != 0,
-                                  monochrome: header.chroma == HEIFChroma.monochrome, chroma444: header.chroma != HEIFChroma.yuv420)
+        HEIFDecoding.decodeMemory(
+            size: PixelSize(width: Int(header.width), height: Int(header.height)),
+            bitDepth: Int(header.depth), hasAlpha: header.has_alpha != 0,
+            monochrome: header.chroma == HEIFChroma.monochrome, chroma444: header.chroma != HEIFChroma.yuv420)
     }
 
     /// The tone map for an image with this CICP (PQ or HLG) and no ICC profile (an ICC profile wins over the
@@ -136,16 +147,22 @@ enum AVIFDecoding {
 
     /// The row converter for decoded planes, after checking they are the parsed size and readable; PQ and HLG
     /// images are tone-mapped (`hdr`: what the file's boxes say about them).
-    static func converter(_ planes: sp_heif_planes, header: sp_avif_info, hdr: HEIFHDRBoxes, file: String) throws -> HEIFRowConverter {
+    static func converter(_ planes: sp_heif_planes, header: sp_avif_info, hdr: HEIFHDRBoxes, file: String) throws
+        -> HEIFRowConverter
+    {
         guard Int(planes.width) == Int(header.width), Int(planes.height) == Int(header.height) else {
-            throw SharePipeError.corrupt(file: file, phase: .decode, reason: "decoded image is \(planes.width)×\(planes.height), "
-                                         + "the header says \(header.width)×\(header.height)")
+            throw SharePipeError.corrupt(
+                file: file, phase: .decode,
+                reason: "decoded image is \(planes.width)×\(planes.height), "
+                    + "the header says \(header.width)×\(header.height)")
         }
         if let problem = HEIFRowConverter.validate(planes) {
             throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: "AVIF \(problem)")
         }
         guard let matrix = YCbCrMatrix(nclx: planes.nclx) else {
-            throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: "AVIF matrix coefficients \(planes.nclx.matrix_coefficients) are not supported")
+            throw SharePipeError.unsupportedFormat(
+                file: file, missing: .feature,
+                reason: "AVIF matrix coefficients \(planes.nclx.matrix_coefficients) are not supported")
         }
         var converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: header.premultiplied_alpha != 0)
         converter.toneMap = toneMap(planes.nclx, header: header, boxes: hdr)
@@ -154,6 +171,7 @@ enum AVIFDecoding {
 
     /// What the report should say about the reading: a clean aperture left out, as browsers leave it.
     static func warnings(_ header: sp_avif_info) -> [String] {
-        header.has_clap != 0 ? ["AVIF clean aperture (clap) not applied: the whole image is shown, as browsers show it"] : []
+        header.has_clap != 0
+            ? ["AVIF clean aperture (clap) not applied: the whole image is shown, as browsers show it"] : []
     }
 }

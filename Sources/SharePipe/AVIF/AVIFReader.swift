@@ -20,20 +20,24 @@ final class AVIFReader {
         var handle: OpaquePointer?
         // libavif stops reading a sequence's sample table one past the frame limit, so the count it reports is
         // exact up to the limit and `ImageLimits.checkAnimation` names the limit with the numbers.
-        let options = sp_avif_options(max_pixels: UInt32(clamping: limits.maxPixels),
-                                      max_dimension: UInt32(clamping: limits.maxDimension),
-                                      max_images: UInt32(clamping: limits.maxFrames + 1), threads: Self.decodingThreads)
+        let options = sp_avif_options(
+            max_pixels: UInt32(clamping: limits.maxPixels),
+            max_dimension: UInt32(clamping: limits.maxDimension),
+            max_images: UInt32(clamping: limits.maxFrames + 1), threads: Self.decodingThreads)
         file = source.displayName
         switch source {
         case .file(let path):
             ownedBytes = nil
-            try Self.check(sp_avif_reader_open_file(path, options, &handle, &message), message, file: file, limits: limits)
+            try Self.check(
+                sp_avif_reader_open_file(path, options, &handle, &message), message, file: file, limits: limits)
         case .bytes(let bytes):
             let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 16)
             bytes.withUnsafeBytes { copy.copyMemory(from: $0) }
             do {
-                try Self.check(sp_avif_reader_open_memory(copy.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
-                                                          options, &handle, &message), message, file: file, limits: limits)
+                try Self.check(
+                    sp_avif_reader_open_memory(
+                        copy.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
+                        options, &handle, &message), message, file: file, limits: limits)
             } catch {
                 copy.deallocate()
                 throw error
@@ -60,15 +64,21 @@ final class AVIFReader {
         guard status == SP_ERR_LIMIT else { return try checkShim(status, message, file: file, phase: .header) }
         let text = shimText(message)
         if text.contains("imageCountLimit") {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.frameCount, found: nil, limit: limits.maxFrames,
-                                                                               detail: "libavif: \(text)"))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .frameCount, found: nil, limit: limits.maxFrames,
+                    detail: "libavif: \(text)"))
         }
         if let size = reportedSize(text) {
             // Our own check names the limit with the numbers.
             try limits.check(width: size.width, height: size.height, file: file)
         }
-        throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.pixelArea, found: nil, limit: limits.maxPixels,
-                                                                           detail: "libavif: \(text)"))
+        throw SharePipeError.tooLarge(
+            file: file,
+            exceeded: ExceededLimit(
+                .pixelArea, found: nil, limit: limits.maxPixels,
+                detail: "libavif: \(text)"))
     }
 
     /// The "[W x H]" at the end of libavif's size message.
@@ -96,7 +106,9 @@ final class AVIFReader {
         guard length > 0 else { return nil }
         var bytes = [UInt8](repeating: 0, count: length)
         var message = shimMessageBuffer()
-        try checkShim(sp_avif_reader_copy_payload(handle, which.rawValue, &bytes, length, &message), message, file: file, phase: .header)
+        try checkShim(
+            sp_avif_reader_copy_payload(handle, which.rawValue, &bytes, length, &message), message, file: file,
+            phase: .header)
         return bytes
     }
 

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A file that lines are appended to (the CLI's `--report`): created with its parent folders if missing,
@@ -22,6 +22,8 @@ public final class AppendOnlyFile: @unchecked Sendable {
     public func append(_ line: String) throws {
         var bytes = Array((line + "\n").utf8)
         let written = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress, $0.count) }
-        if written != bytes.count { throw SharePipeError.unwritable(file: path, reason: written < 0 ? FileIO.errnoText() : "short write") }
+        if written != bytes.count {
+            throw SharePipeError.unwritable(file: path, reason: written < 0 ? FileIO.errnoText() : "short write")
+        }
     }
 }

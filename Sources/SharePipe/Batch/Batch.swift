@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Dispatch
 
@@ -51,17 +51,23 @@ public struct Batch: Sendable {
     /// Plan only: read headers, report where outputs would go, write nothing.
     public var dryRun: Bool
 
-    public init(outputDirectory: String, options: PrepareOptions, recursive: Bool = false, jobs: Int = 1,
-                skipExisting: Bool = false) {
-        self.init(outputDirectory: outputDirectory, targets: [BatchTarget(options: options)], recursive: recursive,
-                  jobs: jobs, skipExisting: skipExisting)
+    public init(
+        outputDirectory: String, options: PrepareOptions, recursive: Bool = false, jobs: Int = 1,
+        skipExisting: Bool = false
+    ) {
+        self.init(
+            outputDirectory: outputDirectory, targets: [BatchTarget(options: options)], recursive: recursive,
+            jobs: jobs, skipExisting: skipExisting)
     }
 
     /// A batch preparing every file once per target (service).
-    public init(outputDirectory: String, targets: [BatchTarget], recursive: Bool = false, jobs: Int = 1,
-                skipExisting: Bool = false, shard: BatchShard? = nil, dryRun: Bool = false) {
+    public init(
+        outputDirectory: String, targets: [BatchTarget], recursive: Bool = false, jobs: Int = 1,
+        skipExisting: Bool = false, shard: BatchShard? = nil, dryRun: Bool = false
+    ) {
         precondition(!targets.isEmpty, "a batch needs at least one target")
-        self.outputDirectory = outputDirectory.count > 1 && outputDirectory.hasSuffix("/")
+        self.outputDirectory =
+            outputDirectory.count > 1 && outputDirectory.hasSuffix("/")
             ? String(outputDirectory.dropLast()) : outputDirectory
         self.targets = targets
         self.recursive = recursive
@@ -77,13 +83,15 @@ public struct Batch: Sendable {
     public func run(_ inputs: BatchInputs, report: (BatchReport) -> Void) -> BatchWalkSummary {
         let items = BlockingQueue<BatchItem>(capacity: 2 * jobs)
         let reports = BlockingQueue<[BatchReport]>(capacity: 2 * jobs)
-        let summary = Locked(BatchWalkSummary())   // set on the walk's thread, read after it ends
+        let summary = Locked(BatchWalkSummary())  // set on the walk's thread, read after it ends
         let group = DispatchGroup()
         let threads = DispatchQueue(label: "sharepipe.batch", attributes: .concurrent)
         let walk = BatchWalk(outputDirectory: outputDirectory, recursive: recursive, shard: shard)
         threads.async(group: group) {
             let walked = walk.walk(inputs, emit: items.push) { path in
-                reports.push([BatchReport(input: path, error: .unreadable(file: path, reason: "no such file or directory"))])
+                reports.push([
+                    BatchReport(input: path, error: .unreadable(file: path, reason: "no such file or directory"))
+                ])
             }
             summary.withLock { $0 = walked }
             items.close()
@@ -116,7 +124,10 @@ public struct Batch: Sendable {
         var reports = targets.map { target -> BatchReport in
             var report = BatchReport(input: item.input, service: target.service)
             report.inputBytes = inputBytes
-            if skipExisting, let existing = item.possibleOutputNames.map({ outputFolder(target) + "/" + $0 }).first(where: FileIO.exists) {
+            if skipExisting,
+                let existing = item.possibleOutputNames.map({ outputFolder(target) + "/" + $0 }).first(
+                    where: FileIO.exists)
+            {
                 report.output = existing
                 report.skipped = true
             }
@@ -147,8 +158,10 @@ public struct Batch: Sendable {
     /// Prepares one image that is not a file of the walk (`-`, standard input, in the CLI) for every target.
     /// Outputs go to `<output directory>/[<service>/]<stem of name>.<ext>`, or, when `sink` is given, to
     /// `sink` (standard output) and nowhere else.
-    public func process(_ source: ImageSource, named name: String,
-                        sink: ((PreparedImage) throws -> Void)? = nil) -> [BatchReport] {
+    public func process(
+        _ source: ImageSource, named name: String,
+        sink: ((PreparedImage) throws -> Void)? = nil
+    ) -> [BatchReport] {
         let item = BatchItem(input: name, relativeName: BatchItem.lastComponent(name))
         let results = Pipeline.prepare(source, forEach: Self.checked(targets))
         return zip(targets, results).map { target, result in
@@ -180,7 +193,9 @@ public struct Batch: Sendable {
         try FileIO.makeDirectories(outputDirectory)
         let probe = outputDirectory + "/.sharepipe-probe-\(getpid())"
         let descriptor = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw SharePipeError.unwritable(file: outputDirectory, reason: FileIO.errnoText()) }
+        guard descriptor >= 0 else {
+            throw SharePipeError.unwritable(file: outputDirectory, reason: FileIO.errnoText())
+        }
         close(descriptor)
         unlink(probe)
     }
@@ -198,8 +213,10 @@ public struct Batch: Sendable {
         }
     }
 
-    private func write(_ prepared: Result<PreparedImage, SharePipeError>, for item: BatchItem, target: BatchTarget,
-                       into report: inout BatchReport) {
+    private func write(
+        _ prepared: Result<PreparedImage, SharePipeError>, for item: BatchItem, target: BatchTarget,
+        into report: inout BatchReport
+    ) {
         do {
             var result = try prepared.get()
             let output = outputPath(item, target, format: result.format)
@@ -226,7 +243,8 @@ public struct Batch: Sendable {
             let owner = FileIO.parentDirectory(of: item.input) + "/" + name
             if FileIO.exists(owner) {
                 throw SharePipeError.unwritable(
-                    file: output, reason: "the output name \(name) belongs to the input \(owner); \(item.input) is not "
+                    file: output,
+                    reason: "the output name \(name) belongs to the input \(owner); \(item.input) is not "
                         + "prepared so that neither overwrites the other (rename one of them)")
             }
         }
@@ -235,8 +253,10 @@ public struct Batch: Sendable {
     /// Files found while walking a directory that are never images (sidecars, notes) and are passed
     /// over silently. Files named explicitly are always tried, and images are recognised by their
     /// bytes, not their names: a JPEG called photo.png is still read as a JPEG.
-    static let sidecarExtensions: Set<String> = ["md", "txt", "xmp", "json", "jsonl", "aae", "tsv", "csv", "html", "xml",
-                                                 "pdf", "mov", "mp4"]
+    static let sidecarExtensions: Set<String> = [
+        "md", "txt", "xmp", "json", "jsonl", "aae", "tsv", "csv", "html", "xml",
+        "pdf", "mov", "mp4",
+    ]
 
     static func isSidecar(_ path: String) -> Bool {
         guard let fileExtension = BatchItem.split(lastComponent(path)).fileExtension else { return false }

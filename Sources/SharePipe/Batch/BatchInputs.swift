@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a batch's inputs come from.
@@ -49,9 +49,10 @@ public final class BatchList: @unchecked Sendable {
         while true {
             let length = getdelim(&line, &capacity, separator, handle)
             guard length >= 0, let line else { return nil }
-            var bytes = UnsafeBufferPointer(start: UnsafeRawPointer(line).assumingMemoryBound(to: UInt8.self), count: length)[...]
+            var bytes = UnsafeBufferPointer(
+                start: UnsafeRawPointer(line).assumingMemoryBound(to: UInt8.self), count: length)[...]
             if bytes.last == UInt8(separator) { bytes = bytes.dropLast() }
-            if separator == 10, bytes.last == 13 { bytes = bytes.dropLast() }   // CRLF lists
+            if separator == 10, bytes.last == 13 { bytes = bytes.dropLast() }  // CRLF lists
             if !bytes.isEmpty { return String(decoding: bytes, as: UTF8.self) }
         }
     }
@@ -135,8 +136,9 @@ struct BatchWalk {
                 } else {
                     let (stem, fileExtension) = BatchItem.split(name)
                     let claimedStem = BatchWalk.claim(stem, in: &claimed)
-                    offer(BatchItem(input: trimmed, relativeName: claimedStem + (fileExtension.map { "." + $0 } ?? "")),
-                          state: &state, emit: emit)
+                    offer(
+                        BatchItem(input: trimmed, relativeName: claimedStem + (fileExtension.map { "." + $0 } ?? "")),
+                        state: &state, emit: emit)
                 }
             }
         case .list(let list):
@@ -160,9 +162,11 @@ struct BatchWalk {
                     let parent = FileIO.parentDirectory(of: trimmed)
                     if folder.path != parent { folder = FolderStems(listing: parent) }
                     let name = BatchItem.lastComponent(trimmed)
-                    offer(BatchItem(input: trimmed, relativeName: relative,
-                                    keepsFullName: folder.sharedStems.contains(BatchItem.stem(name)), mirrorsFolder: true),
-                          state: &state, emit: emit)
+                    offer(
+                        BatchItem(
+                            input: trimmed, relativeName: relative,
+                            keepsFullName: folder.sharedStems.contains(BatchItem.stem(name)), mirrorsFolder: true),
+                        state: &state, emit: emit)
                 }
             }
         }
@@ -207,12 +211,16 @@ struct BatchWalk {
         }
         let shared = FolderStems.shared(files)
         for name in files {
-            offer(BatchItem(input: (path.hasSuffix("/") ? path : path + "/") + name, relativeName: relative + "/" + name,
-                            keepsFullName: shared.contains(BatchItem.stem(name)), mirrorsFolder: true),
-                  state: &state, emit: emit)
+            offer(
+                BatchItem(
+                    input: (path.hasSuffix("/") ? path : path + "/") + name, relativeName: relative + "/" + name,
+                    keepsFullName: shared.contains(BatchItem.stem(name)), mirrorsFolder: true),
+                state: &state, emit: emit)
         }
         for name in folders {
-            walkFolder((path.hasSuffix("/") ? path : path + "/") + name, relative: relative + "/" + name, state: &state, emit: emit)
+            walkFolder(
+                (path.hasSuffix("/") ? path : path + "/") + name, relative: relative + "/" + name, state: &state,
+                emit: emit)
         }
     }
 

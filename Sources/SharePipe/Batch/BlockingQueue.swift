@@ -42,7 +42,7 @@ final class BlockingQueue<Element>: @unchecked Sendable {
     func pop() -> Element? {
         queued.wait()
         let element: Element? = ring.withLock { ring in
-            guard ring.count > 0 else { return nil }   // closed and drained
+            guard ring.count > 0 else { return nil }  // closed and drained
             let element = ring.elements[ring.head]
             ring.elements[ring.head] = nil
             ring.head = (ring.head + 1) % ring.elements.count
@@ -50,7 +50,7 @@ final class BlockingQueue<Element>: @unchecked Sendable {
             return element
         }
         if element == nil {
-            queued.signal()   // wake the next waiting pop: it finds the queue closed too
+            queued.signal()  // wake the next waiting pop: it finds the queue closed too
         } else {
             places.signal()
         }

@@ -45,7 +45,8 @@ final class CMYKProfileTransform {
         } catch let error as SharePipeError {
             let reason: String
             switch error {
-            case .corrupt(_, _, let text), .unsupportedFormat(_, _, let text): reason = text   // lcms2 refused it, or is missing
+            // lcms2 refused it, or is missing.
+            case .corrupt(_, _, let text), .unsupportedFormat(_, _, let text): reason = text
             default: reason = error.description
             }
             return (nil, "the embedded CMYK profile is unusable (\(reason)); CMYK converted without colour management")

@@ -51,9 +51,10 @@ struct HDRToneMap: Sendable, Equatable {
         /// An nclx saying the output's primaries with the sRGB transfer, for `HEIFColorProfile`.
         var nclx: sp_heif_nclx {
             let c = chromaticities
-            return sp_heif_nclx(present: 1, color_primaries: self == .sRGB ? 1 : 12, transfer_characteristics: 13,
-                                matrix_coefficients: 0, full_range: 1, red_x: c[0], red_y: c[1], green_x: c[2],
-                                green_y: c[3], blue_x: c[4], blue_y: c[5], white_x: c[6], white_y: c[7])
+            return sp_heif_nclx(
+                present: 1, color_primaries: self == .sRGB ? 1 : 12, transfer_characteristics: 13,
+                matrix_coefficients: 0, full_range: 1, red_x: c[0], red_y: c[1], green_x: c[2],
+                green_y: c[3], blue_x: c[4], blue_y: c[5], white_x: c[6], white_y: c[7])
         }
     }
 
@@ -216,7 +217,9 @@ struct HDRToneMap: Sendable, Equatable {
 
     /// The source's chromaticities: those the shim derived from the nclx, or BT.2020's when it gave none.
     private static func sourceChromaticities(_ nclx: sp_heif_nclx) -> [Float] {
-        let given = [nclx.red_x, nclx.red_y, nclx.green_x, nclx.green_y, nclx.blue_x, nclx.blue_y, nclx.white_x, nclx.white_y]
+        let given = [
+            nclx.red_x, nclx.red_y, nclx.green_x, nclx.green_y, nclx.blue_x, nclx.blue_y, nclx.white_x, nclx.white_y,
+        ]
         let usable = given[1] > 0 && given[3] > 0 && given[5] > 0 && given[7] > 0
         return usable ? given : [0.708, 0.292, 0.170, 0.797, 0.131, 0.046, 0.3127, 0.3290]
     }
@@ -228,11 +231,15 @@ struct HDRToneMap: Sendable, Equatable {
             return [x / y, 1, (1 - x - y) / y]
         }
         let white: [Float] = [c[6] / c[7], 1, (1 - c[6] - c[7]) / c[7]]
-        let primaries: [Float] = [columns[0][0], columns[1][0], columns[2][0],
-                                  columns[0][1], columns[1][1], columns[2][1],
-                                  columns[0][2], columns[1][2], columns[2][2]]
+        let primaries: [Float] = [
+            columns[0][0], columns[1][0], columns[2][0],
+            columns[0][1], columns[1][1], columns[2][1],
+            columns[0][2], columns[1][2], columns[2][2],
+        ]
         let inv = inverse(primaries)
-        let scale = (0..<3).map { row in inv[3 * row] * white[0] + inv[3 * row + 1] * white[1] + inv[3 * row + 2] * white[2] }
+        let scale = (0..<3).map { row in
+            inv[3 * row] * white[0] + inv[3 * row + 1] * white[1] + inv[3 * row + 2] * white[2]
+        }
         return (0..<9).map { primaries[$0] * scale[$0 % 3] }
     }
 
@@ -245,10 +252,13 @@ struct HDRToneMap: Sendable, Equatable {
 
     static func inverse(_ m: [Float]) -> [Float] {
         let a = m.map(Double.init)
-        let det = a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) + a[2] * (a[3] * a[7] - a[4] * a[6])
-        let cofactors = [a[4] * a[8] - a[5] * a[7], a[2] * a[7] - a[1] * a[8], a[1] * a[5] - a[2] * a[4],
-                         a[5] * a[6] - a[3] * a[8], a[0] * a[8] - a[2] * a[6], a[2] * a[3] - a[0] * a[5],
-                         a[3] * a[7] - a[4] * a[6], a[1] * a[6] - a[0] * a[7], a[0] * a[4] - a[1] * a[3]]
+        let det =
+            a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) + a[2] * (a[3] * a[7] - a[4] * a[6])
+        let cofactors = [
+            a[4] * a[8] - a[5] * a[7], a[2] * a[7] - a[1] * a[8], a[1] * a[5] - a[2] * a[4],
+            a[5] * a[6] - a[3] * a[8], a[0] * a[8] - a[2] * a[6], a[2] * a[3] - a[0] * a[5],
+            a[3] * a[7] - a[4] * a[6], a[1] * a[6] - a[0] * a[7], a[0] * a[4] - a[1] * a[3],
+        ]
         return cofactors.map { Float($0 / det) }
     }
 }

@@ -58,7 +58,11 @@ final class ByteReader {
         while remaining > 0 {
             if position == limit, try !refill() { throw truncated() }
             let take = min(remaining, limit - position)
-            if file == nil { out += memory[position..<position + take] } else { out += buffer[position..<position + take] }
+            if file == nil {
+                out += memory[position..<position + take]
+            } else {
+                out += buffer[position..<position + take]
+            }
             position += take
             offset += take
             remaining -= take

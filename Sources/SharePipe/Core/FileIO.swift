@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A file opened read-only and read through a small buffer. Inputs are never opened for writing.
@@ -24,8 +24,10 @@ final class InputFile {
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             closeDescriptor(descriptor)
-            throw SharePipeError.unreadable(file: path, reason: (info.st_mode & S_IFMT) == S_IFDIR
-                                            ? "is a directory" : "not a regular file")
+            throw SharePipeError.unreadable(
+                file: path,
+                reason: (info.st_mode & S_IFMT) == S_IFDIR
+                    ? "is a directory" : "not a regular file")
         }
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
         guard let handle = fdopen(descriptor, "rb") else {
@@ -95,7 +97,9 @@ enum FileIO {
         let handle = try TemporaryFiles.shared.create(temporary, for: path)
         defer { TemporaryFiles.shared.unregister(temporary) }
         var failure: String?
-        if bytes.withUnsafeBytes({ fwrite($0.baseAddress, 1, $0.count, handle) }) != bytes.count { failure = errnoText() }
+        if bytes.withUnsafeBytes({ fwrite($0.baseAddress, 1, $0.count, handle) }) != bytes.count {
+            failure = errnoText()
+        }
         if failure == nil, fflush(handle) != 0 { failure = errnoText() }
         if failure == nil, fsync(fileno(handle)) != 0 { failure = errnoText() }
         if fclose(handle) != 0, failure == nil { failure = errnoText() }
@@ -136,7 +140,9 @@ enum FileIO {
 
     private static func listFiles(in path: String, recursive: Bool, visited: inout Set<[UInt64]>) -> [String] {
         var info = stat()
-        guard stat(path, &info) == 0, visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else { return [] }
+        guard stat(path, &info) == 0, visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else {
+            return []
+        }
         guard let directory = opendir(path) else { return [] }
         var names: [String] = []
         while let entry = readdir(directory) {
@@ -181,7 +187,8 @@ final class TemporaryFiles: @unchecked Sendable {
             if state.closed { throw SharePipeError.cancelled(file: output) }
             guard let handle = fopen(path, "wbx") else {
                 let reason = FileIO.errnoText()
-                throw SharePipeError.unwritable(file: output, reason: "cannot create a file in \(FileIO.parentDirectory(of: output)): \(reason)")
+                throw SharePipeError.unwritable(
+                    file: output, reason: "cannot create a file in \(FileIO.parentDirectory(of: output)): \(reason)")
             }
             state.paths.insert(path)
             return handle

@@ -28,8 +28,9 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
             throw SharePipeError.unsupportedFormat(file: source.displayName, missing: .format, reason: "file is empty")
         }
         guard let format = sniff(prefix) else {
-            throw SharePipeError.unsupportedFormat(file: source.displayName, missing: .format,
-                                                   reason: "not a \(signatureNames) (unrecognised signature)")
+            throw SharePipeError.unsupportedFormat(
+                file: source.displayName, missing: .format,
+                reason: "not a \(signatureNames) (unrecognised signature)")
         }
         return format
     }

@@ -11,7 +11,8 @@
 public enum OptionTable {
     /// The output's short-edge cap.
     public static let maxShortEdge = OptionSpec(
-        "maxShortEdge", .integer(\.maxShortEdge), flag: "max-short-edge", profile: ("maxShortEdge", .integer(\.caps.shortEdge)),
+        "maxShortEdge", .integer(\.maxShortEdge), flag: "max-short-edge",
+        profile: ("maxShortEdge", .integer(\.caps.shortEdge)),
         query: "max_short_edge", clientMaySet: true, valid: .atLeast(1, phrase: "a positive number of pixels"),
         help: "Largest short edge of the output in pixels; never enlarged.")
     /// The output's long-edge cap.
@@ -24,8 +25,10 @@ public enum OptionTable {
         valid: .atLeast(1, phrase: "a positive pixel count"), help: "Largest width × height of the output.")
     /// The still byte limit.
     public static let maxBytes = OptionSpec(
-        "maxBytes", .optionalInteger(\.maxBytes), flag: "max-bytes", profile: ("maxStillBytes", .integer(\.maxStillBytes)),
-        query: "max_bytes", clientMaySet: true, valid: .atLeast(1024, phrase: "at least 1024 bytes", atMost: OptionTable.byteLimitCeiling),
+        "maxBytes", .optionalInteger(\.maxBytes), flag: "max-bytes",
+        profile: ("maxStillBytes", .integer(\.maxStillBytes)),
+        query: "max_bytes", clientMaySet: true,
+        valid: .atLeast(1024, phrase: "at least 1024 bytes", atMost: OptionTable.byteLimitCeiling),
         help: "Largest output size in bytes.")
     /// The highest JPEG quality.
     public static let quality = OptionSpec(
@@ -66,7 +69,8 @@ public enum OptionTable {
     /// `ImageLimits.maxInputBytes`.
     public static let limitsMaxInputBytes = OptionSpec(
         "limits.maxInputBytes", .integer(\.limits.maxInputBytes), flag: "max-input-bytes", query: "max_input_bytes",
-        valid: .atLeast(1, phrase: "a positive limit"), help: "Refuse input files larger than this many bytes, before reading them.")
+        valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Refuse input files larger than this many bytes, before reading them.")
     /// `ImageLimits.maxDecoderMemory`.
     public static let limitsMaxDecoderMemory = OptionSpec(
         "limits.maxDecoderMemory", .integer(\.limits.maxDecoderMemory), query: "max_decoder_memory",
@@ -75,7 +79,8 @@ public enum OptionTable {
     /// `ImageLimits.maxMetadataBytes`.
     public static let limitsMaxMetadataBytes = OptionSpec(
         "limits.maxMetadataBytes", .integer(\.limits.maxMetadataBytes), query: "max_metadata_bytes",
-        valid: .atLeast(1, phrase: "a positive limit"), help: "Largest total of metadata read from an image's header, in bytes.")
+        valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Largest total of metadata read from an image's header, in bytes.")
     /// `ImageLimits.maxStreamedMemory`.
     public static let limitsMaxStreamedMemory = OptionSpec(
         "limits.maxStreamedMemory", .integer(\.limits.maxStreamedMemory), flag: "max-streamed-memory",
@@ -120,7 +125,8 @@ public enum OptionTable {
         "animation.maxTotalPixels", .optionalInteger(\.animation.maxTotalPixels),
         profile: ("animated.maxTotalPixels", .optionalInteger(\.animation.maxTotalPixels)),
         valid: .atLeast(1, phrase: "a positive number"),
-        help: "Largest width × height × frames of an animated output; over it the size shrinks or frames are decimated.")
+        help: "Largest width × height × frames of an animated output; over it the size shrinks or frames are decimated."
+    )
     /// `AnimationLimits.maxBytes`.
     public static let animationMaxBytes = OptionSpec(
         "animation.maxBytes", .optionalInteger(\.animation.maxBytes),
@@ -129,7 +135,8 @@ public enum OptionTable {
         help: "Byte limit of an animated output; none means the still limit.")
     /// `AnimationLimits.allowed`.
     public static let animationAllowed = OptionSpec(
-        "animation.allowed", .boolean(\.animation.allowed), profile: ("animated.allowed", .boolean(\.animation.allowed)),
+        "animation.allowed", .boolean(\.animation.allowed),
+        profile: ("animated.allowed", .boolean(\.animation.allowed)),
         help: "Whether the destination shows animations; when false an animation becomes a still of its first frame.")
     /// The accepted output formats.
     public static let acceptedFormats = OptionSpec(
@@ -138,12 +145,16 @@ public enum OptionTable {
         help: "Output formats the destination accepts (none: all); others are converted.")
     /// Whether a PNG may become a JPEG.
     public static let allowFormatChange = OptionSpec(
-        "allowFormatChange", .boolean(\.allowFormatChange), profile: ("allowFormatChange", .boolean(\.allowFormatChange)),
+        "allowFormatChange", .boolean(\.allowFormatChange),
+        profile: ("allowFormatChange", .boolean(\.allowFormatChange)),
         help: "Whether a PNG without meaningful alpha may become a JPEG to meet the byte limit.")
     /// The metadata mode.
     public static let strip = OptionSpec(
-        "strip", .strip(\.strip), flag: "strip", profile: ("strip", .strip(\.strip)), query: "strip", clientMaySet: true,
-        help: "Metadata to remove: all (keep only the colour profile; the default), gps (keep Exif without location), none.")
+        "strip", .strip(\.strip), flag: "strip", profile: ("strip", .strip(\.strip)), query: "strip",
+        clientMaySet: true,
+        help:
+            "Metadata to remove: all (keep only the colour profile; the default), gps (keep Exif without location), none."
+    )
     /// Progressive JPEG output.
     public static let progressive = OptionSpec(
         "progressive", .boolean(\.progressive), flag: "progressive", query: "progressive", clientMaySet: true,
@@ -182,7 +193,8 @@ public enum OptionTable {
     }
 
     private static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
-    private static let byQueryName = Dictionary(uniqueKeysWithValues: all.compactMap { spec in spec.queryName.map { ($0, spec) } })
+    private static let byQueryName = Dictionary(
+        uniqueKeysWithValues: all.compactMap { spec in spec.queryName.map { ($0, spec) } })
 }
 
 /// Where an option is set: each names it its own way.
@@ -248,9 +260,11 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
     let field: OptionField<PrepareOptions>
     let profileBinding: OptionField<ServiceProfile>?
 
-    init(_ name: String, _ field: OptionField<PrepareOptions>, flag: String? = nil,
-         profile: (field: String, binding: OptionField<ServiceProfile>)? = nil, query: String? = nil,
-         clientMaySet: Bool = false, valid: ValidValues = .any, help: String) {
+    init(
+        _ name: String, _ field: OptionField<PrepareOptions>, flag: String? = nil,
+        profile: (field: String, binding: OptionField<ServiceProfile>)? = nil, query: String? = nil,
+        clientMaySet: Bool = false, valid: ValidValues = .any, help: String
+    ) {
         self.name = name
         self.field = field
         self.flag = flag.map { "--" + $0 }
@@ -292,16 +306,20 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
             return nil
         case (.atLeast(let minimum, let phrase, let maximum), .integer(let number?)):
             if number < minimum { return InvalidOption(name, expected: .phrase(phrase), found: "\(number)") }
-            return number <= maximum ? nil : InvalidOption(name, expected: .phrase("at most \(maximum)"), found: "\(number)")
+            return number <= maximum
+                ? nil : InvalidOption(name, expected: .phrase("at most \(maximum)"), found: "\(number)")
         case (.within(let range), .integer(let number?)):
-            return range.contains(number) ? nil
-                : InvalidOption(name, expected: .phrase("\(range.lowerBound)...\(range.upperBound)"), found: "\(number)")
+            return range.contains(number)
+                ? nil
+                : InvalidOption(
+                    name, expected: .phrase("\(range.lowerBound)...\(range.upperBound)"), found: "\(number)")
         case (.atLeastOption(let other), .integer(let number?)):
             guard let bound = Self.number(other, in: options), number < bound else { return nil }
             return InvalidOption(name, expected: .atLeast(option: other), found: "\(number)")
         case (.fromOneUpToOption(let other), .integer(let number?)):
             guard let bound = Self.number(other, in: options) else { return nil }
-            return number >= 1 && number <= bound ? nil
+            return number >= 1 && number <= bound
+                ? nil
                 : InvalidOption(name, expected: .upTo(option: other, value: bound), found: "\(number)")
         case (.nonEmpty(let phrase), .formats(let formats?)):
             return formats.isEmpty ? InvalidOption(name, expected: .phrase(phrase), found: "\(formats)") : nil
@@ -326,10 +344,13 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         let value: OptionValue?
         switch kind {
         case .integer: value = Int(text).map { OptionValue.integer($0) }
-        case .boolean: value = ["true": true, "1": true, "false": false, "0": false][text].map { OptionValue.boolean($0) }
+        case .boolean:
+            value = ["true": true, "1": true, "false": false, "0": false][text].map { OptionValue.boolean($0) }
         case .choice(let words): value = words.contains(text) ? OptionValue.word(text) : nil
         case .formats:
-            let formats = text.split(separator: ",", omittingEmptySubsequences: false).map { ImageFormat(rawValue: String($0)) }
+            let formats = text.split(separator: ",", omittingEmptySubsequences: false).map {
+                ImageFormat(rawValue: String($0))
+            }
             value = formats.contains(nil) ? nil : OptionValue.formats(formats.compactMap { $0 })
         }
         guard let value else {
@@ -361,7 +382,8 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .integer: return "a whole number"
         case .boolean: return "true or false"
         case .choice(let words): return "one of " + words.joined(separator: ", ")
-        case .formats: return "formats separated by commas (" + ImageFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+        case .formats:
+            return "formats separated by commas (" + ImageFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")"
         }
     }
 }
@@ -423,7 +445,8 @@ enum OptionField<Root>: Sendable {
         case (.integer(let path), .integer(let number?)): root[keyPath: path] = number
         case (.optionalInteger(let path), .integer(let number)): root[keyPath: path] = number
         case (.boolean(let path), .boolean(let flag)): root[keyPath: path] = flag
-        case (.strip(let path), .word(let word)) where StripMode(rawValue: word) != nil: root[keyPath: path] = StripMode(rawValue: word)!
+        case (.strip(let path), .word(let word)) where StripMode(rawValue: word) != nil:
+            root[keyPath: path] = StripMode(rawValue: word)!
         case (.strategy(let path), .word(let word)) where FitStrategy(rawValue: word) != nil:
             root[keyPath: path] = FitStrategy(rawValue: word)!
         case (.formats(let path), .formats(let formats)): root[keyPath: path] = formats
@@ -460,18 +483,23 @@ extension PrepareOptions {
     ///   given twice, or text that is not a value of the option's type (the `InvalidOption` names the option
     ///   as `PrepareOptions` spells it, or the name given when it is none; `message(on: .query)` names it by
     ///   its query name); then as `validate()` for values out of range.
-    public func applying(textValues: [(name: String, value: String)],
-                         scope: TextValueScope = .client) throws(SharePipeError) -> PrepareOptions {
+    public func applying(
+        textValues: [(name: String, value: String)],
+        scope: TextValueScope = .client
+    ) throws(SharePipeError) -> PrepareOptions {
         var options = self
         var seen: Set<String> = []
         for (name, text) in textValues {
             guard let spec = OptionTable.option(queryName: name), scope == .all || spec.clientMaySet else {
                 let names = OptionTable.all.filter { scope == .all || $0.clientMaySet }.compactMap(\.queryName)
-                throw .invalidOptions(InvalidOption(name, expected: .phrase("a parameter among " + names.joined(separator: ", ")),
-                                                    found: OptionSpec.quoted(text)))
+                throw .invalidOptions(
+                    InvalidOption(
+                        name, expected: .phrase("a parameter among " + names.joined(separator: ", ")),
+                        found: OptionSpec.quoted(text)))
             }
             guard seen.insert(name).inserted else {
-                throw .invalidOptions(InvalidOption(spec.name, expected: "one value", found: "a second one, " + OptionSpec.quoted(text)))
+                throw .invalidOptions(
+                    InvalidOption(spec.name, expected: "one value", found: "a second one, " + OptionSpec.quoted(text)))
             }
             spec.field.set(try spec.parse(text), in: &options)
         }

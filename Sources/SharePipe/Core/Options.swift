@@ -52,9 +52,11 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     public static let streamedPixelCeiling = 1_000_000_000
 
     /// `maxPixels` nil: not set (the default, see `maxPixels`).
-    public init(maxDimension: Int = 65_500, maxPixels: Int? = nil, maxFrames: Int = 5_000,
-                maxTotalFramePixels: Int = 2_000_000_000, maxInputBytes: Int = 256 << 20,
-                maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20, maxStreamedMemory: Int = 256 << 20) {
+    public init(
+        maxDimension: Int = 65_500, maxPixels: Int? = nil, maxFrames: Int = 5_000,
+        maxTotalFramePixels: Int = 2_000_000_000, maxInputBytes: Int = 256 << 20,
+        maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20, maxStreamedMemory: Int = 256 << 20
+    ) {
         self.maxDimension = maxDimension
         self.pixelLimit = maxPixels
         self.maxFrames = maxFrames
@@ -67,36 +69,44 @@ public struct ImageLimits: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case maxDimension, pixelLimit = "maxPixels", maxFrames, maxTotalFramePixels, maxInputBytes, maxDecoderMemory,
-             maxMetadataBytes, maxStreamedMemory
+            maxMetadataBytes, maxStreamedMemory
     }
 
     /// Reads the limits as encoded; `maxPixels` and `maxStreamedMemory` may be absent (not set, default).
     public init(from decoder: Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(maxDimension: try values.decode(Int.self, forKey: .maxDimension),
-                  maxPixels: try values.decodeIfPresent(Int.self, forKey: .pixelLimit),
-                  maxFrames: try values.decode(Int.self, forKey: .maxFrames),
-                  maxTotalFramePixels: try values.decode(Int.self, forKey: .maxTotalFramePixels),
-                  maxInputBytes: try values.decode(Int.self, forKey: .maxInputBytes),
-                  maxDecoderMemory: try values.decode(Int.self, forKey: .maxDecoderMemory),
-                  maxMetadataBytes: try values.decode(Int.self, forKey: .maxMetadataBytes),
-                  maxStreamedMemory: try values.decodeIfPresent(Int.self, forKey: .maxStreamedMemory) ?? 256 << 20)
+        self.init(
+            maxDimension: try values.decode(Int.self, forKey: .maxDimension),
+            maxPixels: try values.decodeIfPresent(Int.self, forKey: .pixelLimit),
+            maxFrames: try values.decode(Int.self, forKey: .maxFrames),
+            maxTotalFramePixels: try values.decode(Int.self, forKey: .maxTotalFramePixels),
+            maxInputBytes: try values.decode(Int.self, forKey: .maxInputBytes),
+            maxDecoderMemory: try values.decode(Int.self, forKey: .maxDecoderMemory),
+            maxMetadataBytes: try values.decode(Int.self, forKey: .maxMetadataBytes),
+            maxStreamedMemory: try values.decodeIfPresent(Int.self, forKey: .maxStreamedMemory) ?? 256 << 20)
     }
 
     /// Throws `tooLarge` when a header's size is over a limit.
     func check(width: Int, height: Int, file: String) throws {
         if width <= 0 || height <= 0 {
-            throw SharePipeError.corrupt(file: file, phase: .header, reason: "header gives an empty image (\(width)×\(height))")
+            throw SharePipeError.corrupt(
+                file: file, phase: .header, reason: "header gives an empty image (\(width)×\(height))")
         }
         let size = PixelSize(width: width, height: height)
         if width > maxDimension || height > maxDimension {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.dimension, found: max(width, height),
-                                                                               limit: maxDimension, size: size))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .dimension, found: max(width, height),
+                    limit: maxDimension, size: size))
         }
         let (area, overflow) = width.multipliedReportingOverflow(by: height)
         if overflow || area > maxPixels {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.pixelArea, found: overflow ? Int.max : area,
-                                                                               limit: maxPixels, size: size))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .pixelArea, found: overflow ? Int.max : area,
+                    limit: maxPixels, size: size))
         }
     }
 
@@ -108,25 +118,35 @@ public struct ImageLimits: Sendable, Equatable, Codable {
             return try check(width: width, height: height, file: file)
         }
         let (area, overflow) = width.multipliedReportingOverflow(by: height)
-        guard !overflow, area <= Self.streamedPixelCeiling else { return try check(width: width, height: height, file: file) }
+        guard !overflow, area <= Self.streamedPixelCeiling else {
+            return try check(width: width, height: height, file: file)
+        }
     }
 
     /// The pipeline's check, before anything is decoded, of an image over the default pixel limit that a header
     /// check let past (`checkHeader`): its still route must be priced (`estimate`) under one byte per pixel
     /// (no full-resolution plane held) and at most `maxStreamedMemory`. Any other route, or a set `maxPixels`,
     /// refuses it as `check` does.
-    func checkStreamedCost(size: PixelSize, route: PreparePlan.Route, estimate: @autoclosure () -> MemoryEstimate,
-                           file: String) throws {
+    func checkStreamedCost(
+        size: PixelSize, route: PreparePlan.Route, estimate: @autoclosure () -> MemoryEstimate,
+        file: String
+    ) throws {
         guard size.area > maxPixels else { return }
         let priced = route == .still && !isPixelLimitSet ? estimate() : nil
         guard let priced, priced.totalBytes < size.area else {
             let detail = priced.map { "its job is priced at \($0.totalBytes) bytes: it holds the whole image" }
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.pixelArea, found: size.area, limit: maxPixels,
-                                                                               size: size, detail: detail))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .pixelArea, found: size.area, limit: maxPixels,
+                    size: size, detail: detail))
         }
         if priced.totalBytes > maxStreamedMemory {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.streamedMemory, found: priced.totalBytes,
-                                                                               limit: maxStreamedMemory, size: size))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .streamedMemory, found: priced.totalBytes,
+                    limit: maxStreamedMemory, size: size))
         }
     }
 
@@ -134,13 +154,19 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     /// the frame count, and frames × canvas area, before anything is decoded.
     func checkAnimation(frames: Int, canvas: PixelSize, file: String) throws {
         if frames > maxFrames {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.frameCount, found: frames, limit: maxFrames,
-                                                                               size: canvas))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .frameCount, found: frames, limit: maxFrames,
+                    size: canvas))
         }
         let (total, overflow) = frames.multipliedReportingOverflow(by: canvas.area)
         if overflow || total > maxTotalFramePixels {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.totalFramePixels, found: overflow ? Int.max : total,
-                                                                               limit: maxTotalFramePixels, size: canvas))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .totalFramePixels, found: overflow ? Int.max : total,
+                    limit: maxTotalFramePixels, size: canvas))
         }
     }
 }
@@ -196,15 +222,16 @@ public struct PrepareOptions: Sendable, Equatable {
     /// GIF and for a WebP with alpha (`hasAlpha`) where PNG is accepted.
     public func outputFormat(for format: ImageFormat, hasAlpha: Bool = false) -> ImageFormat {
         guard let accepted = acceptedFormats, !accepted.contains(format) else { return format }
-        if format == .gif, accepted.contains(.png) { return .png }   // palette art stays lossless
-        if format == .webp, hasAlpha, accepted.contains(.png) { return .png }   // transparency survives
+        if format == .gif, accepted.contains(.png) { return .png }  // palette art stays lossless
+        if format == .webp, hasAlpha, accepted.contains(.png) { return .png }  // transparency survives
         return accepted.contains(.jpeg) ? .jpeg : accepted.first ?? format
     }
 
     /// Every size cap for still images, in one value.
     public var sizeCaps: SizeCaps {
-        SizeCaps(shortEdge: maxShortEdge, longEdge: maxLongEdge, width: maxWidth, height: maxHeight,
-                 pixels: maxPixels, edgeSum: maxEdgeSum)
+        SizeCaps(
+            shortEdge: maxShortEdge, longEdge: maxLongEdge, width: maxWidth, height: maxHeight,
+            pixels: maxPixels, edgeSum: maxEdgeSum)
     }
 
     /// Size caps for animations: the still caps narrowed by the animation's own.
@@ -219,10 +246,12 @@ public struct PrepareOptions: Sendable, Equatable {
     /// The byte limit for an animation: the animated limit where set, else the still one.
     public var animatedMaxBytes: Int? { animation.maxBytes ?? maxBytes }
 
-    public init(maxShortEdge: Int = 1080, maxLongEdge: Int? = nil, maxPixels: Int? = nil, maxBytes: Int? = nil,
-                strip: StripMode = .all, quality: Int = 85, minQuality: Int = 40, progressive: Bool = false,
-                limits: ImageLimits = ImageLimits(), allowFormatChange: Bool = false,
-                strategy: FitStrategy = .memoryFirst, minShortEdge: Int = 64) {
+    public init(
+        maxShortEdge: Int = 1080, maxLongEdge: Int? = nil, maxPixels: Int? = nil, maxBytes: Int? = nil,
+        strip: StripMode = .all, quality: Int = 85, minQuality: Int = 40, progressive: Bool = false,
+        limits: ImageLimits = ImageLimits(), allowFormatChange: Bool = false,
+        strategy: FitStrategy = .memoryFirst, minShortEdge: Int = 64
+    ) {
         self.maxShortEdge = maxShortEdge
         self.maxLongEdge = maxLongEdge
         self.maxPixels = maxPixels
@@ -300,8 +329,10 @@ public struct AnimationLimits: Sendable, Equatable, Codable {
     /// of its first frame, under the still limits.
     public var allowed: Bool
 
-    public init(maxBytes: Int? = nil, maxWidth: Int? = nil, maxHeight: Int? = nil, maxPixels: Int? = nil,
-                maxFrames: Int? = nil, maxTotalPixels: Int? = nil, allowed: Bool = true) {
+    public init(
+        maxBytes: Int? = nil, maxWidth: Int? = nil, maxHeight: Int? = nil, maxPixels: Int? = nil,
+        maxFrames: Int? = nil, maxTotalPixels: Int? = nil, allowed: Bool = true
+    ) {
         self.maxBytes = maxBytes
         self.maxWidth = maxWidth
         self.maxHeight = maxHeight

@@ -68,9 +68,9 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     public var file: String? {
         switch self {
         case .unsupportedFormat(let file, _, _), .corrupt(let file, _, _), .tooLarge(let file, _),
-             .cannotMeetLimit(let file, _, _), .unreadable(let file, _), .unwritable(let file, _),
-             .encodingFailed(let file, _), .cancelled(let file), .overloaded(let file, _),
-             .internalError(let file, _):
+            .cannotMeetLimit(let file, _, _), .unreadable(let file, _), .unwritable(let file, _),
+            .encodingFailed(let file, _), .cancelled(let file), .overloaded(let file, _),
+            .internalError(let file, _):
             return file
         case .invalidOptions:
             return nil
@@ -91,7 +91,8 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .invalidOptions(let option): return "invalid options: \(option)"
         case .cancelled: return "cancelled"
         case .overloaded(_, let reason): return reason.description
-        case .internalError(_, let reason): return "internal error (a SharePipe bug, not a fault of the input; please report it): \(reason)"
+        case .internalError(_, let reason):
+            return "internal error (a SharePipe bug, not a fault of the input; please report it): \(reason)"
         }
     }
 
@@ -118,9 +119,11 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self {
         case .unsupportedFormat(let name, let missing, let reason):
             return .unsupportedFormat(file: rename(name), missing: missing, reason: reason)
-        case .corrupt(let name, let phase, let reason): return .corrupt(file: rename(name), phase: phase, reason: reason)
+        case .corrupt(let name, let phase, let reason):
+            return .corrupt(file: rename(name), phase: phase, reason: reason)
         case .tooLarge(let name, let exceeded): return .tooLarge(file: rename(name), exceeded: exceeded)
-        case .cannotMeetLimit(let name, let limit, let best): return .cannotMeetLimit(file: rename(name), limit: limit, bestBytes: best)
+        case .cannotMeetLimit(let name, let limit, let best):
+            return .cannotMeetLimit(file: rename(name), limit: limit, bestBytes: best)
         case .unreadable(let name, let reason): return .unreadable(file: rename(name), reason: reason)
         case .unwritable(let name, let reason): return .unwritable(file: rename(name), reason: reason)
         case .encodingFailed(let name, let reason): return .encodingFailed(file: rename(name), reason: reason)
@@ -156,8 +159,11 @@ struct EncoderFailure: Error {
 
     /// The error naming `file`.
     func error(file: String) -> SharePipeError {
-        outOfMemory ? .tooLarge(file: file, exceeded: ExceededLimit(.availableMemory, found: nil, limit: nil, detail: "while encoding: \(reason)"))
-                    : .encodingFailed(file: file, reason: reason)
+        outOfMemory
+            ? .tooLarge(
+                file: file,
+                exceeded: ExceededLimit(.availableMemory, found: nil, limit: nil, detail: "while encoding: \(reason)"))
+            : .encodingFailed(file: file, reason: reason)
     }
 }
 
@@ -166,7 +172,9 @@ extension SharePipeError {
     /// copy), as an error about `file`: damage the check finds is the input's, in the same phase (the copy
     /// carries the input's image data unchanged); anything else means the copy is wrong, a SharePipe bug.
     func aboutCopy(_ what: String, of file: String) -> SharePipeError {
-        if case .corrupt(_, let phase, _) = self { return .corrupt(file: file, phase: phase, reason: "\(what) (\(reason))") }
+        if case .corrupt(_, let phase, _) = self {
+            return .corrupt(file: file, phase: phase, reason: "\(what) (\(reason))")
+        }
         return .internalError(file: file, reason: "\(what) (\(reason))")
     }
 }

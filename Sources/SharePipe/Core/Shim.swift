@@ -22,17 +22,26 @@ func checkShim(_ status: sp_status, _ message: [CChar], file: String, phase: Sha
     case SP_ERR_LIBRARY: throw SharePipeError.corrupt(file: file, phase: phase, reason: shimText(message))
     case SP_ERR_IO: throw SharePipeError.unreadable(file: file, reason: shimText(message))
     case SP_ERR_MEMORY:
-        throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.availableMemory, found: nil, limit: nil,
-                                                                           detail: shimText(message)))
+        throw SharePipeError.tooLarge(
+            file: file,
+            exceeded: ExceededLimit(
+                .availableMemory, found: nil, limit: nil,
+                detail: shimText(message)))
     case SP_ERR_LIMIT:
-        throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.pixelArea, found: nil, limit: nil, detail: shimText(message)))
-    case SP_ERR_UNAVAILABLE: throw SharePipeError.unsupportedFormat(file: file, missing: .library, reason: shimText(message))
-    case SP_ERR_UNSUPPORTED: throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: shimText(message))
+        throw SharePipeError.tooLarge(
+            file: file, exceeded: ExceededLimit(.pixelArea, found: nil, limit: nil, detail: shimText(message)))
+    case SP_ERR_UNAVAILABLE:
+        throw SharePipeError.unsupportedFormat(file: file, missing: .library, reason: shimText(message))
+    case SP_ERR_UNSUPPORTED:
+        throw SharePipeError.unsupportedFormat(file: file, missing: .feature, reason: shimText(message))
     case SP_ERR_ARGUMENT:
-        throw SharePipeError.internalError(file: file, reason: "the shim refused its arguments while "
-                                           + (phase == .header ? "reading the header" : "decoding") + ": \(shimText(message))")
+        throw SharePipeError.internalError(
+            file: file,
+            reason: "the shim refused its arguments while "
+                + (phase == .header ? "reading the header" : "decoding") + ": \(shimText(message))")
     default:
-        throw SharePipeError.internalError(file: file, reason: "unknown shim status \(status.rawValue): \(shimText(message))")
+        throw SharePipeError.internalError(
+            file: file, reason: "unknown shim status \(status.rawValue): \(shimText(message))")
     }
 }
 

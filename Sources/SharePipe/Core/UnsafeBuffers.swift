@@ -102,7 +102,8 @@ extension Array: BufferLender {
 extension UnsafeRawBufferPointer {
     /// The bytes as `count / stride` values of `Value` (the storage of a `[Value]`).
     fileprivate func assumingMemoryBound<Value>(to _: Value.Type) -> UnsafeBufferPointer<Value> {
-        UnsafeBufferPointer(start: baseAddress?.assumingMemoryBound(to: Value.self),
-                            count: count / MemoryLayout<Value>.stride)
+        UnsafeBufferPointer(
+            start: baseAddress?.assumingMemoryBound(to: Value.self),
+            count: count / MemoryLayout<Value>.stride)
     }
 }

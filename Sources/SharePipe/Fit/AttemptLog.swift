@@ -16,17 +16,22 @@ struct AttemptLog {
     }
 
     /// The highest quality in `range` whose encode of `bitmap` fits, every encode recorded.
-    mutating func searchQuality(_ bitmap: Bitmap, encoder: any ImageEncoder, range: ClosedRange<Int>, progressive: Bool,
-                                metadata: [MetadataBlock], note: String?,
-                                checkpoint: Pipeline.Checkpoint) throws -> QualitySearch.Outcome<[UInt8]> {
-        try searchQuality(StagedBitmap(bitmap, encoder: encoder), format: encoder.format, range: range,
-                          progressive: progressive, metadata: metadata, note: note, checkpoint: checkpoint)
+    mutating func searchQuality(
+        _ bitmap: Bitmap, encoder: any ImageEncoder, range: ClosedRange<Int>, progressive: Bool,
+        metadata: [MetadataBlock], note: String?,
+        checkpoint: Pipeline.Checkpoint
+    ) throws -> QualitySearch.Outcome<[UInt8]> {
+        try searchQuality(
+            StagedBitmap(bitmap, encoder: encoder), format: encoder.format, range: range,
+            progressive: progressive, metadata: metadata, note: note, checkpoint: checkpoint)
     }
 
     /// The same on a staged bitmap (`ImageEncoder.staged`).
-    mutating func searchQuality(_ staged: StagedBitmap, format: ImageFormat, range: ClosedRange<Int>, progressive: Bool,
-                                metadata: [MetadataBlock], note: String?,
-                                checkpoint: Pipeline.Checkpoint) throws -> QualitySearch.Outcome<[UInt8]> {
+    mutating func searchQuality(
+        _ staged: StagedBitmap, format: ImageFormat, range: ClosedRange<Int>, progressive: Bool,
+        metadata: [MetadataBlock], note: String?,
+        checkpoint: Pipeline.Checkpoint
+    ) throws -> QualitySearch.Outcome<[UInt8]> {
         let search = try QualitySearch.highestFitting(range: range, limit: limit) { quality in
             try checkpoint()
             let bytes = try staged.encode(EncodeSettings(quality: quality, progressive: progressive), metadata)

@@ -36,20 +36,22 @@ struct FittingDriver {
                 return prepared(fit, attempts: log.attempts, warnings: ladder.warnings)
             }
             guard ladder.advance(limit: log.limit) else {
-                throw SharePipeError.cannotMeetLimit(file: source.displayName, limit: log.limit, bestBytes: log.smallest)
+                throw SharePipeError.cannotMeetLimit(
+                    file: source.displayName, limit: log.limit, bestBytes: log.smallest)
             }
         }
     }
 
     /// The result: the plan's facts, the fit's bytes, the attempts, the meter's peak.
     func prepared(_ fit: Fit, attempts: [FitAttempt], warnings: [String]) -> PreparedImage {
-        PreparedImage(bytes: fit.bytes, format: fit.format, size: fit.size, inputFormat: info.format,
-                      inputSize: info.size, inputByteCount: info.byteCount,
-                      appliedOrientation: fit.method == .metadataRewrite ? .up : plan.orientation,
-                      method: fit.method, quality: fit.quality, attempts: attempts,
-                      removedMetadata: fit.metadata.removed, keptMetadata: MetadataOutcome.kinds(of: fit.metadata.kept),
-                      frameCount: fit.frameCount, peakPixelBytes: meter.peakBytes, warnings: warnings,
-                      adjustments: plan.adjustments + fit.adjustments, inputFrameCount: info.frameCount)
+        PreparedImage(
+            bytes: fit.bytes, format: fit.format, size: fit.size, inputFormat: info.format,
+            inputSize: info.size, inputByteCount: info.byteCount,
+            appliedOrientation: fit.method == .metadataRewrite ? .up : plan.orientation,
+            method: fit.method, quality: fit.quality, attempts: attempts,
+            removedMetadata: fit.metadata.removed, keptMetadata: MetadataOutcome.kinds(of: fit.metadata.kept),
+            frameCount: fit.frameCount, peakPixelBytes: meter.peakBytes, warnings: warnings,
+            adjustments: plan.adjustments + fit.adjustments, inputFrameCount: info.frameCount)
     }
 
     /// The shrink step every ladder uses: about sqrt(limit / bytes) smaller (`ScalePlan.shrink`), or nil

@@ -19,8 +19,10 @@ struct LosslessLadder: LadderRunner {
     let defaultEffort: Int?
     private var changesFormat = false
 
-    init(sizes: StillSizes, encoder: any ImageEncoder, efforts: [Int], strongest: Int, quality: Int, progressive: Bool,
-         metadata: MetadataOutcome, formatChange: FormatChange?, changedEncoder: (any ImageEncoder)?) {
+    init(
+        sizes: StillSizes, encoder: any ImageEncoder, efforts: [Int], strongest: Int, quality: Int, progressive: Bool,
+        metadata: MetadataOutcome, formatChange: FormatChange?, changedEncoder: (any ImageEncoder)?
+    ) {
         (self.sizes, self.encoder, self.efforts, self.strongest) = (sizes, encoder, efforts, strongest)
         (self.quality, self.progressive, self.metadata) = (quality, progressive, metadata)
         (self.formatChange, self.changedEncoder) = (formatChange, changedEncoder)
@@ -35,13 +37,18 @@ struct LosslessLadder: LadderRunner {
         if !changesFormat {
             for effort in efforts {
                 try checkpoint()
-                let bytes = try encoder.encode(oriented, settings: EncodeSettings(quality: quality, progressive: false, effort: effort),
-                                               metadata: metadata.kept)
+                let bytes = try encoder.encode(
+                    oriented, settings: EncodeSettings(quality: quality, progressive: false, effort: effort),
+                    metadata: metadata.kept)
                 sizes.smallestAtSize = min(sizes.smallestAtSize, bytes.count)
-                if log.record(size: oriented.size, format: encoder.format, quality: nil, note: "zlib \(effort)", bytes: bytes.count) {
+                if log.record(
+                    size: oriented.size, format: encoder.format, quality: nil, note: "zlib \(effort)",
+                    bytes: bytes.count)
+                {
                     let effortNote = effort == defaultEffort ? [] : ["zlib \(effort)"]
-                    return FittingDriver.Fit(bytes: bytes, format: encoder.format, size: oriented.size, quality: nil,
-                                             metadata: metadata, adjustments: effortNote + sizes.adjustments)
+                    return FittingDriver.Fit(
+                        bytes: bytes, format: encoder.format, size: oriented.size, quality: nil,
+                        metadata: metadata, adjustments: effortNote + sizes.adjustments)
                 }
             }
             efforts = [strongest]
@@ -49,13 +56,15 @@ struct LosslessLadder: LadderRunner {
         }
         guard changesFormat, let formatChange, let changedEncoder else { return nil }
         let note = "\(encoder.format.displayName) → \(formatChange.format.displayName)"
-        let search = try log.searchQuality(oriented, encoder: changedEncoder, range: formatChange.range,
-                                           progressive: progressive, metadata: formatChange.metadata.kept,
-                                           note: note, checkpoint: checkpoint)
+        let search = try log.searchQuality(
+            oriented, encoder: changedEncoder, range: formatChange.range,
+            progressive: progressive, metadata: formatChange.metadata.kept,
+            note: note, checkpoint: checkpoint)
         sizes.smallestAtSize = search.smallestBytes
         guard let best = search.best else { return nil }
-        return FittingDriver.Fit(bytes: best.encoded, format: formatChange.format, size: oriented.size,
-                                 quality: best.quality, metadata: formatChange.metadata, adjustments: [note] + sizes.adjustments)
+        return FittingDriver.Fit(
+            bytes: best.encoded, format: formatChange.format, size: oriented.size,
+            quality: best.quality, metadata: formatChange.metadata, adjustments: [note] + sizes.adjustments)
     }
 
     mutating func advance(limit: Int) -> Bool { sizes.shrink(limit: limit) }

@@ -13,12 +13,14 @@ struct QualityLadder: LadderRunner {
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
         let staged = try sizes.renderStaged(for: encoder)
         defer { sizes.release(staged) }
-        let search = try log.searchQuality(staged, format: encoder.format, range: range, progressive: progressive,
-                                           metadata: metadata.kept, note: nil, checkpoint: checkpoint)
+        let search = try log.searchQuality(
+            staged, format: encoder.format, range: range, progressive: progressive,
+            metadata: metadata.kept, note: nil, checkpoint: checkpoint)
         sizes.smallestAtSize = search.smallestBytes
         guard let best = search.best else { return nil }
-        return FittingDriver.Fit(bytes: best.encoded, format: encoder.format, size: staged.size, quality: best.quality,
-                                 metadata: metadata, adjustments: (rangeNote.map { [$0] } ?? []) + sizes.adjustments)
+        return FittingDriver.Fit(
+            bytes: best.encoded, format: encoder.format, size: staged.size, quality: best.quality,
+            metadata: metadata, adjustments: (rangeNote.map { [$0] } ?? []) + sizes.adjustments)
     }
 
     mutating func advance(limit: Int) -> Bool { sizes.shrink(limit: limit) }

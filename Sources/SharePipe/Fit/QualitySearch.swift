@@ -13,8 +13,10 @@ enum QualitySearch {
         var attempts: [(quality: Int, bytes: Int)]
     }
 
-    static func highestFitting<Encoded>(range: ClosedRange<Int>, limit: Int,
-                                        encode: (Int) throws -> (Encoded, Int)) rethrows -> Outcome<Encoded> {
+    static func highestFitting<Encoded>(
+        range: ClosedRange<Int>, limit: Int,
+        encode: (Int) throws -> (Encoded, Int)
+    ) rethrows -> Outcome<Encoded> {
         var attempts: [(Int, Int)] = []
         var smallest = Int.max
         func measure(_ quality: Int) throws -> (Encoded, Int) {

@@ -55,7 +55,9 @@ struct StillSizes {
     func release(_ staged: StagedBitmap) { renderer.meter.release(staged.byteCount) }
 
     mutating func shrink(limit: Int) -> Bool {
-        guard let next = FittingDriver.shrink(size, bytes: smallestAtSize, limit: limit, floor: minShortEdge) else { return false }
+        guard let next = FittingDriver.shrink(size, bytes: smallestAtSize, limit: limit, floor: minShortEdge) else {
+            return false
+        }
         size = next
         return true
     }

@@ -13,7 +13,8 @@ struct FormatDescriptor: Sendable {
     typealias MetadataRewriter = @Sendable (_ source: ImageSource, _ kept: [MetadataBlock]) throws -> [UInt8]?
     /// A lossless turn: applies `info.orientation` to the image data of `source` without decoding it, writing
     /// `kept` as the metadata.
-    typealias LosslessTurn = @Sendable (_ source: ImageSource, _ info: ImageInfo, _ kept: [MetadataBlock]) throws
+    typealias LosslessTurn =
+        @Sendable (_ source: ImageSource, _ info: ImageInfo, _ kept: [MetadataBlock]) throws
         -> LosslessTurnOutcome
 
     let format: ImageFormat
@@ -91,12 +92,18 @@ enum AnimationSupport: Sendable {
     /// `open` counts every pixel buffer the source holds in the job's meter (so `peakPixelBytes` includes
     /// the canvases); `meteredBytes` is the most it counts for an input with `info`, which `MemoryEstimate`
     /// prices for the animation route.
-    case frames(open: @Sendable (_ source: ImageSource, _ info: ImageInfo, _ limits: ImageLimits, _ meter: PixelMemoryMeter) throws
-                    -> any AnimationFrameSource,
-                meteredBytes: @Sendable (_ info: ImageInfo) -> Int)
+    case frames(
+        open:
+            @Sendable (_ source: ImageSource, _ info: ImageInfo, _ limits: ImageLimits, _ meter: PixelMemoryMeter)
+            throws
+            -> any AnimationFrameSource,
+        meteredBytes: @Sendable (_ info: ImageInfo) -> Int)
 }
 
 /// A format's memory model: the parts of `MemoryEstimate` for the still and metadata-rewrite routes,
 /// priced from the plan (the animation route has its own model, `MemoryEstimate.animation`).
-typealias MemoryModel = @Sendable (_ info: ImageInfo, _ plan: PreparePlan, _ options: PrepareOptions.Checked,
-                                   _ keptMetadataBytes: Int) -> MemoryEstimate.Parts
+typealias MemoryModel =
+    @Sendable (
+        _ info: ImageInfo, _ plan: PreparePlan, _ options: PrepareOptions.Checked,
+        _ keptMetadataBytes: Int
+    ) -> MemoryEstimate.Parts

@@ -12,12 +12,13 @@ enum FormatRegistry {
     /// Every format, in the order sniffing tries them (each `matches` is exclusive of the others').
     static let all: [FormatDescriptor] = [jpeg, png, gif, webp, heif, avif]
 
-    private static let byFormat: [ImageFormat: FormatDescriptor] = Dictionary(uniqueKeysWithValues: all.map { ($0.format, $0) })
+    private static let byFormat: [ImageFormat: FormatDescriptor] = Dictionary(
+        uniqueKeysWithValues: all.map { ($0.format, $0) })
 
     /// The descriptor for `format`.
     static func descriptor(for format: ImageFormat) -> FormatDescriptor {
         guard let descriptor = byFormat[format] else {
-            fatalError("no descriptor for \(format) in FormatRegistry.all")   // FormatRegistryTests checks every case
+            fatalError("no descriptor for \(format) in FormatRegistry.all")  // FormatRegistryTests checks every case
         }
         return descriptor
     }
@@ -49,31 +50,38 @@ enum FormatRegistry {
         metadataRewriter: PNGRewriter.rewrite,
         losslessTurn: nil,
         sourceQuality: nil,
-        fitting: .lossless(efforts: [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort],
-                           strongest: PNGEncoder.strongestEffort),
+        fitting: .lossless(
+            efforts: [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort],
+            strongest: PNGEncoder.strongestEffort),
         // APNG: frames composited by `APNGFrameSource` (a PNG's frame count is its animation's).
-        animation: .frames(open: { try APNGFrameSource.open($0, info: $1, limits: $2, meter: $3) },
-                           meteredBytes: { APNGFrameSource.meteredBytes($0) }),
+        animation: .frames(
+            open: { try APNGFrameSource.open($0, info: $1, limits: $2, meter: $3) },
+            meteredBytes: { APNGFrameSource.meteredBytes($0) }),
         memory: MemoryEstimate.png)
 
     /// HEIF/HEIC through libheif (and the HEVC tile route, `HEIFTileDecoding`), stills only.
-    static let heif = heifFamily(.heif, signatureName: "HEIC", fileExtension: "heic", mediaType: "image/heic",
-                                 decoder: HEIFDecoder(format: .heif), animation: nil, memory: MemoryEstimate.heif)
+    static let heif = heifFamily(
+        .heif, signatureName: "HEIC", fileExtension: "heic", mediaType: "image/heic",
+        decoder: HEIFDecoder(format: .heif), animation: nil, memory: MemoryEstimate.heif)
     /// AVIF through libavif (as Chromium reads it), image sequences through `AVIFAnimationSource`.
-    static let avif = heifFamily(.avif, signatureName: "AVIF", fileExtension: "avif", mediaType: "image/avif",
-                                 decoder: AVIFDecoder(),
-                                 animation: .frames(open: { source, info, limits, meter in
-                                     try AVIFAnimationSource(source, info: info, limits: limits, meter: meter)
-                                 }, meteredBytes: { AVIFAnimationSource.meteredBytes($0) }),
-                                 memory: MemoryEstimate.avif)
+    static let avif = heifFamily(
+        .avif, signatureName: "AVIF", fileExtension: "avif", mediaType: "image/avif",
+        decoder: AVIFDecoder(),
+        animation: .frames(
+            open: { source, info, limits, meter in
+                try AVIFAnimationSource(source, info: info, limits: limits, meter: meter)
+            }, meteredBytes: { AVIFAnimationSource.meteredBytes($0) }),
+        memory: MemoryEstimate.avif)
 
     /// HEIF and AVIF: input only, told apart by the `ftyp` brands (`HEIFBrands.family`). No service takes them,
     /// so an output is a JPEG, or a PNG where the image has alpha (then, if the service refuses PNG, its accepted
     /// formats decide as for any PNG). One keep table and output rule; each has its own decoder (libheif,
     /// libavif), animation support and memory model.
-    private static func heifFamily(_ format: ImageFormat, signatureName: String, fileExtension: String, mediaType: String,
-                                   decoder: any ImageDecoder, animation: AnimationSupport?,
-                                   memory: @escaping MemoryModel) -> FormatDescriptor {
+    private static func heifFamily(
+        _ format: ImageFormat, signatureName: String, fileExtension: String, mediaType: String,
+        decoder: any ImageDecoder, animation: AnimationSupport?,
+        memory: @escaping MemoryModel
+    ) -> FormatDescriptor {
         FormatDescriptor(
             format: format, signatureName: signatureName, fileExtension: fileExtension, mediaType: mediaType,
             matches: { HEIFBrands.family($0) == format },
@@ -102,7 +110,9 @@ enum FormatRegistry {
         // all: the ICC application extension · gps: it and comments · none: everything (the NETSCAPE2.0 loop
         // extension is no metadata: always kept)
         metadataPolicy: StandardMetadataPolicy(keeps: MetadataKeepTable(gps: [.colourProfile, .comment])),
-        writableMetadata: { kept, present in kept.restricted(present: present) { GIFApplication.extensionFor($0) != nil } },
+        writableMetadata: { kept, present in
+            kept.restricted(present: present) { GIFApplication.extensionFor($0) != nil }
+        },
         metadataRewriter: GIFRewriter.rewrite,
         losslessTurn: nil,
         sourceQuality: nil,
@@ -128,11 +138,15 @@ enum FormatRegistry {
         losslessTurn: nil,
         sourceQuality: { try? WebPQuality.estimate($0) },
         fitting: .qualitySearch,
-        animation: .frames(open: { source, info, limits, meter in
-            guard let header = info.webp else { throw SharePipeError.internalError(file: source.displayName,
-                                                                                   reason: "no WebP header") }
-            return try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
-        }, meteredBytes: { WebPAnimationSource.meteredBytes(canvas: $0.size) }),
+        animation: .frames(
+            open: { source, info, limits, meter in
+                guard let header = info.webp else {
+                    throw SharePipeError.internalError(
+                        file: source.displayName,
+                        reason: "no WebP header")
+                }
+                return try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
+            }, meteredBytes: { WebPAnimationSource.meteredBytes(canvas: $0.size) }),
         memory: MemoryEstimate.webp,
         // A lossless still (screenshot, sticker, line art) stays lossless where that fits the byte limit.
         sameFormatFitting: { $0.webp?.lossless == true && !($0.webp?.isAnimated ?? false) ? .losslessFirst : nil })

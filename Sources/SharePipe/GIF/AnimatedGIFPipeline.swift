@@ -10,7 +10,9 @@ struct AnimatedGIFPlan: Equatable, Sendable {
     func note(frameCount: Int) -> String {
         var parts = [colorBudget.map { "\($0) colours" } ?? "source palettes"]
         let kept = (frameCount + keepEvery - 1) / keepEvery
-        parts.append(keepEvery == 1 ? "all \(frameCount) frames" : "every \(ordinal(keepEvery)) frame (\(kept) of \(frameCount))")
+        parts.append(
+            keepEvery == 1 ? "all \(frameCount) frames" : "every \(ordinal(keepEvery)) frame (\(kept) of \(frameCount))"
+        )
         return parts.joined(separator: ", ")
     }
 
@@ -71,7 +73,8 @@ struct AnimatedGIFPass {
             container.metadata = metadata
             if let budget = plan.colorBudget, let global = container.globalPalette {
                 // Leave a slot free so frames can add their transparent index without a local table.
-                container.globalPalette = GIFQuantizer.reduce(global, to: max(1, min(budget, 256) - 1), usage: globalUsage)
+                container.globalPalette = GIFQuantizer.reduce(
+                    global, to: max(1, min(budget, 256) - 1), usage: globalUsage)
                 let (r, g, b) = global.color(min(container.backgroundIndex, global.count - 1))
                 let nearest = GIFNearestColor(palette: container.globalPalette!)
                 container.backgroundIndex = nearest.index(r, g, b)
@@ -82,9 +85,10 @@ struct AnimatedGIFPass {
             try writer.begin(container)
             let canvas = GIFCanvas(size: screen, meter: meter)
             let resampler = incremental ? GIFPictureResampler(from: screen, to: plan.size, meter: meter) : nil
-            let encoder = GIFAnimationEncoder(size: plan.size, globalPalette: container.globalPalette,
-                                              colorBudget: plan.colorBudget, writer: writer, meter: meter,
-                                              countsPictures: resampler == nil)
+            let encoder = GIFAnimationEncoder(
+                size: plan.size, globalPalette: container.globalPalette,
+                colorBudget: plan.colorBudget, writer: writer, meter: meter,
+                countsPictures: resampler == nil)
             var index = 0
             var clearedSinceLastPicture: GIFRect?  // source pixels disposal may have made transparent
             while let frame = try stream.nextFrame() {
@@ -94,17 +98,20 @@ struct AnimatedGIFPass {
                     let pixels: [UInt8], changed: GIFRect?
                     let canvasChanges = canvas.takeChanges()
                     if let resampler {
-                        changed = canvasChanges.map { area in
-                            canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: area) }
-                        } ?? .empty
+                        changed =
+                            canvasChanges.map { area in
+                                canvas.pixels.withUnsafeBufferPointer { resampler.update(canvas: $0, changed: area) }
+                            } ?? .empty
                         pixels = resampler.output
                     } else {
                         pixels = try Self.picture(of: canvas, at: plan.size, meter: meter)
                         changed = nil
                     }
                     let mayDrop = clearedSinceLastPicture.map { Self.outputArea(of: $0, from: screen, to: plan.size) }
-                    try encoder.add(.init(pixels: pixels, source: frame, delay: frame.delay, coverageMayDrop: mayDrop,
-                                          changed: changed, fillsScreen: index == 0 && summary.firstFrameCoversScreen))
+                    try encoder.add(
+                        .init(
+                            pixels: pixels, source: frame, delay: frame.delay, coverageMayDrop: mayDrop,
+                            changed: changed, fillsScreen: index == 0 && summary.firstFrameCoversScreen))
                     clearedSinceLastPicture = nil
                 } else {
                     encoder.extendLatestDelay(by: frame.delay)
@@ -120,8 +127,9 @@ struct AnimatedGIFPass {
             if index != summary.frameCount {
                 throw SharePipeError.unreadable(file: reader.file, reason: "the file changed while it was being read")
             }
-            return Output(bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
-                          statistics: encoder.statistics, globalUsage: encoder.globalUsage)
+            return Output(
+                bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
+                statistics: encoder.statistics, globalUsage: encoder.globalUsage)
         }
     }
 
@@ -140,7 +148,8 @@ struct AnimatedGIFPass {
 
     /// The canvas at the output size: Lanczos on RGBA (premultiplied inside the resampler), or a copy.
     static func picture(of canvas: GIFCanvas, at size: PixelSize, meter: PixelMemoryMeter) throws -> [UInt8] {
-        try InMemoryResample.resize(Bitmap(size: canvas.size, layout: .rgba, pixels: canvas.pixels), to: size, meter: meter).pixels
+        try InMemoryResample.resize(
+            Bitmap(size: canvas.size, layout: .rgba, pixels: canvas.pixels), to: size, meter: meter
+        ).pixels
     }
 }
-

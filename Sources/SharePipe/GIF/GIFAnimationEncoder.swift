@@ -79,8 +79,10 @@ final class GIFAnimationEncoder {
     /// Mean squared RGB error (summed over the three channels) under which a source palette "serves".
     static let paletteServesBelow = 300
 
-    init(size: PixelSize, globalPalette: GIFPalette?, colorBudget: Int?, writer: GIFWriter, meter: PixelMemoryMeter,
-         countsPictures: Bool = true) {
+    init(
+        size: PixelSize, globalPalette: GIFPalette?, colorBudget: Int?, writer: GIFWriter, meter: PixelMemoryMeter,
+        countsPictures: Bool = true
+    ) {
         self.countsPictures = countsPictures
         self.size = size
         self.globalPalette = globalPalette
@@ -138,7 +140,8 @@ final class GIFAnimationEncoder {
         var rect = covered ?? GIFRect(left: 0, top: 0, width: 1, height: 1)
         var disposal = picture.source.disposal
         if let next, let mayDrop = next.coverageMayDrop,
-           let clear = conflicts(next, in: mayDrop, afterDisposal: disposal, of: rect) {
+            let clear = conflicts(next, in: mayDrop, afterDisposal: disposal, of: rect)
+        {
             rect = covered.map { $0.union(clear) } ?? clear
             if disposal != .background { statistics.disposalsChanged += 1 }
             disposal = .background
@@ -157,7 +160,8 @@ final class GIFAnimationEncoder {
         let scan = (picture.changed.map { $0.union(stale) } ?? whole).clipped(to: size)
         var box = BoundingBox()
         withUnsafeBufferPointers(picture.pixels, shown, writing: &dirty) { dirtyBuffer, qBuffer, sBuffer in
-            let d = dirtyBuffer.baseAddress!, q = UnsafeRawPointer(qBuffer.baseAddress!), s = UnsafeRawPointer(sBuffer.baseAddress!)
+            let d = dirtyBuffer.baseAddress!, q = UnsafeRawPointer(qBuffer.baseAddress!),
+                s = UnsafeRawPointer(sBuffer.baseAddress!)
             for y in scan.top..<scan.bottom {
                 var first = Int.max, last = -1
                 for x in scan.left..<scan.right {
@@ -194,7 +198,9 @@ final class GIFAnimationEncoder {
 
     /// The pixels in `area` that `next` needs transparent but the viewer would still show opaque after
     /// this frame (`rect`, drawn where `dirty`) and its `disposal`: their bounding box, or nil.
-    private func conflicts(_ next: Picture, in area: GIFRect, afterDisposal disposal: GIFDisposal, of rect: GIFRect) -> GIFRect? {
+    private func conflicts(_ next: Picture, in area: GIFRect, afterDisposal disposal: GIFDisposal, of rect: GIFRect)
+        -> GIFRect?
+    {
         let width = size.width
         var conflicts = BoundingBox()
         withUnsafeBufferPointers(next.pixels, shown, dirty) { n, s, dirty in
@@ -250,7 +256,8 @@ final class GIFAnimationEncoder {
 
     /// Chooses the frame's palette and transparent index, fills `indices` for `rect`, and returns the frame
     /// to write (its source's frame-level properties, with the new rectangle, palette, disposal and index).
-    private func encodeFrame(_ picture: Picture, rect: GIFRect, dirty: [Bool], disposal: GIFDisposal) throws -> GIFFrame {
+    private func encodeFrame(_ picture: Picture, rect: GIFRect, dirty: [Bool], disposal: GIFDisposal) throws -> GIFFrame
+    {
         if indices.count != rect.area {
             meter.release(indices.count)
             indices = [UInt8](repeating: 0, count: rect.area)
@@ -262,8 +269,9 @@ final class GIFAnimationEncoder {
         if !choice.isLocal {
             for entry in 0..<min(globalUsage.count, 256) { globalUsage[entry] += choice.usage[entry] }
         }
-        return GIFFrame(rect: rect, localPalette: choice.isLocal ? choice.palette : nil, interlaced: picture.source.interlaced,
-                        control: control(for: picture, transparent: transparent, disposal: disposal))
+        return GIFFrame(
+            rect: rect, localPalette: choice.isLocal ? choice.palette : nil, interlaced: picture.source.interlaced,
+            control: control(for: picture, transparent: transparent, disposal: disposal))
     }
 
     /// The source's own table where nearest-colour mapping serves the changed pixels (reduced budgets drop
@@ -280,14 +288,18 @@ final class GIFAnimationEncoder {
             sourceTransparent = source.transparentIndex.flatMap { $0 < local.count ? $0 : nil }
         } else if source.localPalette == nil, let global = globalPalette {
             palette = global
-            if colorBudget == nil { sourceTransparent = source.transparentIndex.flatMap { $0 < global.count ? $0 : nil } }
+            if colorBudget == nil {
+                sourceTransparent = source.transparentIndex.flatMap { $0 < global.count ? $0 : nil }
+            }
         }
         var usage = [Int](repeating: 0, count: 256)
         if let candidate = palette, !(sourceTransparent != nil && candidate.count < 2) {
-            let error = mapDirty(picture, rect: rect, dirty: dirty, palette: candidate, excluding: sourceTransparent,
-                                 usage: &usage)
+            let error = mapDirty(
+                picture, rect: rect, dirty: dirty, palette: candidate, excluding: sourceTransparent,
+                usage: &usage)
             if error == nil || error! <= Self.paletteServesBelow {
-                return TableChoice(palette: candidate, isLocal: isLocal, sourceTransparent: sourceTransparent, usage: usage)
+                return TableChoice(
+                    palette: candidate, isLocal: isLocal, sourceTransparent: sourceTransparent, usage: usage)
             }
         }
         // A palette of the frame's own changed pixels.
@@ -303,7 +315,9 @@ final class GIFAnimationEncoder {
     /// unchanged pixels alone) whenever the frame may have a control extension. The source's where it still
     /// means something, else an unused entry, else a slot added to the table, else (full table, and needed)
     /// the least used entry, whose pixels are mapped to their next-nearest colour.
-    private func chooseTransparentIndex(_ picture: Picture, rect: GIFRect, dirty: [Bool], choice: inout TableChoice) -> Int? {
+    private func chooseTransparentIndex(_ picture: Picture, rect: GIFRect, dirty: [Bool], choice: inout TableChoice)
+        -> Int?
+    {
         let width = size.width
         // Unchanged pixels the viewer shows transparent must be written transparent; unchanged opaque ones
         // are best written transparent too ("leave as is"), where the frame has a control extension anyway.
@@ -371,12 +385,15 @@ final class GIFAnimationEncoder {
 
     /// Maps the changed pixels in `rect` to `palette` into `indices`, counting entry use. Returns the mean
     /// squared error per pixel (nil when no pixel changed).
-    private func mapDirty(_ picture: Picture, rect: GIFRect, dirty: [Bool], palette: GIFPalette, excluding: Int?,
-                          usage: inout [Int]) -> Int? {
+    private func mapDirty(
+        _ picture: Picture, rect: GIFRect, dirty: [Bool], palette: GIFPalette, excluding: Int?,
+        usage: inout [Int]
+    ) -> Int? {
         let nearest = mapper(for: palette, excluding: excluding)
         var error = 0, count = 0
         let width = size.width
-        withUnsafeBufferPointers(picture.pixels, palette.rgb, dirty, writing: &indices) { indicesBuffer, qBuffer, rgbBuffer, dirtyBuffer in
+        withUnsafeBufferPointers(picture.pixels, palette.rgb, dirty, writing: &indices) {
+            indicesBuffer, qBuffer, rgbBuffer, dirtyBuffer in
             usage.withUnsafeMutableBufferPointer { usageBuffer in
                 let q = qBuffer.baseAddress!, rgb = rgbBuffer.baseAddress!, d = dirtyBuffer.baseAddress!
                 let out = indicesBuffer.baseAddress!, used = usageBuffer.baseAddress!

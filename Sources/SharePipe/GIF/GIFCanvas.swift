@@ -83,7 +83,8 @@ final class GIFCanvas {
             let width = size.width
             pixels.withUnsafeMutableBufferPointer { canvas in
                 for y in visible.top..<visible.bottom {
-                    (canvas.baseAddress! + (y * width + visible.left) * 4).update(repeating: 0, count: visible.width * 4)
+                    (canvas.baseAddress! + (y * width + visible.left) * 4).update(
+                        repeating: 0, count: visible.width * 4)
                 }
             }
         case .previous:
@@ -127,9 +128,11 @@ final class GIFCanvas {
             let canvasStart = ((rect.top + row) * width + rect.left) * 4
             let savedStart = row * rowBytes
             if toCanvas {
-                pixels.replaceSubrange(canvasStart..<canvasStart + rowBytes, with: source[savedStart..<savedStart + rowBytes])
+                pixels.replaceSubrange(
+                    canvasStart..<canvasStart + rowBytes, with: source[savedStart..<savedStart + rowBytes])
             } else {
-                saved.replaceSubrange(savedStart..<savedStart + rowBytes, with: source[canvasStart..<canvasStart + rowBytes])
+                saved.replaceSubrange(
+                    savedStart..<savedStart + rowBytes, with: source[canvasStart..<canvasStart + rowBytes])
             }
         }
     }

@@ -146,8 +146,10 @@ enum GIFQuantizer {
         var samples: [Sample] = []
         for bin in 0..<32768 where count[bin] > 0 {
             let n = count[bin]
-            samples.append(Sample(r: UInt8((sums[bin * 3] + n / 2) / n), g: UInt8((sums[bin * 3 + 1] + n / 2) / n),
-                                  b: UInt8((sums[bin * 3 + 2] + n / 2) / n), weight: n))
+            samples.append(
+                Sample(
+                    r: UInt8((sums[bin * 3] + n / 2) / n), g: UInt8((sums[bin * 3 + 1] + n / 2) / n),
+                    b: UInt8((sums[bin * 3 + 2] + n / 2) / n), weight: n))
         }
         return samples
     }
@@ -169,8 +171,10 @@ enum GIFQuantizer {
         var boxes: [Box] = [Box(samples)]
         while boxes.count < target {
             // Split the box with the largest (widest range × √weight); stop when none can be split.
-            guard let best = boxes.indices.filter({ boxes[$0].samples.count > 1 && boxes[$0].range > 0 })
-                .max(by: { boxes[$0].score < boxes[$1].score }) else { break }
+            guard
+                let best = boxes.indices.filter({ boxes[$0].samples.count > 1 && boxes[$0].range > 0 })
+                    .max(by: { boxes[$0].score < boxes[$1].score })
+            else { break }
             let box = boxes[best]
             let channel = box.channel
             let sorted = box.samples.sorted { value($0, channel) < value($1, channel) }
@@ -192,7 +196,9 @@ enum GIFQuantizer {
                 g += Int(sample.g) * sample.weight
                 b += Int(sample.b) * sample.weight
             }
-            rgb += [UInt8((r + weight / 2) / weight), UInt8((g + weight / 2) / weight), UInt8((b + weight / 2) / weight)]
+            rgb += [
+                UInt8((r + weight / 2) / weight), UInt8((g + weight / 2) / weight), UInt8((b + weight / 2) / weight),
+            ]
         }
         return GIFPalette(rgb: rgb)
     }

@@ -21,14 +21,17 @@ struct GIFSummary {
             let screen = reader.screenSize
             try limits.check(width: screen.width, height: screen.height, file: reader.file)
             let stream = GIFStream(reader)
-            var summary = GIFSummary(container: stream.container, frameCount: 0, anyTransparentIndex: false,
-                                     anyInterlaced: false, firstFrameCoversScreen: false, warnings: [])
+            var summary = GIFSummary(
+                container: stream.container, frameCount: 0, anyTransparentIndex: false,
+                anyInterlaced: false, firstFrameCoversScreen: false, warnings: [])
             var totalPixels = 0
             while let frame = try stream.nextFrame() {
                 let index = stream.frameCount - 1
                 if stream.frameCount > limits.maxFrames {
-                    throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
-                        .frameCount, found: stream.frameCount, limit: limits.maxFrames, size: screen))
+                    throw SharePipeError.tooLarge(
+                        file: reader.file,
+                        exceeded: ExceededLimit(
+                            .frameCount, found: stream.frameCount, limit: limits.maxFrames, size: screen))
                 }
                 if !frame.rect.isEmpty {
                     try limits.check(width: frame.rect.width, height: frame.rect.height, file: reader.file)
@@ -36,23 +39,28 @@ struct GIFSummary {
                 // Every frame costs a full canvas to composite and resample, and its own area to decode.
                 totalPixels += max(screen.area, frame.rect.area)
                 if totalPixels > limits.maxTotalFramePixels {
-                    throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
-                        .totalFramePixels, found: totalPixels, limit: limits.maxTotalFramePixels, size: screen))
+                    throw SharePipeError.tooLarge(
+                        file: reader.file,
+                        exceeded: ExceededLimit(
+                            .totalFramePixels, found: totalPixels, limit: limits.maxTotalFramePixels, size: screen))
                 }
                 if frame.transparentIndex != nil { summary.anyTransparentIndex = true }
                 if frame.interlaced { summary.anyInterlaced = true }
                 if index == 0 { summary.firstFrameCoversScreen = frame.rect.clipped(to: screen).area == screen.area }
                 let visible = frame.rect.clipped(to: screen)
                 if visible != frame.rect {
-                    summary.warnings.append(visible.isEmpty
-                        ? "frame \(index) (\(frame.rect)) lies outside the \(screen) screen; kept as an empty frame"
-                        : "frame \(index) (\(frame.rect)) reaches outside the \(screen) screen; clipped")
+                    summary.warnings.append(
+                        visible.isEmpty
+                            ? "frame \(index) (\(frame.rect)) lies outside the \(screen) screen; kept as an empty frame"
+                            : "frame \(index) (\(frame.rect)) reaches outside the \(screen) screen; clipped")
                 }
                 try stream.skipRows()
             }
             if stream.frameCount == 0 {
-                throw SharePipeError.corrupt(file: reader.file, phase: .header, reason: stream.missingTrailer
-                    ? "data ends before the first image (file is truncated)" : "the GIF contains no image")
+                throw SharePipeError.corrupt(
+                    file: reader.file, phase: .header,
+                    reason: stream.missingTrailer
+                        ? "data ends before the first image (file is truncated)" : "the GIF contains no image")
             }
             summary.container = stream.container
             summary.frameCount = stream.frameCount
@@ -64,10 +72,11 @@ struct GIFSummary {
     /// The header facts in the pipeline's format-neutral form.
     func imageInfo(byteCount: Int) -> ImageInfo {
         let bits = container.globalPalette.map { max(1, Int.bitWidth - ($0.count - 1).leadingZeroBitCount) } ?? 8
-        return ImageInfo(format: .gif, size: container.screenSize, colorModel: .palette, bitDepth: bits,
-                         progressive: anyInterlaced, orientation: .up, storedOrientationValue: nil,
-                         frameCount: frameCount, hasAlpha: anyTransparentIndex || !firstFrameCoversScreen,
-                         metadata: container.metadata, byteCount: byteCount)
+        return ImageInfo(
+            format: .gif, size: container.screenSize, colorModel: .palette, bitDepth: bits,
+            progressive: anyInterlaced, orientation: .up, storedOrientationValue: nil,
+            frameCount: frameCount, hasAlpha: anyTransparentIndex || !firstFrameCoversScreen,
+            metadata: container.metadata, byteCount: byteCount)
     }
 }
 
@@ -83,8 +92,10 @@ struct GIFDecoder: ImageDecoder {
         return try GIFSummary.read(source, limits: limits).imageInfo(byteCount: byteCount)
     }
 
-    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
-                meter: PixelMemoryMeter) throws -> RenderedImage {
+    func render(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         try GIFReader.with(source) { reader in
             let screen = reader.screenSize
             try limits.check(width: screen.width, height: screen.height, file: reader.file)
@@ -92,9 +103,12 @@ struct GIFDecoder: ImageDecoder {
             guard let frame = try stream.nextFrame() else {
                 throw SharePipeError.corrupt(file: reader.file, phase: .header, reason: "the GIF contains no image")
             }
-            if !frame.rect.isEmpty { try limits.check(width: frame.rect.width, height: frame.rect.height, file: reader.file) }
+            if !frame.rect.isEmpty {
+                try limits.check(width: frame.rect.width, height: frame.rect.height, file: reader.file)
+            }
             let layout: PixelLayout = info.hasAlpha ? .rgba : .rgb
-            let outputTarget = PixelSize(width: min(target.width, screen.width), height: min(target.height, screen.height))
+            let outputTarget = PixelSize(
+                width: min(target.width, screen.width), height: min(target.height, screen.height))
             var resampler = LanczosResampler(from: screen, to: outputTarget, layout: layout, meter: meter)
             let channels = layout.channels
             var row = [UInt8](repeating: 0, count: screen.width * channels)
@@ -103,8 +117,9 @@ struct GIFDecoder: ImageDecoder {
 
             if frame.rect == GIFRect(left: 0, top: 0, width: screen.width, height: screen.height) && !frame.interlaced {
                 // A full-screen, non-interlaced frame: rows go straight to the resampler, no canvas.
-                let lookup = Self.rowLookup(palette: frame.palette(global: stream.container.globalPalette),
-                                            transparent: frame.transparentIndex, channels: channels)
+                let lookup = Self.rowLookup(
+                    palette: frame.palette(global: stream.container.globalPalette),
+                    transparent: frame.transparentIndex, channels: channels)
                 try stream.readRows { _, indices in
                     row.withUnsafeMutableBufferPointer { out in
                         for x in 0..<screen.width {

@@ -36,11 +36,14 @@ struct GIFEncoder: ImageEncoder {
             }
         }
         let writer = try GIFWriter()
-        try writer.begin(GIFContainer(screenSize: bitmap.size, globalPalette: palette, backgroundIndex: 0,
-                                      colorResolution: 8, aspectByte: 0, loopCount: nil, metadata: metadata))
-        let frame = GIFFrame(rect: GIFRect(left: 0, top: 0, width: bitmap.width, height: bitmap.height),
-                             localPalette: nil, interlaced: false,
-                             control: transparentIndex.map { GIFGraphicsControl(transparentIndex: $0) })
+        try writer.begin(
+            GIFContainer(
+                screenSize: bitmap.size, globalPalette: palette, backgroundIndex: 0,
+                colorResolution: 8, aspectByte: 0, loopCount: nil, metadata: metadata))
+        let frame = GIFFrame(
+            rect: GIFRect(left: 0, top: 0, width: bitmap.width, height: bitmap.height),
+            localPalette: nil, interlaced: false,
+            control: transparentIndex.map { GIFGraphicsControl(transparentIndex: $0) })
         try writer.putFrame(frame, indices: &indices)
         return try writer.finish()
     }

@@ -86,7 +86,8 @@ final class GIFPictureResampler {
                 next.withUnsafeMutableBufferPointer { spare in
                     for y in behind.top..<behind.bottom {
                         let offset = (y * width + behind.left) * 4
-                        (spare.baseAddress! + offset).update(from: current.baseAddress! + offset, count: behind.width * 4)
+                        (spare.baseAddress! + offset).update(
+                            from: current.baseAddress! + offset, count: behind.width * 4)
                     }
                 }
             }
@@ -126,25 +127,30 @@ final class GIFPictureResampler {
                         let acc = accBuffer.baseAddress!, out = outBuffer.baseAddress!
                         var nextRow = rows.lowerBound
                         for y in inputRows {
-                            ResampleKernels.load(canvas + (y * sourceWidth + inputColumns.lowerBound) * 4,
-                                                 count: inputColumns.count * 4, into: input)
+                            ResampleKernels.load(
+                                canvas + (y * sourceWidth + inputColumns.lowerBound) * 4,
+                                count: inputColumns.count * 4, into: input)
                             ResampleKernels.premultiply(input, pixels: inputColumns.count, channels: 4)
-                            horizontal.apply(input: input, inputOrigin: inputColumns.lowerBound,
-                                             output: ring + (y % ringRows) * rowLength, outputs: columns, channels: 4)
+                            horizontal.apply(
+                                input: input, inputOrigin: inputColumns.lowerBound,
+                                output: ring + (y % ringRows) * rowLength, outputs: columns, channels: 4)
                             while nextRow < rows.upperBound && vertical.end(nextRow) <= y + 1 {
                                 let start = vertical.start(nextRow), taps = vertical.count(nextRow)
-                                withUnsafeTemporaryAllocation(of: UnsafePointer<Float>.self, capacity: taps) { rowPointers in
+                                withUnsafeTemporaryAllocation(of: UnsafePointer<Float>.self, capacity: taps) {
+                                    rowPointers in
                                     for t in 0..<taps {
                                         rowPointers[t] = UnsafePointer(ring + ((start + t) % ringRows) * rowLength)
                                     }
                                     vertical.withWeights(of: nextRow) { weights in
-                                        ResampleKernels.verticalSum(rows: UnsafePointer(rowPointers.baseAddress!),
-                                                                    weights: weights, taps: taps, length: rowLength,
-                                                                    into: acc)
+                                        ResampleKernels.verticalSum(
+                                            rows: UnsafePointer(rowPointers.baseAddress!),
+                                            weights: weights, taps: taps, length: rowLength,
+                                            into: acc)
                                     }
                                 }
-                                ResampleKernels.store(UnsafePointer(acc), count: rowLength, channels: 4, hasAlpha: true,
-                                                      into: out + (nextRow * targetWidth + columns.lowerBound) * 4)
+                                ResampleKernels.store(
+                                    UnsafePointer(acc), count: rowLength, channels: 4, hasAlpha: true,
+                                    into: out + (nextRow * targetWidth + columns.lowerBound) * 4)
                                 nextRow += 1
                             }
                         }

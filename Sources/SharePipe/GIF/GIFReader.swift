@@ -26,13 +26,15 @@ final class GIFReader {
         var screen = sp_gif_screen()
         switch source {
         case .file(let path):
-            try checkShim(sp_gif_reader_open_file(path, &handle, &screen, &message), message, file: path, phase: .header)
+            try checkShim(
+                sp_gif_reader_open_file(path, &handle, &screen, &message), message, file: path, phase: .header)
             defer { sp_gif_reader_free(handle) }
             return try body(GIFReader(handle: handle!, screen: screen, file: path))
         case .bytes(let bytes):
             return try bytes.withUnsafeBufferPointer { buffer in
-                try checkShim(sp_gif_reader_open_memory(buffer.baseAddress, buffer.count, &handle, &screen, &message),
-                              message, file: source.displayName, phase: .header)
+                try checkShim(
+                    sp_gif_reader_open_memory(buffer.baseAddress, buffer.count, &handle, &screen, &message),
+                    message, file: source.displayName, phase: .header)
                 defer { sp_gif_reader_free(handle) }
                 return try body(GIFReader(handle: handle!, screen: screen, file: source.displayName))
             }
@@ -43,8 +45,9 @@ final class GIFReader {
 
     var globalPalette: GIFPalette? {
         guard screen.global_color_count > 0, let colors = screen.global_colors else { return nil }
-        return GIFPalette(rgb: Array(UnsafeBufferPointer(start: colors, count: Int(screen.global_color_count) * 3)),
-                          sorted: screen.global_sorted != 0)
+        return GIFPalette(
+            rgb: Array(UnsafeBufferPointer(start: colors, count: Int(screen.global_color_count) * 3)),
+            sorted: screen.global_sorted != 0)
     }
 
     var offset: Int { sp_gif_reader_offset(handle) }
@@ -86,11 +89,13 @@ final class GIFReader {
         var image = sp_gif_image()
         var message = shimMessageBuffer()
         try check(sp_gif_reader_image(handle, &image, &message), message, phase: .header)
-        let rect = GIFRect(left: Int(image.left), top: Int(image.top), width: Int(image.width), height: Int(image.height))
+        let rect = GIFRect(
+            left: Int(image.left), top: Int(image.top), width: Int(image.width), height: Int(image.height))
         var palette: GIFPalette?
         if image.local_color_count > 0, let colors = image.local_colors {
-            palette = GIFPalette(rgb: Array(UnsafeBufferPointer(start: colors, count: Int(image.local_color_count) * 3)),
-                                 sorted: image.local_sorted != 0)
+            palette = GIFPalette(
+                rgb: Array(UnsafeBufferPointer(start: colors, count: Int(image.local_color_count) * 3)),
+                sorted: image.local_sorted != 0)
         }
         return (rect, image.interlaced != 0, palette)
     }
@@ -133,8 +138,10 @@ final class GIFStream {
     /// extra loop extensions, frames without a colour table).
     var warnings: [String] {
         guard framesWithoutColorTable > 0 else { return recorded }
-        return recorded + ["\(framesWithoutColorTable) of \(frameCount) frame(s) have no colour table (neither local "
-                           + "nor global): drawn opaque black, as browsers do"]
+        return recorded + [
+            "\(framesWithoutColorTable) of \(frameCount) frame(s) have no colour table (neither local "
+                + "nor global): drawn opaque black, as browsers do"
+        ]
     }
     private var recorded: [String] = []
     private var framesWithoutColorTable = 0
@@ -147,10 +154,11 @@ final class GIFStream {
 
     init(_ reader: GIFReader) {
         self.reader = reader
-        container = GIFContainer(screenSize: reader.screenSize, globalPalette: reader.globalPalette,
-                                 backgroundIndex: Int(reader.screen.background_index),
-                                 colorResolution: Int(reader.screen.color_resolution),
-                                 aspectByte: Int(reader.screen.aspect_byte), loopCount: nil, metadata: [])
+        container = GIFContainer(
+            screenSize: reader.screenSize, globalPalette: reader.globalPalette,
+            backgroundIndex: Int(reader.screen.background_index),
+            colorResolution: Int(reader.screen.color_resolution),
+            aspectByte: Int(reader.screen.aspect_byte), loopCount: nil, metadata: [])
     }
 
     /// Reads records up to and including the next image descriptor; nil at the end of the stream. The
@@ -170,16 +178,18 @@ final class GIFStream {
                 guard frameCount > 0 else {
                     throw SharePipeError.corrupt(file: reader.file, phase: .header, reason: what)
                 }
-                recorded.append("the GIF ends at \(what); kept the \(frameCount) frame(s) before it, "
-                                + "as browsers do")
+                recorded.append(
+                    "the GIF ends at \(what); kept the \(frameCount) frame(s) before it, "
+                        + "as browsers do")
                 return nil
             case .extensionBlock:
                 try readExtension()
             case .image:
                 reader.context = "frame \(frameCount)"
                 let descriptor = try reader.readImageDescriptor()
-                let frame = GIFFrame(rect: descriptor.rect, localPalette: descriptor.localPalette,
-                                     interlaced: descriptor.interlaced, control: pendingControl)
+                let frame = GIFFrame(
+                    rect: descriptor.rect, localPalette: descriptor.localPalette,
+                    interlaced: descriptor.interlaced, control: pendingControl)
                 pendingControl = nil
                 if frame.localPalette == nil && container.globalPalette == nil { framesWithoutColorTable += 1 }
                 frameCount += 1
@@ -240,8 +250,10 @@ final class GIFStream {
                 container.metadata.append(GIFApplication.metadata(identifier: identifier, data: data))
             }
         default:
-            container.metadata.append(.other(tag: GIFApplication.otherTag(label: label, identifier: nil),
-                                              data: GIFApplication.subBlockStream(blocks)))
+            container.metadata.append(
+                .other(
+                    tag: GIFApplication.otherTag(label: label, identifier: nil),
+                    data: GIFApplication.subBlockStream(blocks)))
         }
     }
 }
@@ -307,7 +319,9 @@ enum GIFApplication {
     /// Tag of an extension kept as `.other`: "GIF:" + label in hex, then the application identifier.
     static func otherTag(label: Int, identifier: [UInt8]?) -> String {
         let hex = String(label, radix: 16, uppercase: true)
-        let name = identifier.map { ":" + String(decoding: $0.map { (0x20...0x7E).contains($0) ? $0 : 0x3F }, as: UTF8.self) } ?? ""
+        let name =
+            identifier.map { ":" + String(decoding: $0.map { (0x20...0x7E).contains($0) ? $0 : 0x3F }, as: UTF8.self) }
+            ?? ""
         return "GIF:" + (hex.count < 2 ? "0" + hex : hex) + name
     }
 
@@ -325,7 +339,8 @@ enum GIFApplication {
             return profile.isEmpty ? nil : (0xFF, subBlockStream([icc]) + chunked(profile))
         case .other(let tag, let data):
             guard tag.hasPrefix("GIF:"), tag.count >= 6,
-                  let label = Int(tag.dropFirst(4).prefix(2), radix: 16), parsesAsSubBlocks(data) else { return nil }
+                let label = Int(tag.dropFirst(4).prefix(2), radix: 16), parsesAsSubBlocks(data)
+            else { return nil }
             return (label, data)
         case .exif, .extendedXMP, .iptc, .pngText:
             return nil

@@ -72,24 +72,30 @@ enum GIFRewriter {
             default:
                 guard frames > 0 else {
                     let hex = String(introducer, radix: 16, uppercase: true)
-                    throw SharePipeError.corrupt(file: reader.name, phase: .header,
-                                                 reason: "unknown block type 0x\(hex.count < 2 ? "0" + hex : hex) "
-                                                 + "at byte \(reader.offset - 1) (expected an image, extension or trailer)")
+                    throw SharePipeError.corrupt(
+                        file: reader.name, phase: .header,
+                        reason: "unknown block type 0x\(hex.count < 2 ? "0" + hex : hex) "
+                            + "at byte \(reader.offset - 1) (expected an image, extension or trailer)")
                 }
                 out.append(0x3B)  // what follows the frames is not GIF: end here, as GIFStream does
                 return out
             }
         }
-        guard frames > 0 else { throw SharePipeError.corrupt(file: reader.name, phase: .header,
-                                                             reason: "the GIF contains no image") }
+        guard frames > 0 else {
+            throw SharePipeError.corrupt(
+                file: reader.name, phase: .header,
+                reason: "the GIF contains no image")
+        }
         out.append(0x3B)
         return out
     }
 
     /// Whether an extension stays: the Graphics Control Extension and the first loop extension always; any
     /// other as the metadata block `GIFStream` reads it as, when that block is kept.
-    private static func keeps(label: Int, _ payloads: [[UInt8]], _ blocks: [MetadataBlock],
-                              loopExtensions: inout Int) -> Bool {
+    private static func keeps(
+        label: Int, _ payloads: [[UInt8]], _ blocks: [MetadataBlock],
+        loopExtensions: inout Int
+    ) -> Bool {
         let block: MetadataBlock
         switch label {
         case 0xF9:
@@ -104,8 +110,9 @@ enum GIFRewriter {
             }
             block = GIFApplication.metadata(identifier: identifier, data: Array(payloads.dropFirst()))
         default:
-            block = .other(tag: GIFApplication.otherTag(label: label, identifier: nil),
-                           data: GIFApplication.subBlockStream(payloads))
+            block = .other(
+                tag: GIFApplication.otherTag(label: label, identifier: nil),
+                data: GIFApplication.subBlockStream(payloads))
         }
         return blocks.contains(block)
     }

@@ -23,19 +23,26 @@ final class GIFWriter {
         let palette = container.globalPalette
         let table = palette?.paddedForFile ?? []
         let status = table.withUnsafeBufferPointer { colors in
-            sp_gif_writer_put_screen(handle, Int32(container.screenSize.width), Int32(container.screenSize.height),
-                                     Int32(container.colorResolution), Int32(container.backgroundIndex),
-                                     Int32(container.aspectByte), colors.baseAddress, Int32(table.count / 3),
-                                     palette?.sorted == true ? 1 : 0, &message)
+            sp_gif_writer_put_screen(
+                handle, Int32(container.screenSize.width), Int32(container.screenSize.height),
+                Int32(container.colorResolution), Int32(container.backgroundIndex),
+                Int32(container.aspectByte), colors.baseAddress, Int32(table.count / 3),
+                palette?.sorted == true ? 1 : 0, &message)
         }
         try check(status, message)
         if let loop = container.loopCount {
             let count = min(max(loop, 0), 0xFFFF)
-            try putExtension(label: 0xFF, stream: GIFApplication.subBlockStream([GIFApplication.netscape,
-                                                                                  [1, UInt8(count & 0xFF), UInt8(count >> 8)]]))
+            try putExtension(
+                label: 0xFF,
+                stream: GIFApplication.subBlockStream([
+                    GIFApplication.netscape,
+                    [1, UInt8(count & 0xFF), UInt8(count >> 8)],
+                ]))
         }
         for block in container.metadata {
-            if let (label, stream) = GIFApplication.extensionFor(block) { try putExtension(label: label, stream: stream) }
+            if let (label, stream) = GIFApplication.extensionFor(block) {
+                try putExtension(label: label, stream: stream)
+            }
         }
     }
 
@@ -56,9 +63,10 @@ final class GIFWriter {
         var message = shimMessageBuffer()
         let table = frame.localPalette?.paddedForFile ?? []
         let status = table.withUnsafeBufferPointer { colors in
-            sp_gif_writer_put_image(handle, Int32(frame.rect.left), Int32(frame.rect.top), Int32(frame.rect.width),
-                                    Int32(frame.rect.height), frame.interlaced ? 1 : 0, colors.baseAddress,
-                                    Int32(table.count / 3), frame.localPalette?.sorted == true ? 1 : 0, &message)
+            sp_gif_writer_put_image(
+                handle, Int32(frame.rect.left), Int32(frame.rect.top), Int32(frame.rect.width),
+                Int32(frame.rect.height), frame.interlaced ? 1 : 0, colors.baseAddress,
+                Int32(table.count / 3), frame.localPalette?.sorted == true ? 1 : 0, &message)
         }
         try check(status, message)
         let width = frame.rect.width

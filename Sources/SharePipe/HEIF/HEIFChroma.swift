@@ -38,7 +38,8 @@ enum HEIFChroma {
         var left = length
         while left >= 8 {
             guard let header = try boxHeader(reader), let body = header.bodySize,
-                  body + header.headerSize <= left else { return }
+                body + header.headerSize <= left
+            else { return }
             left -= body + header.headerSize
             switch (path.last ?? "", header.type) {
             case ("meta", "iprp"), ("iprp", "ipco"):

@@ -111,8 +111,11 @@ struct HEIFRowConverter {
         let bits = Int(planes.bits)
         guard (8...16).contains(bits) else { return "unsupported luma bit depth \(bits)" }
         if planes.cb != nil {
-            guard (8...16).contains(Int(planes.chroma_bits)) else { return "unsupported chroma bit depth \(planes.chroma_bits)" }
-            let w = Int(planes.width), h = Int(planes.height), cw = Int(planes.chroma_width), ch = Int(planes.chroma_height)
+            guard (8...16).contains(Int(planes.chroma_bits)) else {
+                return "unsupported chroma bit depth \(planes.chroma_bits)"
+            }
+            let w = Int(planes.width), h = Int(planes.height), cw = Int(planes.chroma_width),
+                ch = Int(planes.chroma_height)
             guard cw == w || cw == (w + 1) / 2, ch == h || ch == (h + 1) / 2 else {
                 return "chroma planes \(cw)×\(ch) do not match the image \(w)×\(h)"
             }
@@ -205,9 +208,12 @@ enum HEIFColorProfile {
         if let embedded { return embedded }
         guard nclx.present != 0, !isSRGB(nclx) else { return nil }
         if let toneMap = HDRToneMap(nclx: nclx, peak: nil) {
-            return try profile(for: toneMap.output.nclx, description: "SharePipe \(toneMap.output.rawValue)", file: file)
+            return try profile(
+                for: toneMap.output.nclx, description: "SharePipe \(toneMap.output.rawValue)", file: file)
         }
-        return try profile(for: nclx, description: "SharePipe nclx \(nclx.color_primaries)/\(nclx.transfer_characteristics)", file: file)
+        return try profile(
+            for: nclx, description: "SharePipe nclx \(nclx.color_primaries)/\(nclx.transfer_characteristics)",
+            file: file)
     }
 
     /// An ICC profile built by Little CMS for an nclx's primaries, white point and transfer curve.
@@ -218,9 +224,10 @@ enum HEIFColorProfile {
         var message = shimMessageBuffer()
         let status = sp_heif_icc_from_nclx(&copy, description, &out, &length, &message)
         if status == SP_ERR_ARGUMENT {
-            throw SharePipeError.unsupportedFormat(file: file, missing: .feature,
-                                                   reason: "HEIF colour (nclx primaries \(nclx.color_primaries), "
-                                                   + "transfer \(nclx.transfer_characteristics)): \(shimText(message))")
+            throw SharePipeError.unsupportedFormat(
+                file: file, missing: .feature,
+                reason: "HEIF colour (nclx primaries \(nclx.color_primaries), "
+                    + "transfer \(nclx.transfer_characteristics)): \(shimText(message))")
         }
         try checkShim(status, message, file: file, phase: .header)
         defer { sp_free(out) }

@@ -83,20 +83,23 @@ enum HEIFDecoding {
             if let icc = try HEIFColorProfile.iccProfile(embedded: embedded, nclx: info.nclx, file: reader.file) {
                 metadata.append(.icc(icc))
             }
-            var probe = HEIFProbe(size: PixelSize(width: Int(info.width), height: Int(info.height)),
-                             codedSize: PixelSize(width: Int(info.ispe_width), height: Int(info.ispe_height)),
-                             hasAlpha: info.has_alpha != 0, premultipliedAlpha: info.premultiplied_alpha != 0,
-                             bitDepth: max(Int(info.luma_bits), 8), monochrome: info.chroma_bits < 0,
-                             metadata: metadata, exifOrientationValue: exifOrientation, nclx: nclx,
-                             otherImages: max(Int(info.top_level_images) - 1, 0), thumbnails: Int(info.thumbnails),
-                             hasDepth: info.has_depth != 0, auxiliaryImages: Int(info.auxiliary_images))
+            var probe = HEIFProbe(
+                size: PixelSize(width: Int(info.width), height: Int(info.height)),
+                codedSize: PixelSize(width: Int(info.ispe_width), height: Int(info.ispe_height)),
+                hasAlpha: info.has_alpha != 0, premultipliedAlpha: info.premultiplied_alpha != 0,
+                bitDepth: max(Int(info.luma_bits), 8), monochrome: info.chroma_bits < 0,
+                metadata: metadata, exifOrientationValue: exifOrientation, nclx: nclx,
+                otherImages: max(Int(info.top_level_images) - 1, 0), thumbnails: Int(info.thumbnails),
+                hasDepth: info.has_depth != 0, auxiliaryImages: Int(info.auxiliary_images))
             let hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
             if info.icc_length == 0, let toneMap = HDRToneMap(nclx: info.nclx, peak: hdr.peakLuminance) {
                 probe.adjustments.append(toneMap.description)
             }
             if let note = hdr.gainMapNote { probe.adjustments.append(note) }
             probe.grid = try tileRoute(source, info: info, limits: limits)
-            if probe.grid == nil { try limits.check(width: Int(info.width), height: Int(info.height), file: reader.file) }
+            if probe.grid == nil {
+                try limits.check(width: Int(info.width), height: Int(info.height), file: reader.file)
+            }
             return probe
         }
     }
@@ -120,10 +123,14 @@ enum HEIFDecoding {
     /// two chroma planes at 4:2:0 when `chroma444` is false, alpha), counted twice because the codec's
     /// own picture (or, with `irot`/`imir`, the transformed copy) exists next to libheif's planes while the
     /// decode runs.
-    static func decodeMemory(size: PixelSize, bitDepth: Int, hasAlpha: Bool, monochrome: Bool, chroma444: Bool = false) -> Int {
+    static func decodeMemory(size: PixelSize, bitDepth: Int, hasAlpha: Bool, monochrome: Bool, chroma444: Bool = false)
+        -> Int
+    {
         let bytesPerSample = bitDepth > 8 ? 2 : 1
         let luma = size.area * bytesPerSample
-        let chroma = monochrome ? 0 : (chroma444 ? 2 * luma : 2 * ((size.width + 1) / 2) * ((size.height + 1) / 2) * bytesPerSample)
+        let chroma =
+            monochrome
+            ? 0 : (chroma444 ? 2 * luma : 2 * ((size.width + 1) / 2) * ((size.height + 1) / 2) * bytesPerSample)
         let alpha = hasAlpha ? luma : 0
         return 2 * (luma + chroma + alpha)
     }
@@ -133,14 +140,17 @@ enum HEIFDecoding {
     /// `grid`: the probe's grid (`HEIFProbe.grid`, `ImageInfo.heifGrid`), the one `MemoryEstimate.heif`
     /// priced; the tile route decodes it as planned, without reading the boxes again. nil: libheif decodes
     /// the image (tests pass nil to compare a grid's two routes).
-    static func render(_ source: ImageSource, grid: HEIFGrid?, target: PixelSize, limits: ImageLimits,
-                       meter: PixelMemoryMeter) throws -> RenderedImage {
+    static func render(
+        _ source: ImageSource, grid: HEIFGrid?, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         // A grid of 8-bit HEVC tiles without alpha, decoded one row of tiles at a time, or a single 8-bit HEVC
         // image read from libde265's picture (HEIFTileDecoding).
         // Everything that would need libheif was settled by the plan: nothing falls back after rows were decoded.
         if let grid {
-            return try HEIFTileDecoding.render(grid, file: try HEIFFileBytes(source), target: target,
-                                               limits: limits, meter: meter)
+            return try HEIFTileDecoding.render(
+                grid, file: try HEIFFileBytes(source), target: target,
+                limits: limits, meter: meter)
         }
         // The coded chroma format, from the configuration boxes (4:4:4 when they cannot say).
         let chroma = (try? HEIFChroma.coded(source, maxMetaBytes: limits.maxMetadataBytes)) ?? HEIFChroma.yuv444
@@ -148,12 +158,16 @@ enum HEIFDecoding {
             let info = try reader.info()
             let size = PixelSize(width: Int(info.width), height: Int(info.height))
             try limits.check(width: size.width, height: size.height, file: reader.file)
-            let estimate = decodeMemory(size: size, bitDepth: max(Int(info.luma_bits), 8), hasAlpha: info.has_alpha != 0,
-                                        monochrome: chroma == HEIFChroma.monochrome, chroma444: chroma != HEIFChroma.yuv420)
+            let estimate = decodeMemory(
+                size: size, bitDepth: max(Int(info.luma_bits), 8), hasAlpha: info.has_alpha != 0,
+                monochrome: chroma == HEIFChroma.monochrome, chroma444: chroma != HEIFChroma.yuv420)
             if estimate > limits.maxDecoderMemory {
-                throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(.decoderMemory, found: estimate,
-                                                                                       limit: limits.maxDecoderMemory, size: size,
-                                                                                       detail: "decoding this HEIF"))
+                throw SharePipeError.tooLarge(
+                    file: reader.file,
+                    exceeded: ExceededLimit(
+                        .decoderMemory, found: estimate,
+                        limit: limits.maxDecoderMemory, size: size,
+                        detail: "decoding this HEIF"))
             }
             meter.allocate(estimate)
             var counted = estimate
@@ -165,19 +179,22 @@ enum HEIFDecoding {
             meter.release(counted - held)
             counted = held
             guard Int(planes.width) == size.width, Int(planes.height) == size.height else {
-                throw SharePipeError.corrupt(file: reader.file, phase: .decode,
-                                             reason: "decoded image is \(planes.width)×\(planes.height), "
-                                             + "the header says \(size)")
+                throw SharePipeError.corrupt(
+                    file: reader.file, phase: .decode,
+                    reason: "decoded image is \(planes.width)×\(planes.height), "
+                        + "the header says \(size)")
             }
             if let problem = HEIFRowConverter.validate(planes) {
                 throw SharePipeError.unsupportedFormat(file: reader.file, missing: .feature, reason: "HEIF \(problem)")
             }
             let nclx = planes.nclx.present != 0 ? planes.nclx : info.nclx
             guard let matrix = YCbCrMatrix(nclx: nclx) else {
-                throw SharePipeError.unsupportedFormat(file: reader.file, missing: .feature,
-                                                       reason: "HEIF matrix coefficients \(nclx.matrix_coefficients) are not supported")
+                throw SharePipeError.unsupportedFormat(
+                    file: reader.file, missing: .feature,
+                    reason: "HEIF matrix coefficients \(nclx.matrix_coefficients) are not supported")
             }
-            var converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: info.premultiplied_alpha != 0)
+            var converter = HEIFRowConverter(
+                planes: planes, matrix: matrix, premultiplied: info.premultiplied_alpha != 0)
             if info.icc_length == 0 {
                 // PQ or HLG without an ICC profile (which would win, as in browsers): tone-mapped to SDR.
                 let hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
@@ -193,8 +210,9 @@ enum HEIFDecoding {
     /// that leave another displayed size (`clap`).
     static func tileRoute(_ source: ImageSource, info: sp_heif_info, limits: ImageLimits) throws -> HEIFGrid? {
         guard info.has_alpha == 0, info.luma_bits <= 8, info.chroma_bits <= 8, HDRToneMap.Transfer(info.nclx) == nil,
-              let grid = try HEIFGrid.plan(HEIFFileBytes(source), limits: limits),
-              grid.displayedSize == PixelSize(width: Int(info.width), height: Int(info.height)) else { return nil }
+            let grid = try HEIFGrid.plan(HEIFFileBytes(source), limits: limits),
+            grid.displayedSize == PixelSize(width: Int(info.width), height: Int(info.height))
+        else { return nil }
         return grid
     }
 
@@ -219,18 +237,21 @@ struct HEIFDecoder: ImageDecoder {
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
         let byteCount = try source.byteCount()
         let probe = try HEIFDecoding.probe(source, limits: limits)
-        var info = ImageInfo(format: format, size: probe.size,
-                         colorModel: probe.monochrome ? (probe.hasAlpha ? .grayAlpha : .gray) : (probe.hasAlpha ? .rgba : .rgb),
-                         bitDepth: probe.bitDepth, progressive: false, orientation: .up,
-                         storedOrientationValue: nil, frameCount: 1, hasAlpha: probe.hasAlpha,
-                         metadata: probe.metadata, byteCount: byteCount)
+        var info = ImageInfo(
+            format: format, size: probe.size,
+            colorModel: probe.monochrome ? (probe.hasAlpha ? .grayAlpha : .gray) : (probe.hasAlpha ? .rgba : .rgb),
+            bitDepth: probe.bitDepth, progressive: false, orientation: .up,
+            storedOrientationValue: nil, frameCount: 1, hasAlpha: probe.hasAlpha,
+            metadata: probe.metadata, byteCount: byteCount)
         info.heifGrid = probe.grid
         info.probeAdjustments = probe.adjustments
         return info
     }
 
-    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
-                meter: PixelMemoryMeter) throws -> RenderedImage {
+    func render(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         try HEIFDecoding.render(source, grid: info.heifGrid, target: target, limits: limits, meter: meter)
     }
 }

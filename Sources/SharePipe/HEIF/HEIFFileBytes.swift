@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Random access to a source's bytes (pread on the file; slices of bytes in memory) for the grid route: the
@@ -46,8 +46,9 @@ final class HEIFFileBytes {
     /// `count` bytes at `offset`; throws `corrupt` past the end of the file.
     func read(at offset: Int, count: Int) throws -> [UInt8] {
         guard offset >= 0, count >= 0, offset <= size, count <= size - offset else {
-            throw SharePipeError.corrupt(file: name, phase: .header,
-                                         reason: "HEIF item data at \(offset) (+\(count)) lies past the end of the file")
+            throw SharePipeError.corrupt(
+                file: name, phase: .header,
+                reason: "HEIF item data at \(offset) (+\(count)) lies past the end of the file")
         }
         if descriptor < 0 { return Array(memory[offset..<(offset + count)]) }
         var out = [UInt8](repeating: 0, count: count)
@@ -57,7 +58,8 @@ final class HEIFFileBytes {
                 let got = pread(descriptor, buffer.baseAddress! + done, count - done, off_t(offset + done))
                 if got < 0 && errno == EINTR { continue }
                 guard got > 0 else {
-                    throw SharePipeError.unreadable(file: name, reason: got < 0 ? FileIO.errnoText() : "file shrank while reading")
+                    throw SharePipeError.unreadable(
+                        file: name, reason: got < 0 ? FileIO.errnoText() : "file shrank while reading")
                 }
                 done += got
             }

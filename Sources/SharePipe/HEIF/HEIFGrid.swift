@@ -1,4 +1,3 @@
-
 /// A primary image of type `grid` whose tiles are HEVC (`hvc1`), as phones store photos (an iPhone's 12 MP
 /// photo is 8×6 tiles of 512×512), read from the file's own boxes so that it can be decoded one row of tiles
 /// at a time (`HEIFTileDecoding`). libheif 1.15 cannot do that: it decodes every tile into one full-size image.
@@ -80,7 +79,8 @@ struct HEIFGrid: Equatable, Sendable {
     /// ever sees an unchecked tile).
     static func plan(_ file: HEIFFileBytes, limits: ImageLimits) throws -> HEIFGrid? {
         guard let meta = try file.metaBody(maxBytes: limits.maxMetadataBytes),
-              let grid = try? parse(meta: meta, fileSize: file.size, read: { try file.read(at: $0, count: $1) }) else { return nil }
+            let grid = try? parse(meta: meta, fileSize: file.size, read: { try file.read(at: $0, count: $1) })
+        else { return nil }
         try limits.check(width: grid.tileSize.width, height: grid.tileSize.height, file: file.name)
         for extents in grid.tileExtents where try !unitsAreSlices(extents, file: file) { return nil }
         return grid

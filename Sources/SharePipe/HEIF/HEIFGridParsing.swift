@@ -149,7 +149,9 @@ extension HEIFGrid {
         // The grid item's properties: only the known ones, transforms in order.
         var orientation = Orientation.up
         var gridSize: PixelSize?
-        guard let gridItemProperties = knownProperties(of: primary, allowed: singleImage ? gridProperties.union(tileProperties) : gridProperties)
+        guard
+            let gridItemProperties = knownProperties(
+                of: primary, allowed: singleImage ? gridProperties.union(tileProperties) : gridProperties)
         else { return nil }
         for (type, body, _) in gridItemProperties {
             var value = body
@@ -176,31 +178,35 @@ extension HEIFGrid {
             (rows, columns, size) = (1, 1, gridSize)
         } else {
             guard let described = try gridDescriptor(locations[primary], idat: idat, fileSize: fileSize, read: read),
-                  tileIDs.count == described.rows * described.columns else { return nil }
+                tileIDs.count == described.rows * described.columns
+            else { return nil }
             (rows, columns, size) = described
             if let gridSize, gridSize != size { return nil }
         }
 
         // The tiles: hvc1, one size, one chroma format, 8 bits, in the file.
         var parameterSets: [[UInt8]] = []
-        var configIndex: [Int: Int] = [:]   // property index → parameterSets index
+        var configIndex: [Int: Int] = [:]  // property index → parameterSets index
         var tileParameterSets: [Int] = []
         var tileExtents: [[Extent]] = []
         var tileSize: PixelSize?
         var chroma: Int32?
         var colours: [Colour?] = []
-        var configColours: [Int: Colour?] = [:]   // property index → its SPS's colour (nil: not read)
+        var configColours: [Int: Colour?] = [:]  // property index → its SPS's colour (nil: not read)
         var bitstreamColours: [Colour?] = []
         for id in tileIDs {
             guard itemTypes[id] == "hvc1", let location = locations[id], location.method == 0,
-                  !location.extents.isEmpty else { return nil }
+                !location.extents.isEmpty
+            else { return nil }
             for extent in location.extents {
                 guard extent.length > 0, extent.offset <= fileSize - extent.length else { return nil }
             }
             var config: Int?
             var size: PixelSize?
             var colour: Colour?
-            guard let tileItemProperties = knownProperties(of: id, allowed: singleImage ? gridProperties.union(tileProperties) : tileProperties)
+            guard
+                let tileItemProperties = knownProperties(
+                    of: id, allowed: singleImage ? gridProperties.union(tileProperties) : tileProperties)
             else { return nil }
             for (type, body, index) in tileItemProperties {
                 var value = body
@@ -210,15 +216,19 @@ extension HEIFGrid {
                 } else if type == "hvcC" {
                     config = index
                 } else if type == "colr", try value.fourCC() == "nclx" {
-                    colour = Colour(primaries: try value.u16(), transfer: try value.u16(), matrix: try value.u16(),
-                                    fullRange: try value.u8() & 0x80 != 0)
+                    colour = Colour(
+                        primaries: try value.u16(), transfer: try value.u16(), matrix: try value.u16(),
+                        fullRange: try value.u8() & 0x80 != 0)
                 }
             }
-            guard let config, let size, (1...maxTileSide).contains(size.width), (1...maxTileSide).contains(size.height) else { return nil }
+            guard let config, let size, (1...maxTileSide).contains(size.width), (1...maxTileSide).contains(size.height)
+            else { return nil }
             if tileSize == nil { tileSize = size }
             guard size == tileSize else { return nil }
             if configIndex[config] == nil {
-                guard let (sets, tileChroma, spsColour) = try hevcParameterSets(properties[config - 1].body, tileSize: size)
+                guard
+                    let (sets, tileChroma, spsColour) = try hevcParameterSets(
+                        properties[config - 1].body, tileSize: size)
                 else { return nil }
                 if chroma == nil { chroma = tileChroma }
                 guard chroma == tileChroma else { return nil }
@@ -232,7 +242,9 @@ extension HEIFGrid {
             colours.append(colour)
         }
         // Tiles that describe their colour differently: libheif's business.
-        guard Set(colours.map { $0.map { [$0.primaries, $0.transfer, $0.matrix, $0.fullRange ? 1 : 0] } ?? [] }).count == 1
+        guard
+            Set(colours.map { $0.map { [$0.primaries, $0.transfer, $0.matrix, $0.fullRange ? 1 : 0] } ?? [] }).count
+                == 1
         else { return nil }
         guard let tileSize, let chroma else { return nil }
         // The bitstream colour: every tile's SPS read and alike where it decides (no tile nclx), else kept when
@@ -250,32 +262,41 @@ extension HEIFGrid {
         else { return nil }
         // The tiles cover the output; chroma subsampling never splits a tile's sample pairs.
         guard tileSize.width * columns >= size.width, tileSize.height * rows >= size.height,
-              tileSize.width * (columns - 1) < size.width, tileSize.height * (rows - 1) < size.height else { return nil }
+            tileSize.width * (columns - 1) < size.width, tileSize.height * (rows - 1) < size.height
+        else { return nil }
         if chroma != 3, tileSize.width % 2 != 0 { return nil }
         if chroma == 1, tileSize.height % 2 != 0 { return nil }
-        return HEIFGrid(columns: columns, rows: rows, size: size, tileSize: tileSize, chroma: chroma,
-                        parameterSets: parameterSets, tileParameterSets: tileParameterSets, tileExtents: tileExtents,
-                        orientation: orientation, tileColour: tileColour, bitstreamColour: bitstreamColour,
-                        isSingleImage: singleImage)
+        return HEIFGrid(
+            columns: columns, rows: rows, size: size, tileSize: tileSize, chroma: chroma,
+            parameterSets: parameterSets, tileParameterSets: tileParameterSets, tileExtents: tileExtents,
+            orientation: orientation, tileColour: tileColour, bitstreamColour: bitstreamColour,
+            isSingleImage: singleImage)
     }
 
     /// The grid descriptor of the grid item at `location` (in the file, or in `idat`): rows, columns and the
     /// output size; nil when it cannot be read.
-    private static func gridDescriptor(_ location: Location?, idat: Cursor?, fileSize: Int,
-                                       read: (Int, Int) throws -> [UInt8]) throws -> (rows: Int, columns: Int, size: PixelSize)? {
+    private static func gridDescriptor(
+        _ location: Location?, idat: Cursor?, fileSize: Int,
+        read: (Int, Int) throws -> [UInt8]
+    ) throws -> (rows: Int, columns: Int, size: PixelSize)? {
         guard let gridLocation = location else { return nil }
         var descriptorBytes: [UInt8] = []
         switch gridLocation.method {
         case 0:
             for extent in gridLocation.extents {
-                guard extent.length > 0, extent.length <= 64, extent.offset <= fileSize - extent.length else { return nil }
+                guard extent.length > 0, extent.length <= 64, extent.offset <= fileSize - extent.length else {
+                    return nil
+                }
                 descriptorBytes += try read(extent.offset, extent.length)
             }
         case 1:
             guard let idat else { return nil }
             for extent in gridLocation.extents {
-                guard extent.length > 0, extent.length <= 64, extent.offset <= idat.left - extent.length else { return nil }
-                descriptorBytes += idat.bytes[(idat.position + extent.offset)..<(idat.position + extent.offset + extent.length)]
+                guard extent.length > 0, extent.length <= 64, extent.offset <= idat.left - extent.length else {
+                    return nil
+                }
+                descriptorBytes +=
+                    idat.bytes[(idat.position + extent.offset)..<(idat.position + extent.offset + extent.length)]
             }
         default:
             return nil
@@ -316,8 +337,9 @@ extension HEIFGrid {
                 let unit = Array(config.bytes[config.position..<(config.position + length)])
                 if unit.count >= 2, (unit[0] >> 1) & 0x3F == 33 {
                     guard let sps = sequenceParameters(unit), sps.chroma == chroma,
-                          (tileSize.width...(tileSize.width + 64)).contains(sps.width),
-                          (tileSize.height...(tileSize.height + 64)).contains(sps.height) else { return nil }
+                        (tileSize.width...(tileSize.width + 64)).contains(sps.width),
+                        (tileSize.height...(tileSize.height + 64)).contains(sps.height)
+                    else { return nil }
                     sequences += 1
                     colour = sps.colour
                 }

@@ -14,7 +14,9 @@ struct HEIFHDRBoxes: Equatable {
 
     /// The report's line for a removed gain map.
     var gainMapNote: String? {
-        gainMap.map { "gain map removed (\($0)): the SDR base image is prepared, as browsers show it on an SDR display" }
+        gainMap.map {
+            "gain map removed (\($0)): the SDR base image is prepared, as browsers show it on an SDR display"
+        }
     }
 
     /// Reads the `meta` box of `file` (at most `maxBytes` of it). A box that runs past its parent ends the
@@ -30,7 +32,9 @@ struct HEIFHDRBoxes: Equatable {
                 switch type {
                 case "iinf":
                     try body.forEachItemInfo { itemType, _ in
-                        if itemType == "tmap", result.gainMap == nil { result.gainMap = "ISO 21496-1 tone-map item (tmap)" }
+                        if itemType == "tmap", result.gainMap == nil {
+                            result.gainMap = "ISO 21496-1 tone-map item (tmap)"
+                        }
                     }
                 case "iprp":
                     while body.left >= 8 {

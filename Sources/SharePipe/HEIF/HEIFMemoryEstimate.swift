@@ -11,14 +11,17 @@ extension MemoryEstimate {
     /// error (libheif would decode it with the same libde265), not a fallback. A single HEVC image on that
     /// route (a grid of one tile) holds libde265's decoder and picture (`HEIFTileDecoding.imageDecoderBytes`)
     /// instead of a row of tiles.
-    static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
+    static func heif(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts
+    {
         let size = info.size
         let monochrome = info.colorModel == .gray || info.colorModel == .grayAlpha
         let channels = (monochrome ? 1 : 3) + (info.hasAlpha ? 1 : 0)
         let out = PixelSize(width: min(plan.target.width, size.width), height: min(plan.target.height, size.height))
-        let planes = HEIFDecoding.decodeMemory(size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
-                                               monochrome: monochrome, chroma444: true)
-        var metered = planes + LanczosResampler.memoryEstimate(from: size, to: out, channels: channels)
+        let planes = HEIFDecoding.decodeMemory(
+            size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
+            monochrome: monochrome, chroma444: true)
+        var metered =
+            planes + LanczosResampler.memoryEstimate(from: size, to: out, channels: channels)
             + size.width * channels * MemoryLayout<Float>.stride
         var decoder = size.area * 2 + (4 << 20)
         if let grid = info.heifGrid {
@@ -26,10 +29,11 @@ extension MemoryEstimate {
             // while decoding; then, with irot/imir, the small result and its transformed copy (all metered).
             // libheif only reads the boxes.
             let coded = grid.orientation.swapsAxes ? out.transposed : out
-            metered = max(HEIFTileDecoding.decodeMemory(grid)
-                              + LanczosResampler.memoryEstimate(from: grid.size, to: coded, channels: channels)
-                              + grid.size.width * channels * MemoryLayout<Float>.stride,
-                          grid.orientation == .up ? 0 : 2 * out.area * channels)
+            metered = max(
+                HEIFTileDecoding.decodeMemory(grid)
+                    + LanczosResampler.memoryEstimate(from: grid.size, to: coded, channels: channels)
+                    + grid.size.width * channels * MemoryLayout<Float>.stride,
+                grid.orientation == .up ? 0 : 2 * out.area * channels)
             decoder = 1 << 20
         }
         var encoder = jpegEncoderBytes(out, channels: channels >= 3 ? 3 : 1)
@@ -42,7 +46,8 @@ extension MemoryEstimate {
             output = max(output, 5 * (raw + raw / 1000 + 1024 + keptMetadata))
             unmetered = out.area * channels * 2 + out.area * 2
         }
-        return Parts(decodedSize: size, renderedSize: out, channels: channels, metered: metered, unmetered: unmetered,
-                     decoder: decoder, encoder: encoder, output: output)
+        return Parts(
+            decodedSize: size, renderedSize: out, channels: channels, metered: metered, unmetered: unmetered,
+            decoder: decoder, encoder: encoder, output: output)
     }
 }

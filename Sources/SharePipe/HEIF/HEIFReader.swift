@@ -20,14 +20,16 @@ final class HEIFReader {
         let maxDimension = Int32(clamping: limits.maxDimension)
         switch source {
         case .file(let path):
-            try check(sp_heif_reader_open_file(path, maxDimension, &handle, &message), message, file: path, limits: limits)
+            try check(
+                sp_heif_reader_open_file(path, maxDimension, &handle, &message), message, file: path, limits: limits)
             let reader = HEIFReader(handle: handle!, file: path)
             defer { sp_heif_reader_free(handle) }
             return try body(reader)
         case .bytes(let bytes):
             return try bytes.withUnsafeBufferPointer { buffer in
-                try check(sp_heif_reader_open_memory(buffer.baseAddress, buffer.count, maxDimension, &handle, &message),
-                          message, file: source.displayName, limits: limits)
+                try check(
+                    sp_heif_reader_open_memory(buffer.baseAddress, buffer.count, maxDimension, &handle, &message),
+                    message, file: source.displayName, limits: limits)
                 let reader = HEIFReader(handle: handle!, file: source.displayName)
                 defer { sp_heif_reader_free(handle) }
                 return try body(reader)
@@ -38,9 +40,14 @@ final class HEIFReader {
     /// `checkShim`, but libheif's own size limit becomes `tooLarge`.
     private static func check(_ status: sp_status, _ message: [CChar], file: String, limits: ImageLimits) throws {
         let text = shimText(message)
-        if status == SP_ERR_LIBRARY, text.contains("Security limit exceeded") || text.contains("exceeds the maximum image size") {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.dimension, found: nil, limit: limits.maxDimension,
-                                                                               detail: "libheif: \(text)"))
+        if status == SP_ERR_LIBRARY,
+            text.contains("Security limit exceeded") || text.contains("exceeds the maximum image size")
+        {
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .dimension, found: nil, limit: limits.maxDimension,
+                    detail: "libheif: \(text)"))
         }
         try checkShim(status, message, file: file, phase: .header)
     }
@@ -70,19 +77,26 @@ final class HEIFReader {
         for index in 0..<count {
             var item = sp_heif_metadata()
             var message = shimMessageBuffer()
-            try checkShim(sp_heif_reader_metadata(handle, Int32(index), &item, &message), message, file: file, phase: .header)
+            try checkShim(
+                sp_heif_reader_metadata(handle, Int32(index), &item, &message), message, file: file, phase: .header)
             total += item.length
             if total > maxBytes {
-                throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.metadataBytes, found: total, limit: maxBytes,
-                                                                                   detail: "HEIF metadata items"))
+                throw SharePipeError.tooLarge(
+                    file: file,
+                    exceeded: ExceededLimit(
+                        .metadataBytes, found: total, limit: maxBytes,
+                        detail: "HEIF metadata items"))
             }
             var data = [UInt8](repeating: 0, count: item.length)
             if item.length > 0 {
-                try checkShim(sp_heif_reader_copy_metadata(handle, Int32(index), &data, item.length, &message),
-                              message, file: file, phase: .header)
+                try checkShim(
+                    sp_heif_reader_copy_metadata(handle, Int32(index), &data, item.length, &message),
+                    message, file: file, phase: .header)
             }
             let type = withUnsafeBytes(of: item.type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            let contentType = withUnsafeBytes(of: item.content_type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let contentType = withUnsafeBytes(of: item.content_type) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             items.append((type, contentType, data))
         }
         return items
@@ -93,7 +107,9 @@ final class HEIFReader {
     func decodePlanes(chroma: Int32, threads: Int) throws -> sp_heif_planes {
         var planes = sp_heif_planes()
         var message = shimMessageBuffer()
-        try checkShim(sp_heif_reader_decode(handle, chroma, Int32(threads), &planes, &message), message, file: file, phase: .decode)
+        try checkShim(
+            sp_heif_reader_decode(handle, chroma, Int32(threads), &planes, &message), message, file: file,
+            phase: .decode)
         return planes
     }
 

@@ -11,8 +11,9 @@ import CSharePipe
 enum HEIFTileDecoding {
     /// The chroma plane size for `luma` samples at chroma_format_idc `chroma` (the shim's rule).
     static func chromaSize(_ luma: PixelSize, chroma: Int32) -> PixelSize {
-        PixelSize(width: Int(sp_hevc_chroma_width(chroma, Int32(luma.width))),
-                  height: Int(sp_hevc_chroma_height(chroma, Int32(luma.height))))
+        PixelSize(
+            width: Int(sp_hevc_chroma_width(chroma, Int32(luma.width))),
+            height: Int(sp_hevc_chroma_height(chroma, Int32(luma.height))))
     }
 
     /// The row-of-tiles planes the route holds: 8-bit luma and two chroma planes, the output width wide.
@@ -67,14 +68,19 @@ enum HEIFTileDecoding {
     /// Everything that would send the grid to libheif is settled by `HEIFGrid.plan`, so nothing here does: a
     /// tile libde265 fails on is `corrupt` (libheif decodes the same tiles with the same libde265 and would fail
     /// on it too), naming the file and the tile.
-    static func render(_ grid: HEIFGrid, file: HEIFFileBytes, target: PixelSize,
-                       limits: ImageLimits, meter: PixelMemoryMeter) throws -> RenderedImage {
+    static func render(
+        _ grid: HEIFGrid, file: HEIFFileBytes, target: PixelSize,
+        limits: ImageLimits, meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         let name = file.name
         let estimate = decodeMemory(grid)
         if estimate > limits.maxDecoderMemory {
-            throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.decoderMemory, found: estimate,
-                                                                             limit: limits.maxDecoderMemory, size: grid.displayedSize,
-                                                                             detail: "decoding this HEIF grid"))
+            throw SharePipeError.tooLarge(
+                file: name,
+                exceeded: ExceededLimit(
+                    .decoderMemory, found: estimate,
+                    limit: limits.maxDecoderMemory, size: grid.displayedSize,
+                    detail: "decoding this HEIF grid"))
         }
         if grid.isSingleImage {
             return try renderImage(grid, file: file, target: target, meter: meter, estimate: estimate)
@@ -85,7 +91,8 @@ enum HEIFTileDecoding {
         let xShift = grid.chroma == 3 ? 0 : 1
 
         // Resampled as coded; the transforms turn the small result.
-        let shown = PixelSize(width: min(target.width, grid.displayedSize.width), height: min(target.height, grid.displayedSize.height))
+        let shown = PixelSize(
+            width: min(target.width, grid.displayedSize.width), height: min(target.height, grid.displayedSize.height))
         let codedTarget = grid.orientation.swapsAxes ? shown.transposed : shown
 
         meter.allocate(estimate)
@@ -104,7 +111,7 @@ enum HEIFTileDecoding {
         defer { resampler.discard() }
 
         for tileRow in 0..<grid.rows {
-            try meter.checkCancellation()   // a row of tiles is a libde265 decode: check before each
+            try meter.checkCancellation()  // a row of tiles is a libde265 decode: check before each
             let top = tileRow * tileHeight
             let rowsHere = min(tileHeight, grid.size.height - top)
             // The row's coded data: each tile's parameter sets, then its own NAL units.
@@ -136,7 +143,8 @@ enum HEIFTileDecoding {
                                 tile.index = Int32(tileRow * grid.columns + column)
                                 return tile
                             }
-                            let status = sp_hevc_decode_tiles(&tiles, Int32(tiles.count), Int32(HEIFDecoding.decodingThreads), &message)
+                            let status = sp_hevc_decode_tiles(
+                                &tiles, Int32(tiles.count), Int32(HEIFDecoding.decodingThreads), &message)
                             decoded = tiles
                             return status
                         }
@@ -149,16 +157,19 @@ enum HEIFTileDecoding {
             }
             try checkShim(status, message, file: name, phase: .decode)
             for tile in decoded {
-                try checkColour(grid, decoded: HEIFGrid.Colour(primaries: Int(tile.color_primaries),
-                                                               transfer: Int(tile.transfer_characteristics),
-                                                               matrix: Int(tile.matrix_coefficients), fullRange: tile.full_range != 0),
-                                what: "grid tile \(tile.index)", file: name)
+                try checkColour(
+                    grid,
+                    decoded: HEIFGrid.Colour(
+                        primaries: Int(tile.color_primaries),
+                        transfer: Int(tile.transfer_characteristics),
+                        matrix: Int(tile.matrix_coefficients), fullRange: tile.full_range != 0),
+                    what: "grid tile \(tile.index)", file: name)
             }
             let rowMatrix = matrix
             try withUnsafeBufferPointers(luma, cb, cr) { y, cbPlane, crPlane in
                 var planes = sp_heif_planes()
                 planes.width = Int32(width)
-                planes.height = Int32(tileHeight)   // the whole buffer: the converter infers subsampling from it
+                planes.height = Int32(tileHeight)  // the whole buffer: the converter infers subsampling from it
                 planes.chroma = grid.chroma
                 planes.bits = 8
                 planes.chroma_bits = 8
@@ -185,7 +196,8 @@ enum HEIFTileDecoding {
     /// The small result turned by the grid's transforms.
     private static func oriented(_ bitmap: Bitmap, grid: HEIFGrid, meter: PixelMemoryMeter) -> RenderedImage {
         guard grid.orientation != .up else { return RenderedImage(bitmap: bitmap, warnings: []) }
-        return RenderedImage(bitmap: meter.holding(bitmap.byteCount) { bitmap.applying(grid.orientation) }, warnings: [])
+        return RenderedImage(
+            bitmap: meter.holding(bitmap.byteCount) { bitmap.applying(grid.orientation) }, warnings: [])
     }
 
     /// Tile `index`'s coded data: its parameter sets, then its own NAL units, read from `file`.
@@ -199,8 +211,10 @@ enum HEIFTileDecoding {
         while at + 5 <= data.count {
             let length = data[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) }
             if (32...34).contains(Int(data[at + 4] >> 1) & 0x3F) {
-                throw SharePipeError.unreadable(file: file.name, reason: "HEIF \(grid.isSingleImage ? "image" : "tile \(index)") "
-                                                + "carries its own parameter sets (the file changed while it was read)")
+                throw SharePipeError.unreadable(
+                    file: file.name,
+                    reason: "HEIF \(grid.isSingleImage ? "image" : "tile \(index)") "
+                        + "carries its own parameter sets (the file changed while it was read)")
             }
             at += 4 + length
         }
@@ -214,20 +228,24 @@ enum HEIFTileDecoding {
     private static func checkColour(_ grid: HEIFGrid, decoded vui: HEIFGrid.Colour, what: String, file: String) throws {
         guard let planned = grid.bitstreamColour else { return }
         guard vui.matrix == planned.matrix, vui.fullRange == planned.fullRange else {
-            throw SharePipeError.internalError(file: file, reason: "HEIF \(what) decodes with colour \(vui), its SPS says \(planned)")
+            throw SharePipeError.internalError(
+                file: file, reason: "HEIF \(what) decodes with colour \(vui), its SPS says \(planned)")
         }
     }
 
     /// A single HEVC image (`HEIFGrid.isSingleImage`): decoded whole by one libde265 decoder, its rows converted
     /// straight from libde265's picture (no copy of the planes) and pushed into the resampler; the transforms
     /// turn the small result. `estimate` (metered by the caller) covers the decoder and its picture.
-    private static func renderImage(_ grid: HEIFGrid, file: HEIFFileBytes, target: PixelSize, meter: PixelMemoryMeter,
-                                    estimate: Int) throws -> RenderedImage {
+    private static func renderImage(
+        _ grid: HEIFGrid, file: HEIFFileBytes, target: PixelSize, meter: PixelMemoryMeter,
+        estimate: Int
+    ) throws -> RenderedImage {
         let name = file.name
         guard let colour = grid.colour, let matrix = matrix(colour) else {
             throw SharePipeError.internalError(file: name, reason: "HEIF image colour the plan did not settle")
         }
-        let shown = PixelSize(width: min(target.width, grid.displayedSize.width), height: min(target.height, grid.displayedSize.height))
+        let shown = PixelSize(
+            width: min(target.width, grid.displayedSize.width), height: min(target.height, grid.displayedSize.height))
         let codedTarget = grid.orientation.swapsAxes ? shown.transposed : shown
         meter.allocate(estimate)
         defer { meter.release(estimate) }
@@ -236,8 +254,9 @@ enum HEIFTileDecoding {
         var message = shimMessageBuffer()
         // The coded data lives only while libde265 reads it.
         let status: sp_status = try codedData(grid, tile: 0, file: file).withUnsafeBufferPointer { data in
-            sp_hevc_decode_image(data.baseAddress, data.count, Int32(grid.size.width), Int32(grid.size.height), grid.chroma,
-                                 &image, &decoded, &message)
+            sp_hevc_decode_image(
+                data.baseAddress, data.count, Int32(grid.size.width), Int32(grid.size.height), grid.chroma,
+                &image, &decoded, &message)
         }
         defer { sp_hevc_image_free(image) }
         // An image libde265 cannot decode: libheif's libde265 plugin would fail on it too.
@@ -245,10 +264,13 @@ enum HEIFTileDecoding {
             throw SharePipeError.corrupt(file: name, phase: .decode, reason: "HEIF \(shimText(message))")
         }
         try checkShim(status, message, file: name, phase: .decode)
-        try checkColour(grid, decoded: HEIFGrid.Colour(primaries: Int(decoded.color_primaries),
-                                                       transfer: Int(decoded.transfer_characteristics),
-                                                       matrix: Int(decoded.matrix_coefficients), fullRange: decoded.full_range != 0),
-                        what: "image", file: name)
+        try checkColour(
+            grid,
+            decoded: HEIFGrid.Colour(
+                primaries: Int(decoded.color_primaries),
+                transfer: Int(decoded.transfer_characteristics),
+                matrix: Int(decoded.matrix_coefficients), fullRange: decoded.full_range != 0),
+            what: "image", file: name)
         var planes = sp_heif_planes()
         planes.width = Int32(grid.size.width)
         planes.height = Int32(grid.size.height)
@@ -264,6 +286,7 @@ enum HEIFTileDecoding {
         planes.chroma_width = decoded.chroma_width
         planes.chroma_height = decoded.chroma_height
         let converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: false)
-        return oriented(try converter.resampled(size: grid.size, to: codedTarget, meter: meter), grid: grid, meter: meter)
+        return oriented(
+            try converter.resampled(size: grid.size, to: codedTarget, meter: meter), grid: grid, meter: meter)
     }
 }

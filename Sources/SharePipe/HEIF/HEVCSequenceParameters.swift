@@ -71,10 +71,11 @@ extension HEIFGrid {
         func colour() -> Colour? {
             guard let window = read(1) else { return nil }
             if window == 1 { for _ in 0..<4 { guard golomb() != nil else { return nil } } }
-            guard golomb() != nil, golomb() != nil,                  // bit_depth_luma/chroma_minus8
-                  let pocBits = golomb(), pocBits <= 12,             // log2_max_pic_order_cnt_lsb_minus4
-                  let ordering = read(1) else { return nil }
-            for _ in (ordering == 1 ? 0 : subLayers)...subLayers {   // max_dec_pic_buffering, num_reorder, latency
+            guard golomb() != nil, golomb() != nil,  // bit_depth_luma/chroma_minus8
+                let pocBits = golomb(), pocBits <= 12,  // log2_max_pic_order_cnt_lsb_minus4
+                let ordering = read(1)
+            else { return nil }
+            for _ in (ordering == 1 ? 0 : subLayers)...subLayers {  // max_dec_pic_buffering, num_reorder, latency
                 for _ in 0..<3 { guard golomb() != nil else { return nil } }
             }
             for _ in 0..<6 { guard golomb() != nil else { return nil } }  // block sizes, transform hierarchy depths
@@ -87,16 +88,18 @@ extension HEIFGrid {
                         for _ in stride(from: 0, to: 6, by: sizeID == 3 ? 3 : 1) {
                             guard let predicted = read(1) else { return nil }
                             if predicted == 0 {
-                                guard golomb() != nil else { return nil }   // scaling_list_pred_matrix_id_delta
+                                guard golomb() != nil else { return nil }  // scaling_list_pred_matrix_id_delta
                             } else {
                                 if sizeID > 1 { guard signedGolomb() != nil else { return nil } }  // dc_coef_minus8
-                                for _ in 0..<min(64, 1 << (4 + (sizeID << 1))) { guard signedGolomb() != nil else { return nil } }
+                                for _ in 0..<min(64, 1 << (4 + (sizeID << 1))) {
+                                    guard signedGolomb() != nil else { return nil }
+                                }
                             }
                         }
                     }
                 }
             }
-            guard read(1) != nil, read(1) != nil, let pcm = read(1) else { return nil }   // amp, sao, pcm
+            guard read(1) != nil, read(1) != nil, let pcm = read(1) else { return nil }  // amp, sao, pcm
             if pcm == 1 { guard read(8) != nil, golomb() != nil, golomb() != nil, read(1) != nil else { return nil } }
             // st_ref_pic_set(i) (7.3.7), each set's delta POCs derived (7.4.8) for the next one's prediction.
             guard let setCount = golomb(), setCount <= 64 else { return nil }
@@ -105,14 +108,16 @@ extension HEIFGrid {
                 let predicted = index == 0 ? 0 : read(1)
                 guard let predicted else { return nil }
                 if predicted == 1 {
-                    let reference = sets[index - 1]   // delta_idx_minus1 is only in slice headers
+                    let reference = sets[index - 1]  // delta_idx_minus1 is only in slice headers
                     guard let sign = read(1), let magnitude = golomb(), magnitude < 1 << 15 else { return nil }
                     let deltaRps = (1 - 2 * sign) * (magnitude + 1)
                     let count = reference.negative.count + reference.positive.count
                     var use: [Bool] = []
                     for _ in 0...count {
                         guard let used = read(1) else { return nil }
-                        if used == 1 { use.append(true) } else {
+                        if used == 1 {
+                            use.append(true)
+                        } else {
                             guard let delta = read(1) else { return nil }
                             use.append(delta == 1)
                         }
@@ -141,7 +146,8 @@ extension HEIFGrid {
                     sets.append((negative, positive))
                 } else {
                     guard let negativeCount = golomb(), negativeCount <= 16,
-                          let positiveCount = golomb(), positiveCount <= 16 else { return nil }
+                        let positiveCount = golomb(), positiveCount <= 16
+                    else { return nil }
                     var negative: [Int] = [], positive: [Int] = []
                     for _ in 0..<negativeCount {
                         guard let delta = golomb(), delta < 1 << 15, read(1) != nil else { return nil }

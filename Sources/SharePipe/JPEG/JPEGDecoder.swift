@@ -35,16 +35,17 @@ struct JPEGDecoder: ImageDecoder {
             }
             let colorModel: ColorModel
             switch header.jpeg_color_space {
-            case 1: colorModel = .gray     // JCS_GRAYSCALE
-            case 4: colorModel = .cmyk     // JCS_CMYK
-            case 5: colorModel = .ycck     // JCS_YCCK
+            case 1: colorModel = .gray  // JCS_GRAYSCALE
+            case 4: colorModel = .cmyk  // JCS_CMYK
+            case 5: colorModel = .ycck  // JCS_YCCK
             default: colorModel = .rgb
             }
-            var info = ImageInfo(format: .jpeg, size: PixelSize(width: Int(header.width), height: Int(header.height)),
-                                 colorModel: colorModel, bitDepth: 8, progressive: header.progressive != 0,
-                                 orientation: Orientation(exifValue: storedOrientation),
-                                 storedOrientationValue: storedOrientation, frameCount: 1, hasAlpha: false,
-                                 metadata: metadata, byteCount: byteCount)
+            var info = ImageInfo(
+                format: .jpeg, size: PixelSize(width: Int(header.width), height: Int(header.height)),
+                colorModel: colorModel, bitDepth: 8, progressive: header.progressive != 0,
+                orientation: Orientation(exifValue: storedOrientation),
+                storedOrientationValue: storedOrientation, frameCount: 1, hasAlpha: false,
+                metadata: metadata, byteCount: byteCount)
             info.jpegAdobeInverted = header.saw_adobe_marker != 0
             if let note = Self.gainMapNote(metadata) {
                 // The MPF index would point past the end of any output: it goes with the gain map.
@@ -77,7 +78,8 @@ struct JPEGDecoder: ImageDecoder {
         }
         guard hasMPF, ultraHDR || iso else { return nil }
         let kind = ultraHDR ? "Ultra HDR: hdrgm XMP" : "ISO 21496-1"
-        return "gain map removed (\(kind), MPF secondary image): the SDR base image is prepared, as browsers show it on an SDR display"
+        return
+            "gain map removed (\(kind), MPF secondary image): the SDR base image is prepared, as browsers show it on an SDR display"
     }
 
     /// An APP2 multi-picture (MPF) index segment.
@@ -86,17 +88,21 @@ struct JPEGDecoder: ImageDecoder {
         return false
     }
 
-    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
-                meter: PixelMemoryMeter) throws -> RenderedImage {
+    func render(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         try JPEGReader.with(source, limits: limits) { reader in
             let header = try reader.readHeader(saveMarkers: false)
             let stored = PixelSize(width: Int(header.width), height: Int(header.height))
             let numerator = ScalePlan.jpegScaleNumerator(stored: stored, target: target)
             let isCMYK = info.colorModel == .cmyk || info.colorModel == .ycck
-            let space: sp_jpeg_out_space = info.colorModel == .gray ? SP_JPEG_OUT_GRAY : isCMYK ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB
+            let space: sp_jpeg_out_space =
+                info.colorModel == .gray ? SP_JPEG_OUT_GRAY : isCMYK ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB
             let (decoded, components) = try reader.start(scaleNumerator: numerator, space: space)
             let layout: PixelLayout = components == 1 ? .gray : .rgb
-            let outputTarget = PixelSize(width: min(target.width, decoded.width), height: min(target.height, decoded.height))
+            let outputTarget = PixelSize(
+                width: min(target.width, decoded.width), height: min(target.height, decoded.height))
             var resampler = LanczosResampler(from: decoded, to: outputTarget, layout: layout, meter: meter)
 
             let batch = Self.rowBatch
@@ -107,7 +113,8 @@ struct JPEGDecoder: ImageDecoder {
             meter.allocate(bufferBytes)
             defer { meter.release(bufferBytes) }
             let inverted = info.jpegAdobeInverted
-            let (profileTransform, colorWarning) = isCMYK ? CMYKProfileTransform.forImage(info, file: reader.file) : (nil, nil)
+            let (profileTransform, colorWarning) =
+                isCMYK ? CMYKProfileTransform.forImage(info, file: reader.file) : (nil, nil)
             while true {
                 let got = try rows.withUnsafeMutableBufferPointer {
                     try reader.readRows(into: $0.baseAddress!, rowBytes: rowBytes, maxRows: batch)
@@ -139,9 +146,10 @@ struct JPEGDecoder: ImageDecoder {
                 throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "image data ended early")
             }
             let warnings = reader.warnings()
-            return RenderedImage(bitmap: bitmap,
-                                 warnings: (warnings.count > 0 ? ["\(warnings.count) libjpeg warning(s), last: \(warnings.last)"] : [])
-                                     + (colorWarning.map { [$0] } ?? []))
+            return RenderedImage(
+                bitmap: bitmap,
+                warnings: (warnings.count > 0 ? ["\(warnings.count) libjpeg warning(s), last: \(warnings.last)"] : [])
+                    + (colorWarning.map { [$0] } ?? []))
         }
     }
 }
@@ -150,8 +158,10 @@ struct JPEGDecoder: ImageDecoder {
 /// do for untagged CMYK (tagged CMYK goes through its profile: `CMYKProfileTransform`). Adobe's APP14 marker means the values are stored inverted (Photoshop writes
 /// 255 − ink), which libjpeg passes through untouched.
 enum CMYKConversion {
-    static func toRGB(_ cmyk: UnsafeBufferPointer<UInt8>, into rgb: UnsafeMutableBufferPointer<UInt8>,
-                      pixels: Int, inverted: Bool) {
+    static func toRGB(
+        _ cmyk: UnsafeBufferPointer<UInt8>, into rgb: UnsafeMutableBufferPointer<UInt8>,
+        pixels: Int, inverted: Bool
+    ) {
         for p in 0..<pixels {
             var c = Int(cmyk[p * 4]), m = Int(cmyk[p * 4 + 1]), y = Int(cmyk[p * 4 + 2]), k = Int(cmyk[p * 4 + 3])
             if !inverted { c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k }

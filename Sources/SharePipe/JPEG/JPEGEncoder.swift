@@ -11,8 +11,9 @@ struct JPEGEncoder: ImageEncoder {
         let opaque = bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap
         return try write(settings: settings, metadata: metadata) { jpegSettings, markers, output, length, message in
             opaque.pixels.withUnsafeBufferPointer { pixels in
-                sp_jpeg_encode(pixels.baseAddress, Int32(opaque.width), Int32(opaque.height), Int32(opaque.layout.channels),
-                               jpegSettings, markers.baseAddress, Int32(markers.count), &output, &length, &message)
+                sp_jpeg_encode(
+                    pixels.baseAddress, Int32(opaque.width), Int32(opaque.height), Int32(opaque.layout.channels),
+                    jpegSettings, markers.baseAddress, Int32(markers.count), &output, &length, &message)
             }
         }
     }
@@ -21,25 +22,34 @@ struct JPEGEncoder: ImageEncoder {
     /// 3), converted once for every quality tried; they encode to the same bytes as the bitmap. The bitmap's
     /// storage is used up while converting (its pages go back to the system). Gray and 4:4:4 stay bitmaps.
     func staged(_ bitmap: consuming Bitmap) throws -> StagedBitmap {
-        guard subsample420, bitmap.layout == .rgb || bitmap.layout == .rgba else { return StagedBitmap(bitmap, encoder: self) }
+        guard subsample420, bitmap.layout == .rgb || bitmap.layout == .rgba else {
+            return StagedBitmap(bitmap, encoder: self)
+        }
         let size = bitmap.size
         var rgb = bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap
-        _ = consume bitmap   // `rgb` is now the only reference to the pixels (or a new copy)
+        _ = consume bitmap  // `rgb` is now the only reference to the pixels (or a new copy)
         let planes = try JPEGPlanes(usingUp: &rgb)
         return StagedBitmap(size: size, byteCount: planes.byteCount, isBitmap: false) { settings, metadata in
             try write(settings: settings, metadata: metadata) { jpegSettings, markers, output, length, message in
-                sp_jpeg_encode_planes(planes.handle, jpegSettings, markers.baseAddress, Int32(markers.count),
-                                      &output, &length, &message)
+                sp_jpeg_encode_planes(
+                    planes.handle, jpegSettings, markers.baseAddress, Int32(markers.count),
+                    &output, &length, &message)
             }
         }
     }
 
     /// The settings and markers every encode shares, around one shim call that writes the file.
-    private func write(settings: EncodeSettings, metadata: [MetadataBlock],
-                       _ call: (sp_jpeg_encode_settings, UnsafeBufferPointer<sp_jpeg_marker>,
-                                inout UnsafeMutablePointer<UInt8>?, inout Int, inout [CChar]) -> sp_status) throws -> [UInt8] {
+    private func write(
+        settings: EncodeSettings, metadata: [MetadataBlock],
+        _ call: (
+            sp_jpeg_encode_settings, UnsafeBufferPointer<sp_jpeg_marker>,
+            inout UnsafeMutablePointer<UInt8>?, inout Int, inout [CChar]
+        ) -> sp_status
+    ) throws -> [UInt8] {
         let segments = JPEGMarkers.segments(for: metadata)
-        let hasExif = segments.contains { $0.code == JPEGMarkers.app1 && $0.payload.starts(with: JPEGMarkers.exifPrefix) }
+        let hasExif = segments.contains {
+            $0.code == JPEGMarkers.app1 && $0.payload.starts(with: JPEGMarkers.exifPrefix)
+        }
         let jpegSettings = sp_jpeg_encode_settings(
             quality: Int32(settings.quality), progressive: settings.progressive ? 1 : 0,
             subsample_420: subsample420 ? 1 : 0, optimize_coding: 1, write_jfif: hasExif ? 0 : 1)
@@ -54,8 +64,10 @@ struct JPEGEncoder: ImageEncoder {
         return Array(UnsafeBufferPointer(start: output, count: length))
     }
 
-    private func withMarkerArray<T>(_ segments: [(code: Int, payload: [UInt8])],
-                                    _ body: (UnsafeBufferPointer<sp_jpeg_marker>) -> T) -> T {
+    private func withMarkerArray<T>(
+        _ segments: [(code: Int, payload: [UInt8])],
+        _ body: (UnsafeBufferPointer<sp_jpeg_marker>) -> T
+    ) -> T {
         // Keep every payload alive and pinned while the C call runs.
         withUnsafeBufferPointers(ofEach: segments.map(\.payload)) { payloads in
             let markers = zip(segments, payloads).map { segment, payload in
@@ -81,7 +93,7 @@ final class JPEGPlanes: @unchecked Sendable {
         let status = bitmap.pixels.withUnsafeMutableBufferPointer { pixels in
             sp_jpeg_planes_from_rgb(pixels.baseAddress, width, height, 1, &handle, &message)
         }
-        bitmap = Bitmap(size: PixelSize(width: 1, height: 1), layout: .rgb)   // what is left is zeroes
+        bitmap = Bitmap(size: PixelSize(width: 1, height: 1), layout: .rgb)  // what is left is zeroes
         try EncoderFailure.check(status, message)
         self.handle = handle!
         byteCount = sp_jpeg_planes_bytes(handle)

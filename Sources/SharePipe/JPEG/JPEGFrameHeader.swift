@@ -20,7 +20,8 @@ struct JPEGFrameHeader {
         case 0xC5, 0xC6, 0xCD, 0xCE:
             return "hierarchical JPEG (\(sof)), which libjpeg-turbo 2.1 cannot decode"
         default:
-            return precision == 8 ? nil
+            return precision == 8
+                ? nil
                 : "\(precision)-bit JPEG (\(sof)); libjpeg-turbo 2.1 decodes only 8-bit samples"
         }
     }
@@ -29,7 +30,8 @@ struct JPEGFrameHeader {
     /// ends first (the walk reads segment headers only and stops at SOS).
     static func read(_ source: ImageSource) -> JPEGFrameHeader? {
         guard let reader = try? ByteReader(source, bufferSize: 4096),
-              (try? reader.bytes(2)) == [0xFF, 0xD8] else { return nil }
+            (try? reader.bytes(2)) == [0xFF, 0xD8]
+        else { return nil }
         while true {
             guard var marker = try? reader.byte(), marker == 0xFF else { return nil }
             while marker == 0xFF { guard let next = try? reader.byte() else { return nil }; marker = next }

@@ -41,8 +41,10 @@ enum JPEGMarkers {
             case app11 where ContentCredentials.jumbfInstance(payload) != nil:
                 let instance = ContentCredentials.jumbfInstance(payload)!
                 if ContentCredentials.startsJPEGManifest(payload) { manifestInstances.insert(instance) }
-                blocks.append(.other(tag: manifestInstances.contains(instance) ? ContentCredentials.jpegTag : "APP11",
-                                     data: payload))
+                blocks.append(
+                    .other(
+                        tag: manifestInstances.contains(instance) ? ContentCredentials.jpegTag : "APP11",
+                        data: payload))
             case app1 where payload.starts(with: exifPrefix):
                 blocks.append(.exif(Array(payload.dropFirst(exifPrefix.count))))
             case app1 where payload.starts(with: xmpPrefix):
@@ -102,7 +104,8 @@ enum JPEGMarkers {
             case .other(let tag, let data):
                 // "APP11" or "APP11 c2pa": the marker number follows "APP".
                 if tag.hasPrefix("APP"), let n = Int(tag.dropFirst(3).prefix { $0.isNumber }), (0...15).contains(n),
-                   data.count <= maxPayload {
+                    data.count <= maxPayload
+                {
                     segments.append((app0 + n, data))
                 }
             case .pngText:

@@ -15,7 +15,8 @@ enum JPEGQuality {
 
     /// Zig-zag position → natural position.
     static let zigzag: [Int] = [
-        0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21,
+        0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14,
+        21,
         28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61,
         54, 47, 55, 62, 63,
     ]
@@ -44,7 +45,7 @@ enum JPEGQuality {
             guard try reader.next() == 0xFF else { return nil }
             var code = try reader.byte()
             while code == 0xFF { code = try reader.byte() }
-            if code == 0xDA || code == 0xD9 { return nil }   // no table 0 before the image data
+            if code == 0xDA || code == 0xD9 { return nil }  // no table 0 before the image data
             let length = Int(try reader.byte()) << 8 | Int(try reader.byte())
             if length < 2 && JPEGMarkers.isMetadataMarker(code) { continue }  // bogus length: libjpeg skips 2 bytes
             guard length >= 2 else { return nil }
@@ -57,7 +58,8 @@ enum JPEGQuality {
                 guard remaining >= 1 + size else { return nil }
                 var values = [Int](repeating: 0, count: 64)
                 for position in 0..<64 {
-                    let value = sixteenBit ? Int(try reader.byte()) << 8 | Int(try reader.byte()) : Int(try reader.byte())
+                    let value =
+                        sixteenBit ? Int(try reader.byte()) << 8 | Int(try reader.byte()) : Int(try reader.byte())
                     values[zigzag[position]] = value
                 }
                 if id == 0 { return values }

@@ -40,21 +40,26 @@ final class JPEGReader {
         }
     }
 
-    private static func open<T>(_ source: ImageSource, limits: ImageLimits, _ body: (JPEGReader) throws -> T) throws -> T {
+    private static func open<T>(_ source: ImageSource, limits: ImageLimits, _ body: (JPEGReader) throws -> T) throws
+        -> T
+    {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
-        let shimLimits = sp_jpeg_limits(max_memory: limits.maxDecoderMemory, max_metadata: limits.maxMetadataBytes,
-                                        max_segments: Int32(maxSegments), max_scans: Int32(maxScans))
+        let shimLimits = sp_jpeg_limits(
+            max_memory: limits.maxDecoderMemory, max_metadata: limits.maxMetadataBytes,
+            max_segments: Int32(maxSegments), max_scans: Int32(maxScans))
         switch source {
         case .file(let path):
-            try checkShim(sp_jpeg_reader_open_file(path, shimLimits, &handle, &message), message, file: path, phase: .header)
+            try checkShim(
+                sp_jpeg_reader_open_file(path, shimLimits, &handle, &message), message, file: path, phase: .header)
             let reader = JPEGReader(handle: handle!, file: path, limits: limits)
             defer { sp_jpeg_reader_free(handle) }
             return try body(reader)
         case .bytes(let bytes):
             return try bytes.withUnsafeBufferPointer { buffer in
-                try checkShim(sp_jpeg_reader_open_memory(buffer.baseAddress, buffer.count, shimLimits, &handle, &message),
-                              message, file: source.displayName, phase: .header)
+                try checkShim(
+                    sp_jpeg_reader_open_memory(buffer.baseAddress, buffer.count, shimLimits, &handle, &message),
+                    message, file: source.displayName, phase: .header)
                 let reader = JPEGReader(handle: handle!, file: source.displayName, limits: limits)
                 defer { sp_jpeg_reader_free(handle) }
                 return try body(reader)
@@ -69,14 +74,17 @@ final class JPEGReader {
             let exceeded: ExceededLimit?
             switch sp_jpeg_reader_limit_hit(handle) {
             case SP_JPEG_LIMIT_MEMORY:
-                exceeded = ExceededLimit(.decoderMemory, found: nil, limit: limits.maxDecoderMemory, size: known,
-                                         detail: "libjpeg: \(shimText(message))")
+                exceeded = ExceededLimit(
+                    .decoderMemory, found: nil, limit: limits.maxDecoderMemory, size: known,
+                    detail: "libjpeg: \(shimText(message))")
             case SP_JPEG_LIMIT_METADATA:
                 exceeded = ExceededLimit(.metadataBytes, found: nil, limit: limits.maxMetadataBytes, size: known)
             case SP_JPEG_LIMIT_SEGMENTS:
-                exceeded = ExceededLimit(.metadataSegments, found: JPEGReader.maxSegments + 1, limit: JPEGReader.maxSegments, size: known)
+                exceeded = ExceededLimit(
+                    .metadataSegments, found: JPEGReader.maxSegments + 1, limit: JPEGReader.maxSegments, size: known)
             case SP_JPEG_LIMIT_SCANS:
-                exceeded = ExceededLimit(.progressiveScans, found: JPEGReader.maxScans + 1, limit: JPEGReader.maxScans, size: known)
+                exceeded = ExceededLimit(
+                    .progressiveScans, found: JPEGReader.maxScans + 1, limit: JPEGReader.maxScans, size: known)
             default:
                 exceeded = nil
             }
@@ -110,10 +118,12 @@ final class JPEGReader {
     func start(scaleNumerator: Int, space: sp_jpeg_out_space) throws -> (size: PixelSize, components: Int) {
         var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
         var message = shimMessageBuffer()
-        sp_jpeg_reader_set_band_budget(handle, min(JPEGDecoder.storeBudget, limits.maxDecoderMemory / 2),
-                                       Int32(JPEGDecoder.maxBands))
-        try check(sp_jpeg_reader_start(handle, Int32(scaleNumerator), space, &width, &height, &components, &message), message,
-                  phase: .decode)
+        sp_jpeg_reader_set_band_budget(
+            handle, min(JPEGDecoder.storeBudget, limits.maxDecoderMemory / 2),
+            Int32(JPEGDecoder.maxBands))
+        try check(
+            sp_jpeg_reader_start(handle, Int32(scaleNumerator), space, &width, &height, &components, &message), message,
+            phase: .decode)
         return (PixelSize(width: Int(width), height: Int(height)), Int(components))
     }
 
@@ -121,7 +131,9 @@ final class JPEGReader {
     func readRows(into buffer: UnsafeMutablePointer<UInt8>, rowBytes: Int, maxRows: Int) throws -> Int {
         var rows: Int32 = 0
         var message = shimMessageBuffer()
-        try check(sp_jpeg_reader_read_rows(handle, buffer, rowBytes, Int32(maxRows), &rows, &message), message, phase: .decode)
+        try check(
+            sp_jpeg_reader_read_rows(handle, buffer, rowBytes, Int32(maxRows), &rows, &message), message, phase: .decode
+        )
         return Int(rows)
     }
 

@@ -18,13 +18,15 @@ enum JPEGRewriter {
         // The copy's image data is the source's, which passed the job's limits and a 1/8-scale decode under them
         // before this rewrite was chosen: the check must not hold it to the default limits (a user's raised
         // `maxPixels` would otherwise fail here), so no limit of its own applies.
-        let alreadyChecked = ImageLimits(maxDimension: .max, maxPixels: .max, maxFrames: .max, maxTotalFramePixels: .max,
-                                         maxInputBytes: .max, maxDecoderMemory: .max, maxMetadataBytes: .max)
+        let alreadyChecked = ImageLimits(
+            maxDimension: .max, maxPixels: .max, maxFrames: .max, maxTotalFramePixels: .max,
+            maxInputBytes: .max, maxDecoderMemory: .max, maxMetadataBytes: .max)
         do {
             let check = ImageSource.bytes(out)
             let info = try JPEGDecoder().probe(check, limits: alreadyChecked)
-            _ = try JPEGDecoder().render(check, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
-                                         limits: alreadyChecked, meter: PixelMemoryMeter())
+            _ = try JPEGDecoder().render(
+                check, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
+                limits: alreadyChecked, meter: PixelMemoryMeter())
         } catch let error as SharePipeError {
             throw error.aboutCopy("the metadata-only copy does not decode", of: source.displayName)
         }
@@ -36,7 +38,8 @@ enum JPEGRewriter {
         var out: [UInt8] = []
         if case .bytes(let bytes) = source { out.reserveCapacity(bytes.count) }
         guard try reader.byte() == 0xFF, try reader.byte() == 0xD8 else {
-            throw SharePipeError.corrupt(file: reader.name, phase: .header, reason: "missing JPEG start-of-image marker")
+            throw SharePipeError.corrupt(
+                file: reader.name, phase: .header, reason: "missing JPEG start-of-image marker")
         }
         out += [0xFF, 0xD8]
         var metadataWritten = false
@@ -82,8 +85,9 @@ enum JPEGRewriter {
                 continue  // a bogus length word: libjpeg's save_marker takes the two bytes and saves nothing
             }
             guard length >= 2 else {
-                throw SharePipeError.corrupt(file: reader.name, phase: .header,
-                                             reason: "marker segment length \(length) at byte \(reader.offset - 2)")
+                throw SharePipeError.corrupt(
+                    file: reader.name, phase: .header,
+                    reason: "marker segment length \(length) at byte \(reader.offset - 2)")
             }
             let payload = try reader.bytes(length - 2)
             let isJFIF = code == 0xE0 && payload.starts(with: Array("JFIF\0".utf8))
@@ -91,8 +95,11 @@ enum JPEGRewriter {
             let isMetadata = (0xE0...0xEF).contains(code) && !isJFIF && !isAdobe || code == 0xFE
             if isJFIF {
                 // The header stays; its thumbnail only when the kept blocks hold it (strip none).
-                let keepsThumbnail = blocks.contains { if case .other(JPEGMarkers.jfifThumbnailTag, _) = $0 { true } else { false } }
-                let header = keepsThumbnail || JPEGMarkers.jfifThumbnailBytes(payload) == 0
+                let keepsThumbnail = blocks.contains {
+                    if case .other(JPEGMarkers.jfifThumbnailTag, _) = $0 { true } else { false }
+                }
+                let header =
+                    keepsThumbnail || JPEGMarkers.jfifThumbnailBytes(payload) == 0
                     ? payload : Array(payload[..<(JPEGMarkers.jfifHeaderLength - 2)]) + [0, 0]
                 out += segment(code, header)
                 writeMetadata()

@@ -12,14 +12,17 @@ import CSharePipe
 /// with optimal Huffman tables, while TurboJPEG's baseline transform writes the standard ones (up to twice
 /// the size). The input is read whole, as TurboJPEG works in memory; it is within the size caps.
 enum JPEGTurner {
-    static func turn(_ source: ImageSource, info: ImageInfo, keeping blocks: [MetadataBlock]) throws -> LosslessTurnOutcome {
+    static func turn(_ source: ImageSource, info: ImageInfo, keeping blocks: [MetadataBlock]) throws
+        -> LosslessTurnOutcome
+    {
         let input = try source.prefix(source.byteCount())
         var message = shimMessageBuffer()
         var turned: UnsafeMutablePointer<UInt8>?
         var length = 0
         let status = input.withUnsafeBufferPointer { buffer in
-            sp_jpeg_turn_losslessly(buffer.baseAddress, buffer.count, sp_jpeg_turn(UInt32(info.orientation.rawValue - 1)),
-                                    1, &turned, &length, &message)
+            sp_jpeg_turn_losslessly(
+                buffer.baseAddress, buffer.count, sp_jpeg_turn(UInt32(info.orientation.rawValue - 1)),
+                1, &turned, &length, &message)
         }
         defer { sp_free(turned) }
         switch status {
@@ -39,8 +42,9 @@ enum JPEGTurner {
         } catch let error as SharePipeError {
             // TurboJPEG refuses damaged data (above), so a turned copy that does not decode is not the input's fault.
             let why = error.description.dropFirst(ImageSource.bytes([]).displayName.count + 2)  // "<memory>: "
-            throw SharePipeError.internalError(file: source.displayName,
-                                               reason: "the losslessly turned copy does not decode (\(why))")
+            throw SharePipeError.internalError(
+                file: source.displayName,
+                reason: "the losslessly turned copy does not decode (\(why))")
         }
     }
 }

@@ -22,11 +22,15 @@ enum ContentCredentials {
     static let heifTag = "heif:c2pa"
 
     /// The JUMBF description-box type UUID of a C2PA manifest store ('c2pa' 0011-0010-8000-00AA00389B71).
-    static let jumbfStoreUUID: [UInt8] = [0x63, 0x32, 0x70, 0x61, 0x00, 0x11, 0x00, 0x10,
-                                          0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
+    static let jumbfStoreUUID: [UInt8] = [
+        0x63, 0x32, 0x70, 0x61, 0x00, 0x11, 0x00, 0x10,
+        0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71,
+    ]
     /// The `uuid` box extended type that holds a C2PA manifest store in BMFF files (HEIF, AVIF).
-    static let bmffUUID: [UInt8] = [0xD8, 0xFE, 0xC3, 0xD6, 0x1B, 0x0E, 0x48, 0x3C,
-                                    0x92, 0x97, 0x58, 0x28, 0x87, 0x7E, 0xC4, 0x81]
+    static let bmffUUID: [UInt8] = [
+        0xD8, 0xFE, 0xC3, 0xD6, 0x1B, 0x0E, 0x48, 0x3C,
+        0x92, 0x97, 0x58, 0x28, 0x87, 0x7E, 0xC4, 0x81,
+    ]
 
     /// Whether a block with `tag` (`MetadataBlock.other`) is content credentials.
     static func recognises(_ tag: String) -> Bool {
@@ -37,7 +41,8 @@ enum ContentCredentials {
     /// nil when the payload is no JUMBF segment.
     static func jumbfInstance(_ payload: [UInt8]) -> Int? {
         guard payload.count >= 16, payload[0] == 0x4A, payload[1] == 0x50,
-              payload[12..<16].elementsEqual("jumb".utf8) else { return nil }
+            payload[12..<16].elementsEqual("jumb".utf8)
+        else { return nil }
         return Int(payload[2]) << 8 | Int(payload[3])
     }
 
@@ -71,7 +76,9 @@ enum ContentCredentials {
                         _ = entry.cString()  // item_name
                         contentType = entry.cString()
                     }
-                    if isHEIFItem(type: itemType, contentType: contentType) { blocks.append(.other(tag: heifTag, data: [])) }
+                    if isHEIFItem(type: itemType, contentType: contentType) {
+                        blocks.append(.other(tag: heifTag, data: []))
+                    }
                 }
             }
         } catch {
@@ -100,14 +107,21 @@ enum ContentCredentials {
             }
             guard size >= headerSize, size <= file.size - position else { break }
             if header[4..<8].elementsEqual("uuid".utf8), size >= headerSize + 16,
-               try file.read(at: position + headerSize, count: 16) == bmffUUID {
+                try file.read(at: position + headerSize, count: 16) == bmffUUID
+            {
                 total += size
                 if total > maxBytes {
-                    throw SharePipeError.tooLarge(file: file.name, exceeded: ExceededLimit(
-                        .metadataBytes, found: total, limit: maxBytes, detail: "C2PA uuid boxes"))
+                    throw SharePipeError.tooLarge(
+                        file: file.name,
+                        exceeded: ExceededLimit(
+                            .metadataBytes, found: total, limit: maxBytes, detail: "C2PA uuid boxes"))
                 }
-                blocks.append(.other(tag: heifTag, data: try file.read(at: position + headerSize + 16,
-                                                                       count: size - headerSize - 16)))
+                blocks.append(
+                    .other(
+                        tag: heifTag,
+                        data: try file.read(
+                            at: position + headerSize + 16,
+                            count: size - headerSize - 16)))
             }
             position += size
         }

@@ -58,15 +58,20 @@ struct ExifEditor {
     // MARK: Reading
 
     func u16(_ position: Int) throws -> UInt16 {
-        guard position >= 0, position + 2 <= bytes.count else { throw FormatError(reason: "offset \(position) outside Exif") }
+        guard position >= 0, position + 2 <= bytes.count else {
+            throw FormatError(reason: "offset \(position) outside Exif")
+        }
         let a = UInt16(bytes[position]), b = UInt16(bytes[position + 1])
         return littleEndian ? a | b << 8 : a << 8 | b
     }
 
     func u32(_ position: Int) throws -> Int {
-        guard position >= 0, position + 4 <= bytes.count else { throw FormatError(reason: "offset \(position) outside Exif") }
+        guard position >= 0, position + 4 <= bytes.count else {
+            throw FormatError(reason: "offset \(position) outside Exif")
+        }
         let b = (0..<4).map { UInt32(bytes[position + $0]) }
-        let value = littleEndian ? b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24 : b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]
+        let value =
+            littleEndian ? b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24 : b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]
         return Int(value)
     }
 
@@ -99,8 +104,10 @@ struct ExifEditor {
             let (size, overflow) = valueCount.multipliedReportingOverflow(by: ExifEditor.typeSize(type))
             guard !overflow else { throw FormatError(reason: "entry \(tag) has an impossible size") }
             let valuePosition = size <= 4 ? position + 8 : try u32(position + 8)
-            result.append(Entry(tag: tag, type: type, count: valueCount, fieldPosition: position + 8,
-                                byteSize: size, valuePosition: valuePosition))
+            result.append(
+                Entry(
+                    tag: tag, type: type, count: valueCount, fieldPosition: position + 8,
+                    byteSize: size, valuePosition: valuePosition))
         }
         return result
     }
@@ -152,7 +159,8 @@ struct ExifEditor {
     /// An ASCII tag of IFD0 (Make, Model), for reports and tests.
     func string(_ tag: UInt16) -> String? {
         guard let entry = entry(tag, inIFDAt: ifd0Offset), entry.type == 2,
-              entry.valuePosition >= 0, entry.valuePosition + entry.byteSize <= bytes.count else { return nil }
+            entry.valuePosition >= 0, entry.valuePosition + entry.byteSize <= bytes.count
+        else { return nil }
         let raw = bytes[entry.valuePosition..<entry.valuePosition + entry.byteSize].prefix { $0 != 0 }
         return String(decoding: raw, as: UTF8.self)
     }
@@ -222,7 +230,8 @@ struct ExifEditor {
     /// All values of a SHORT or LONG entry (strip offsets come in arrays); nil when the values lie outside.
     func integerValues(_ entry: Entry) -> [Int]? {
         guard [3, 4, 13].contains(entry.type), entry.valuePosition >= 0,
-              entry.valuePosition + entry.byteSize <= bytes.count else { return nil }
+            entry.valuePosition + entry.byteSize <= bytes.count
+        else { return nil }
         let step = ExifEditor.typeSize(entry.type)
         return (0..<entry.count).compactMap { index in
             let position = entry.valuePosition + index * step
@@ -258,7 +267,9 @@ struct ExifEditor {
             default: oddlyTyped = true
             }
         }
-        if oddlyTyped { try? removeEntries(Tag.orientation, fromIFDAt: ifd0, where: { ![3, 4, 13].contains($0.type) }) }
+        if oddlyTyped {
+            try? removeEntries(Tag.orientation, fromIFDAt: ifd0, where: { ![3, 4, 13].contains($0.type) })
+        }
     }
 
     /// Unlinks every GPS IFD (from IFD0 and from any other IFD that links one) and zeroes it and every value
@@ -316,7 +327,9 @@ struct ExifEditor {
             }
             for tag in tags { try removeEntries(tag, fromIFDAt: ifd.offset) }
         }
-        if hasEmbeddedXMP || hasEmbeddedIPTC { throw FormatError(reason: "an embedded XMP or IPTC tag survived its removal") }
+        if hasEmbeddedXMP || hasEmbeddedIPTC {
+            throw FormatError(reason: "an embedded XMP or IPTC tag survived its removal")
+        }
     }
 
     /// Zeroes every byte that no reachable structure references (IFD tables, their values, thumbnail and strip
@@ -366,8 +379,10 @@ struct ExifEditor {
 
     /// Removes every entry with `tag` (that also matches `filter`) from the IFD at `offset`, shifting the
     /// later entries down and keeping the next-IFD pointer.
-    private mutating func removeEntries(_ tag: UInt16, fromIFDAt offset: Int,
-                                        where filter: (Entry) -> Bool = { _ in true }) throws {
+    private mutating func removeEntries(
+        _ tag: UInt16, fromIFDAt offset: Int,
+        where filter: (Entry) -> Bool = { _ in true }
+    ) throws {
         while true {
             let count = Int(try u16(offset))
             let list = try entries(ofIFDAt: offset)

@@ -91,7 +91,9 @@ struct StandardMetadataPolicy: MetadataPolicy {
         for block in info.metadata where keeps.contains(block.metadataClass) {
             switch (block, mode) {
             case (.icc(let profile), _):
-                if info.colorModel == .cmyk || info.colorModel == .ycck, ICCProfile.colorSpace(profile) == "CMYK" { continue }
+                if info.colorModel == .cmyk || info.colorModel == .ycck, ICCProfile.colorSpace(profile) == "CMYK" {
+                    continue
+                }
                 kept.append(block)
             case (.exif(let tiff), .gps), (.exif(let tiff), .all):
                 guard var exif = try? ExifEditor(tiff: tiff) else { continue }  // unreadable Exif: drop it, to be safe
@@ -186,8 +188,10 @@ enum XMPOrientation {
             guard bytes[index..<index + name.count].elementsEqual(name) else { index += 1; continue }
             var cursor = index + name.count
             // attribute form tiff:Orientation="6" or element form <tiff:Orientation>6</...>
-            while cursor < bytes.count, bytes[cursor] == 0x3D || bytes[cursor] == 0x22 || bytes[cursor] == 0x27
-                || bytes[cursor] == 0x3E || bytes[cursor] == 0x20 {
+            while cursor < bytes.count,
+                bytes[cursor] == 0x3D || bytes[cursor] == 0x22 || bytes[cursor] == 0x27
+                    || bytes[cursor] == 0x3E || bytes[cursor] == 0x20
+            {
                 cursor += 1
             }
             if cursor < bytes.count, (0x30...0x39).contains(bytes[cursor]) { bytes[cursor] = 0x31 }

@@ -20,7 +20,9 @@ struct PNGChunkType: Hashable, Sendable, CustomStringConvertible {
         code = UInt32(b0) << 24 | UInt32(b1) << 16 | UInt32(b2) << 8 | UInt32(b3)
     }
 
-    var bytes: [UInt8] { [UInt8(code >> 24), UInt8((code >> 16) & 0xFF), UInt8((code >> 8) & 0xFF), UInt8(code & 0xFF)] }
+    var bytes: [UInt8] {
+        [UInt8(code >> 24), UInt8((code >> 16) & 0xFF), UInt8((code >> 8) & 0xFF), UInt8(code & 0xFF)]
+    }
     var name: String { String(decoding: bytes, as: UTF8.self) }
     var description: String { name }
 
@@ -38,12 +40,15 @@ struct PNGChunkType: Hashable, Sendable, CustomStringConvertible {
     static let tRNS = PNGChunkType(name: "tRNS")!
     static let gAMA = PNGChunkType(name: "gAMA")!, cHRM = PNGChunkType(name: "cHRM")!
     static let sRGB = PNGChunkType(name: "sRGB")!, iCCP = PNGChunkType(name: "iCCP")!
-    static let cICP = PNGChunkType(name: "cICP")!, mDCV = PNGChunkType(name: "mDCV")!, cLLI = PNGChunkType(name: "cLLI")!
+    static let cICP = PNGChunkType(name: "cICP")!, mDCV = PNGChunkType(name: "mDCV")!,
+        cLLI = PNGChunkType(name: "cLLI")!
     static let pHYs = PNGChunkType(name: "pHYs")!, sBIT = PNGChunkType(name: "sBIT")!
     static let bKGD = PNGChunkType(name: "bKGD")!, hIST = PNGChunkType(name: "hIST")!
     static let eXIf = PNGChunkType(name: "eXIf")!, tIME = PNGChunkType(name: "tIME")!
-    static let tEXt = PNGChunkType(name: "tEXt")!, zTXt = PNGChunkType(name: "zTXt")!, iTXt = PNGChunkType(name: "iTXt")!
-    static let acTL = PNGChunkType(name: "acTL")!, fcTL = PNGChunkType(name: "fcTL")!, fdAT = PNGChunkType(name: "fdAT")!
+    static let tEXt = PNGChunkType(name: "tEXt")!, zTXt = PNGChunkType(name: "zTXt")!,
+        iTXt = PNGChunkType(name: "iTXt")!
+    static let acTL = PNGChunkType(name: "acTL")!, fcTL = PNGChunkType(name: "fcTL")!,
+        fdAT = PNGChunkType(name: "fdAT")!
     static let iDOT = PNGChunkType(name: "iDOT")!, dSIG = PNGChunkType(name: "dSIG")!
 }
 
@@ -163,8 +168,9 @@ final class PNGChunkWalker {
             throw SharePipeError.corrupt(file: name, phase: .header, reason: "invalid chunk type at byte \(start)")
         }
         guard length <= 0x7FFF_FFFF else {
-            throw SharePipeError.corrupt(file: name, phase: .header,
-                                         reason: "\(type) chunk at byte \(start) claims \(length) bytes")
+            throw SharePipeError.corrupt(
+                file: name, phase: .header,
+                reason: "\(type) chunk at byte \(start) claims \(length) bytes")
         }
         pendingBytes = length + 4
         return Header(type: type, length: length, offset: start)
@@ -173,8 +179,11 @@ final class PNGChunkWalker {
     /// Loads the current chunk's payload and checks its CRC.
     func payload(of header: Header) throws -> (data: [UInt8], crcMatches: Bool) {
         guard header.length <= PNGLimits.maxChunkBytes else {
-            throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.chunkBytes, found: header.length,
-                                                                               limit: PNGLimits.maxChunkBytes, detail: "\(header.type) chunk"))
+            throw SharePipeError.tooLarge(
+                file: name,
+                exceeded: ExceededLimit(
+                    .chunkBytes, found: header.length,
+                    limit: PNGLimits.maxChunkBytes, detail: "\(header.type) chunk"))
         }
         let data = try reader.bytes(header.length)
         let stored = try reader.bytes(4)
@@ -194,8 +203,10 @@ final class PNGChunkWalker {
 
     /// Appends the current chunk exactly as stored (length, type, payload, CRC) to `out`.
     func copyChunk(_ header: Header, into out: inout [UInt8]) throws {
-        out += [UInt8(header.length >> 24), UInt8((header.length >> 16) & 0xFF),
-                UInt8((header.length >> 8) & 0xFF), UInt8(header.length & 0xFF)]
+        out += [
+            UInt8(header.length >> 24), UInt8((header.length >> 16) & 0xFF),
+            UInt8((header.length >> 8) & 0xFF), UInt8(header.length & 0xFF),
+        ]
         out += header.type.bytes
         try reader.copy(header.length + 4, into: &out)
         pendingBytes = 0

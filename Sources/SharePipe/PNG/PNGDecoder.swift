@@ -35,56 +35,71 @@ struct PNGDecoder: ImageDecoder {
             break
         }
         let header = scan.header
-        var info = ImageInfo(format: .png, size: PixelSize(width: header.width, height: header.height),
-                             colorModel: header.colorModel, bitDepth: header.bitDepth, progressive: header.interlaced,
-                             orientation: Orientation(exifValue: storedOrientation),
-                             storedOrientationValue: storedOrientation, frameCount: scan.animation?.frames.count ?? 1,
-                             hasAlpha: header.colorType == 4 || header.colorType == 6 || scan.hasTransparencyChunk,
-                             metadata: metadata, byteCount: byteCount)
+        var info = ImageInfo(
+            format: .png, size: PixelSize(width: header.width, height: header.height),
+            colorModel: header.colorModel, bitDepth: header.bitDepth, progressive: header.interlaced,
+            orientation: Orientation(exifValue: storedOrientation),
+            storedOrientationValue: storedOrientation, frameCount: scan.animation?.frames.count ?? 1,
+            hasAlpha: header.colorType == 4 || header.colorType == 6 || scan.hasTransparencyChunk,
+            metadata: metadata, byteCount: byteCount)
         info.pngStructuralChunks = scan.structuralChunks
         info.pngAnimation = scan.animation
         info.probeWarnings = scan.warnings
         return info
     }
 
-    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
-                meter: PixelMemoryMeter) throws -> RenderedImage {
+    func render(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         // An APNG as a still is its first frame (which need not be the IDAT image).
-        var rendered = try info.pngAnimation.map {
-            try APNGStill.render(source, animation: $0, target: target, limits: limits, meter: meter)
-        } ?? renderDefaultImage(source, target: target, limits: limits, meter: meter)
+        var rendered =
+            try info.pngAnimation.map {
+                try APNGStill.render(source, animation: $0, target: target, limits: limits, meter: meter)
+            } ?? renderDefaultImage(source, target: target, limits: limits, meter: meter)
         rendered.warnings = info.probeWarnings + rendered.warnings
         return rendered
     }
 
     /// The IDAT image, rows streamed from libpng into the resampler.
-    private func renderDefaultImage(_ source: ImageSource, target: PixelSize, limits: ImageLimits,
-                                    meter: PixelMemoryMeter) throws -> RenderedImage {
+    private func renderDefaultImage(
+        _ source: ImageSource, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         try PNGReader.with(source, limits: limits) { reader in
             let header = try reader.readInfo()
             let stored = PixelSize(width: Int(header.width), height: Int(header.height))
             try limits.checkHeader(width: stored.width, height: stored.height, file: reader.file)
             let expected = PNGRowFormat(header: header)
-            let interlaceBytes = header.interlaced != 0 ? PNGRowFormat.evenRowCount(stored.height) * expected.rowBytes(width: stored.width) : 0
+            let interlaceBytes =
+                header.interlaced != 0
+                ? PNGRowFormat.evenRowCount(stored.height) * expected.rowBytes(width: stored.width) : 0
             if interlaceBytes > limits.maxDecoderMemory {
-                throw SharePipeError.tooLarge(file: reader.file, exceeded: ExceededLimit(
-                    .decoderMemory, found: interlaceBytes, limit: limits.maxDecoderMemory, size: stored,
-                    detail: "de-interlacing this Adam7 PNG"))
+                throw SharePipeError.tooLarge(
+                    file: reader.file,
+                    exceeded: ExceededLimit(
+                        .decoderMemory, found: interlaceBytes, limit: limits.maxDecoderMemory, size: stored,
+                        detail: "de-interlacing this Adam7 PNG"))
             }
             let output = try reader.start()
             guard Int(output.channels) == expected.channels, Int(output.bit_depth) == expected.bitDepth,
-                  output.row_bytes == expected.rowBytes(width: stored.width),
-                  let layout = PixelLayout(rawValue: expected.channels) else {
-                throw SharePipeError.internalError(file: reader.file, reason: "libpng produced an unexpected row layout")
+                output.row_bytes == expected.rowBytes(width: stored.width),
+                let layout = PixelLayout(rawValue: expected.channels)
+            else {
+                throw SharePipeError.internalError(
+                    file: reader.file, reason: "libpng produced an unexpected row layout")
             }
-            let outputTarget = PixelSize(width: min(target.width, stored.width), height: min(target.height, stored.height))
-            var feeder = PNGRowFeeder(resampler: LanczosResampler(from: stored, to: outputTarget, layout: layout, meter: meter),
-                                      samplesPerRow: stored.width * expected.channels, sixteenBit: expected.bitDepth == 16,
-                                      meter: meter)
+            let outputTarget = PixelSize(
+                width: min(target.width, stored.width), height: min(target.height, stored.height))
+            var feeder = PNGRowFeeder(
+                resampler: LanczosResampler(from: stored, to: outputTarget, layout: layout, meter: meter),
+                samplesPerRow: stored.width * expected.channels, sixteenBit: expected.bitDepth == 16,
+                meter: meter)
             defer { feeder.releaseBuffers() }
             if output.passes > 1 {
-                try PNGRowFeeder.deinterlace(reader: reader, height: stored.height, rowBytes: output.row_bytes,
-                                             passes: Int(output.passes), into: &feeder, meter: meter)
+                try PNGRowFeeder.deinterlace(
+                    reader: reader, height: stored.height, rowBytes: output.row_bytes,
+                    passes: Int(output.passes), into: &feeder, meter: meter)
             } else {
                 var row = [UInt8](repeating: 0, count: output.row_bytes)
                 try meter.holding(row.count) {
@@ -104,7 +119,9 @@ struct PNGDecoder: ImageDecoder {
                 throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "image data ended early")
             }
             let libpng = reader.warnings()
-            var rendered = RenderedImage(bitmap: bitmap, warnings: libpng.count > 0 ? ["\(libpng.count) libpng warning(s), last: \(libpng.last)"] : [])
+            var rendered = RenderedImage(
+                bitmap: bitmap,
+                warnings: libpng.count > 0 ? ["\(libpng.count) libpng warning(s), last: \(libpng.last)"] : [])
             if reader.imageDataGoesOn {
                 // Bounded work (the rest is never inflated) and a clean copy: such image data is re-encoded, not copied.
                 rendered.warnings.append(PNGDecoder.tailWarning)
@@ -182,8 +199,10 @@ struct PNGRowFeeder {
     /// Reads an Adam7 image with libpng's interlace handling and pushes its rows in order. Passes 1–6 touch
     /// only even rows, which collect in one buffer of ⌈height / 2⌉ rows; pass 7 delivers the odd rows, and
     /// each is pushed right after the (by then complete) even row above it.
-    static func deinterlace(reader: PNGReader, height: Int, rowBytes: Int, passes: Int,
-                            into feeder: inout PNGRowFeeder, meter: PixelMemoryMeter) throws {
+    static func deinterlace(
+        reader: PNGReader, height: Int, rowBytes: Int, passes: Int,
+        into feeder: inout PNGRowFeeder, meter: PixelMemoryMeter
+    ) throws {
         var evenRows = [UInt8](repeating: 0, count: PNGRowFormat.evenRowCount(height) * rowBytes)
         var oddRow = [UInt8](repeating: 0, count: rowBytes)
         try meter.holding(evenRows.count + oddRow.count) {
@@ -221,13 +240,18 @@ extension ImageInfo {
     /// structure, not metadata: kept in every strip mode and written again by the PNG encoder.
     var pngStructuralChunks: [PNGChunk] {
         get { (formatDetail as? PNGDetail)?.structuralChunks ?? [] }
-        set { var detail = formatDetail as? PNGDetail ?? PNGDetail(); detail.structuralChunks = newValue; formatDetail = detail }
+        set {
+            var detail = formatDetail as? PNGDetail ?? PNGDetail(); detail.structuralChunks = newValue;
+            formatDetail = detail
+        }
     }
 
     /// APNG: the animation (frames, plays), when the PNG has a valid one; `frameCount` is its frame count.
     var pngAnimation: APNGAnimation? {
         get { (formatDetail as? PNGDetail)?.animation }
-        set { var detail = formatDetail as? PNGDetail ?? PNGDetail(); detail.animation = newValue; formatDetail = detail }
+        set {
+            var detail = formatDetail as? PNGDetail ?? PNGDetail(); detail.animation = newValue; formatDetail = detail
+        }
     }
 }
 

@@ -40,7 +40,8 @@ struct PNGEncoder: ImageEncoder {
         var profile: [UInt8]?
         for case .icc(let bytes) in metadata { profile = bytes; break }
         let image = PNGStoredImage(reducing: bitmap, profileColorSpace: profile.flatMap(ICCProfile.colorSpace))
-        let chunks = structuralChunks.map { (orientedForOutput($0), true) }
+        let chunks =
+            structuralChunks.map { (orientedForOutput($0), true) }
             + PNGMetadataChunks.chunks(for: metadata, imageDataChanged: true).map { ($0, false) }
         let level = min(max(settings.effort, 0), PNGEncoder.strongestEffort)
         if level == PNGEncoder.strongestEffort {
@@ -57,15 +58,19 @@ struct PNGEncoder: ImageEncoder {
         return PNGChunk(type: .pHYs, data: Array(chunk.data[4..<8] + chunk.data[0..<4] + chunk.data[8...]))
     }
 
-    private func write(_ image: PNGStoredImage, level: Int, adaptiveFilters: Bool, profile: [UInt8]?,
-                       chunks: [(chunk: PNGChunk, beforePalette: Bool)]) throws -> [UInt8] {
+    private func write(
+        _ image: PNGStoredImage, level: Int, adaptiveFilters: Bool, profile: [UInt8]?,
+        chunks: [(chunk: PNGChunk, beforePalette: Bool)]
+    ) throws -> [UInt8] {
         // All payloads in one block, addressed by offset, so a single pointer crosses into C. The trailing
         // byte keeps the block non-empty when every payload is.
         var payloads: [UInt8] = []
         var list: [sp_png_chunk] = []
         for (chunk, beforePalette) in chunks {
-            list.append(sp_png_chunk(type: chunk.type.code, offset: payloads.count, length: chunk.data.count,
-                                     before_palette: beforePalette ? 1 : 0))
+            list.append(
+                sp_png_chunk(
+                    type: chunk.type.code, offset: payloads.count, length: chunk.data.count,
+                    before_palette: beforePalette ? 1 : 0))
             payloads += chunk.data
         }
         payloads.append(0)
@@ -73,17 +78,19 @@ struct PNGEncoder: ImageEncoder {
         var message = shimMessageBuffer()
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
-        let status = withUnsafeBufferPointers(image.pixels, image.palette, image.paletteAlpha, payloads, list, iccBytes) {
+        let status = withUnsafeBufferPointers(image.pixels, image.palette, image.paletteAlpha, payloads, list, iccBytes)
+        {
             pixels, palette, paletteAlpha, payloadBlock, chunkList, icc in
             let format = sp_png_image_format(
                 color_type: Int32(image.colorType), bit_depth: Int32(image.bitDepth),
                 palette: palette.baseAddress, palette_count: Int32(image.palette.count / 3),
                 palette_alpha: paletteAlpha.baseAddress, palette_alpha_count: Int32(image.paletteAlpha.count))
-            return sp_png_encode(pixels.baseAddress, Int32(image.size.width), Int32(image.size.height), format,
-                                 sp_png_encode_settings(zlib_level: Int32(level), adaptive_filters: adaptiveFilters ? 1 : 0),
-                                 icc.count > 0 ? icc.baseAddress : nil, icc.count,
-                                 payloadBlock.baseAddress, chunkList.baseAddress, Int32(chunkList.count),
-                                 &output, &length, &message)
+            return sp_png_encode(
+                pixels.baseAddress, Int32(image.size.width), Int32(image.size.height), format,
+                sp_png_encode_settings(zlib_level: Int32(level), adaptive_filters: adaptiveFilters ? 1 : 0),
+                icc.count > 0 ? icc.baseAddress : nil, icc.count,
+                payloadBlock.baseAddress, chunkList.baseAddress, Int32(chunkList.count),
+                &output, &length, &message)
         }
         try EncoderFailure.check(status, message)
         defer { sp_free(output) }
@@ -148,7 +155,9 @@ struct PNGStoredImage {
 
     /// The image as palette indices when it has at most 256 distinct colours (nil otherwise; photos bail
     /// out within the first few hundred pixels).
-    private static func indexed(_ bitmap: Bitmap) -> (indices: [UInt8], palette: [UInt8], alpha: [UInt8], bitDepth: Int)? {
+    private static func indexed(_ bitmap: Bitmap) -> (
+        indices: [UInt8], palette: [UInt8], alpha: [UInt8], bitDepth: Int
+    )? {
         let channels = bitmap.layout.channels
         var slots: [UInt32: UInt8] = [:]
         slots.reserveCapacity(257)
@@ -158,7 +167,8 @@ struct PNGStoredImage {
             for p in 0..<bitmap.size.area {
                 let base = p * channels
                 let alpha = channels == 4 ? UInt32(source[base + 3]) : 255
-                let key = UInt32(source[base]) << 24 | UInt32(source[base + 1]) << 16 | UInt32(source[base + 2]) << 8 | alpha
+                let key =
+                    UInt32(source[base]) << 24 | UInt32(source[base + 1]) << 16 | UInt32(source[base + 2]) << 8 | alpha
                 if let slot = slots[key] {
                     firstSeen[p] = slot
                 } else {
@@ -172,7 +182,8 @@ struct PNGStoredImage {
         }
         guard complete else { return nil }
         // Translucent entries first: tRNS then only needs to list those.
-        let order = colours.indices.filter { colours[$0] & 0xFF != 255 } + colours.indices.filter { colours[$0] & 0xFF == 255 }
+        let order =
+            colours.indices.filter { colours[$0] & 0xFF != 255 } + colours.indices.filter { colours[$0] & 0xFF == 255 }
         var remap = [UInt8](repeating: 0, count: colours.count)
         var palette: [UInt8] = [], alpha: [UInt8] = []
         for (final, original) in order.enumerated() {

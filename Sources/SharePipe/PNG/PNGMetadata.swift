@@ -10,25 +10,34 @@ struct PNGHeader: Sendable, Equatable {
 
     /// Parses and validates an IHDR payload.
     init(ihdr data: [UInt8], file: String) throws {
-        guard data.count == 13 else { throw SharePipeError.corrupt(file: file, phase: .header,
-                                                                   reason: "IHDR has \(data.count) bytes, not 13") }
-        func u32(_ at: Int) -> Int { Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3]) }
+        guard data.count == 13 else {
+            throw SharePipeError.corrupt(
+                file: file, phase: .header,
+                reason: "IHDR has \(data.count) bytes, not 13")
+        }
+        func u32(_ at: Int) -> Int {
+            Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3])
+        }
         width = u32(0)
         height = u32(4)
         bitDepth = Int(data[8])
         colorType = Int(data[9])
         interlaced = data[12] == 1
-        let allowedDepths: [Int: [Int]] = [0: [1, 2, 4, 8, 16], 2: [8, 16], 3: [1, 2, 4, 8], 4: [8, 16], 6: [8, 16]]
+        let allowedDepths: [Int: [Int]] = [
+            0: [1, 2, 4, 8, 16], 2: [8, 16], 3: [1, 2, 4, 8], 4: [8, 16], 6: [8, 16],
+        ]
         guard let depths = allowedDepths[colorType] else {
             throw SharePipeError.corrupt(file: file, phase: .header, reason: "IHDR: invalid colour type \(colorType)")
         }
         guard depths.contains(bitDepth) else {
-            throw SharePipeError.corrupt(file: file, phase: .header,
-                                         reason: "IHDR: bit depth \(bitDepth) is invalid for colour type \(colorType)")
+            throw SharePipeError.corrupt(
+                file: file, phase: .header,
+                reason: "IHDR: bit depth \(bitDepth) is invalid for colour type \(colorType)")
         }
         guard data[10] == 0, data[11] == 0, data[12] <= 1 else {
-            throw SharePipeError.corrupt(file: file, phase: .header,
-                                         reason: "IHDR: unknown compression, filter or interlace method")
+            throw SharePipeError.corrupt(
+                file: file, phase: .header,
+                reason: "IHDR: unknown compression, filter or interlace method")
         }
     }
 
@@ -69,15 +78,21 @@ struct PNGScan {
         let walker = try PNGChunkWalker(source)
         let file = walker.name
         let first = try walker.nextChunk()
-        guard first.type == .IHDR else { throw SharePipeError.corrupt(file: file, phase: .header,
-                                                                      reason: "first chunk is \(first.type), not IHDR") }
+        guard first.type == .IHDR else {
+            throw SharePipeError.corrupt(
+                file: file, phase: .header,
+                reason: "first chunk is \(first.type), not IHDR")
+        }
         let ihdr = try walker.payload(of: first)
-        guard ihdr.crcMatches else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "IHDR: CRC error") }
+        guard ihdr.crcMatches else {
+            throw SharePipeError.corrupt(file: file, phase: .header, reason: "IHDR: CRC error")
+        }
         let header = try PNGHeader(ihdr: ihdr.data, file: file)
         // Rows streamed: an image over the default pixel limit is left to the pipeline's cost check.
         try limits.checkHeader(width: header.width, height: header.height, file: file)
 
-        var scan = PNGScan(header: header, hasTransparencyChunk: false, structuralChunks: [], metadata: [], iccPosition: nil)
+        var scan = PNGScan(
+            header: header, hasTransparencyChunk: false, structuralChunks: [], metadata: [], iccPosition: nil)
         var sawPalette = false, sawImageData = false, metadataChunks = 0
         var animation = APNGScanner(canvas: PixelSize(width: header.width, height: header.height))
         while true {
@@ -90,8 +105,9 @@ struct PNGScan {
             if chunk.type == .IDAT {
                 animation.observeImageData()
                 if header.colorType == 3 && !sawPalette {
-                    throw SharePipeError.corrupt(file: file, phase: .header,
-                                                 reason: "palette image has no PLTE before its image data")
+                    throw SharePipeError.corrupt(
+                        file: file, phase: .header,
+                        reason: "palette image has no PLTE before its image data")
                 }
                 sawImageData = true
                 continue  // skipped by the next nextChunk(); libpng checks its CRC when decoding
@@ -103,13 +119,18 @@ struct PNGScan {
             }
             let (data, crcMatches) = try walker.payload(of: chunk)
             if !crcMatches {
-                if chunk.type.isCritical { throw SharePipeError.corrupt(file: file, phase: chunk.type.damagePhase,
-                                                                        reason: "\(chunk.type): CRC error") }
+                if chunk.type.isCritical {
+                    throw SharePipeError.corrupt(
+                        file: file, phase: chunk.type.damagePhase,
+                        reason: "\(chunk.type): CRC error")
+                }
                 continue
             }
             switch role {
             case .image:
-                if chunk.type == .IHDR { throw SharePipeError.corrupt(file: file, phase: .header, reason: "second IHDR chunk") }
+                if chunk.type == .IHDR {
+                    throw SharePipeError.corrupt(file: file, phase: .header, reason: "second IHDR chunk")
+                }
                 if chunk.type == .PLTE { sawPalette = true }
                 if chunk.type == .tRNS { scan.hasTransparencyChunk = true }
             case .structural:
@@ -121,14 +142,18 @@ struct PNGScan {
             case .metadata:
                 metadataChunks += 1
                 if metadataChunks > PNGLimits.maxMetadataChunks {
-                    throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(
-                        .metadataChunks, found: metadataChunks, limit: PNGLimits.maxMetadataChunks,
-                        size: PixelSize(width: header.width, height: header.height)))
+                    throw SharePipeError.tooLarge(
+                        file: file,
+                        exceeded: ExceededLimit(
+                            .metadataChunks, found: metadataChunks, limit: PNGLimits.maxMetadataChunks,
+                            size: PixelSize(width: header.width, height: header.height)))
                 }
                 scan.metadata.append(PNGMetadataChunks.block(for: PNGChunk(type: chunk.type, data: data)))
             }
         }
-        guard sawImageData else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "no image data (IDAT chunk)") }
+        guard sawImageData else {
+            throw SharePipeError.corrupt(file: file, phase: .header, reason: "no image data (IDAT chunk)")
+        }
         (scan.animation, scan.warnings) = try animation.finish(limits: limits, file: file)
         return scan
     }
@@ -148,7 +173,8 @@ enum PNGMetadataChunks {
         switch chunk.type {
         case .eXIf:
             // Some writers keep JPEG's "Exif\0\0" prefix in eXIf; the TIFF header follows it.
-            return .exif(chunk.data.starts(with: exifPrefix) ? Array(chunk.data.dropFirst(exifPrefix.count)) : chunk.data)
+            return .exif(
+                chunk.data.starts(with: exifPrefix) ? Array(chunk.data.dropFirst(exifPrefix.count)) : chunk.data)
         case .tEXt, .zTXt, .iTXt:
             return .pngText(type: chunk.type.name, data: chunk.data)
         default:
@@ -175,7 +201,9 @@ enum PNGMetadataChunks {
                     chunks.append(PNGChunk(type: chunkType, data: data))
                 }
             case .other(let tag, let data):
-                guard let type = PNGChunkType(name: tag), !type.isCritical, PNGChunkRole(type) == .metadata else { continue }
+                guard let type = PNGChunkType(name: tag), !type.isCritical, PNGChunkRole(type) == .metadata else {
+                    continue
+                }
                 if imageDataChanged && !type.isSafeToCopy { continue }
                 chunks.append(PNGChunk(type: type, data: data))
             case .icc, .iptc, .extendedXMP:

@@ -12,24 +12,30 @@ final class PNGReader {
 
     /// Opens `source`, runs `body`, and always destroys the read struct and closes the file.
     /// `readICC`: let libpng parse (inflate) iCCP; otherwise it skips every ancillary chunk but tRNS.
-    static func with<T>(_ source: ImageSource, limits: ImageLimits, readICC: Bool = false,
-                        _ body: (PNGReader) throws -> T) throws -> T {
+    static func with<T>(
+        _ source: ImageSource, limits: ImageLimits, readICC: Bool = false,
+        _ body: (PNGReader) throws -> T
+    ) throws -> T {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
         let maxDimension = UInt32(clamping: min(limits.maxDimension, 0x7FFF_FFFF))
-        let readerLimits = sp_png_reader_limits(max_width: maxDimension, max_height: maxDimension,
-                                                max_chunk_bytes: PNGLimits.maxChunkBytes)
+        let readerLimits = sp_png_reader_limits(
+            max_width: maxDimension, max_height: maxDimension,
+            max_chunk_bytes: PNGLimits.maxChunkBytes)
         let mode = readICC ? SP_PNG_READ_ICC : SP_PNG_READ_PIXELS
         switch source {
         case .file(let path):
-            try checkShim(sp_png_reader_open_file(path, readerLimits, mode, &handle, &message), message, file: path, phase: .header)
+            try checkShim(
+                sp_png_reader_open_file(path, readerLimits, mode, &handle, &message), message, file: path,
+                phase: .header)
             let reader = PNGReader(handle: handle!, file: path)
             defer { sp_png_reader_free(handle) }
             return try body(reader)
         case .bytes(let bytes):
             return try bytes.withUnsafeBufferPointer { buffer in
-                try checkShim(sp_png_reader_open_memory(buffer.baseAddress, buffer.count, readerLimits, mode, &handle, &message),
-                              message, file: source.displayName, phase: .header)
+                try checkShim(
+                    sp_png_reader_open_memory(buffer.baseAddress, buffer.count, readerLimits, mode, &handle, &message),
+                    message, file: source.displayName, phase: .header)
                 let reader = PNGReader(handle: handle!, file: source.displayName)
                 defer { sp_png_reader_free(handle) }
                 return try body(reader)

@@ -25,8 +25,11 @@ enum PNGRewriter {
                 }
                 try walker.copyChunk(chunk, into: &out)
             case .image where chunk.type == .IEND:
-                guard metadataWritten else { throw SharePipeError.corrupt(file: walker.name, phase: .header,
-                                                                          reason: "no image data (IDAT chunk)") }
+                guard metadataWritten else {
+                    throw SharePipeError.corrupt(
+                        file: walker.name, phase: .header,
+                        reason: "no image data (IDAT chunk)")
+                }
                 try walker.copyChunk(chunk, into: &out)
                 return out
             case .image, .structural, .sampleDescription:
@@ -41,11 +44,16 @@ enum PNGRewriter {
 
     /// Copies a chunk after checking its CRC: a damaged critical chunk makes the file corrupt, a damaged
     /// ancillary one is left out (decoders would ignore it anyway).
-    private static func copyVerified(_ chunk: PNGChunkWalker.Header, from walker: PNGChunkWalker, into out: inout [UInt8]) throws {
+    private static func copyVerified(
+        _ chunk: PNGChunkWalker.Header, from walker: PNGChunkWalker, into out: inout [UInt8]
+    ) throws {
         let (data, crcMatches) = try walker.payload(of: chunk)
         if !crcMatches {
-            if chunk.type.isCritical { throw SharePipeError.corrupt(file: walker.name, phase: chunk.type.damagePhase,
-                                                                    reason: "\(chunk.type): CRC error") }
+            if chunk.type.isCritical {
+                throw SharePipeError.corrupt(
+                    file: walker.name, phase: chunk.type.damagePhase,
+                    reason: "\(chunk.type): CRC error")
+            }
             return
         }
         out += PNGChunk(type: chunk.type, data: data).serialized

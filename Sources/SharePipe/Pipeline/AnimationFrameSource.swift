@@ -73,7 +73,8 @@ struct MeteredCanvas {
 
     /// The canvas as it stands, as a frame shown for `durationMilliseconds`.
     func frame(durationMilliseconds: Int) -> AnimationFrame {
-        AnimationFrame(canvas: Bitmap(size: size, layout: .rgba, pixels: pixels), durationMilliseconds: durationMilliseconds)
+        AnimationFrame(
+            canvas: Bitmap(size: size, layout: .rgba, pixels: pixels), durationMilliseconds: durationMilliseconds)
     }
 
     /// Frees the canvas and uncounts what `init` counted (once).
@@ -87,7 +88,8 @@ struct MeteredCanvas {
 /// How a source hands out its frames: `decode`'s frame while `more`; nil once it is not (or `decode` finds
 /// no frame), after calling `close`; on an error, `close` and the error. So the canvases are freed right after
 /// the last frame or the first failure, whoever the caller is.
-func nextAnimationFrame(more: Bool, close: () -> Void, _ decode: () throws -> AnimationFrame?) throws -> AnimationFrame? {
+func nextAnimationFrame(more: Bool, close: () -> Void, _ decode: () throws -> AnimationFrame?) throws -> AnimationFrame?
+{
     guard more else {
         close()
         return nil

@@ -12,10 +12,13 @@ enum AnimationRoute {
     static let outputFormat = ImageFormat.gif
 
     /// The ladder for `plan` (whose route is `.animation`), over the pass the input format offers.
-    static func ladder(_ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
-                       meter: PixelMemoryMeter, checkpoint: Pipeline.Checkpoint) throws -> AnimationLadder {
+    static func ladder(
+        _ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
+        meter: PixelMemoryMeter, checkpoint: Pipeline.Checkpoint
+    ) throws -> AnimationLadder {
         guard case .animation(let initial, let frameCount, let floor, let minShortEdge) = plan.ladder,
-              let support = FormatRegistry.descriptor(for: info.format).animation else {
+            let support = FormatRegistry.descriptor(for: info.format).animation
+        else {
             preconditionFailure("the animation route needs an animation plan and an animated format")
         }
         let run: AnimationLadder.Pass
@@ -25,23 +28,29 @@ enum AnimationRoute {
             let summary = try GIFSummary.read(source, limits: options.limits)
             try checkpoint()
             warnings = summary.warnings
-            let pass = AnimatedGIFPass(source: source, summary: summary, metadata: plan.writtenMetadata.kept, meter: meter)
+            let pass = AnimatedGIFPass(
+                source: source, summary: summary, metadata: plan.writtenMetadata.kept, meter: meter)
             run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
         case .frames(let open, _):
             warnings = info.probeWarnings
-            let pass = AnimationFramesPass(open: { try open(source, info, options.limits, meter) }, orientation: plan.orientation,
-                                           metadata: plan.writtenMetadata.kept, meter: meter)
+            let pass = AnimationFramesPass(
+                open: { try open(source, info, options.limits, meter) }, orientation: plan.orientation,
+                metadata: plan.writtenMetadata.kept, meter: meter)
             run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
         }
-        return AnimationLadder(run: run, initial: initial, frameCount: frameCount, dimensionFloor: floor,
-                               minShortEdge: minShortEdge, metadata: plan.writtenMetadata, warnings: warnings)
+        return AnimationLadder(
+            run: run, initial: initial, frameCount: frameCount, dimensionFloor: floor,
+            minShortEdge: minShortEdge, metadata: plan.writtenMetadata, warnings: warnings)
     }
 
     /// The first plan: the size under the animation's caps, and the service's frame limits. Too many frames
     /// are decimated (timing kept); too many pixels in all (width × height × frames) shrink the size, or
     /// decimate when that would go under the smallest short edge.
-    static func initialPlan(canvas: PixelSize, frameCount frames: Int, options: PrepareOptions.Checked) -> AnimatedGIFPlan {
-        var plan = AnimatedGIFPlan(size: ScalePlan.targetSize(for: canvas, caps: options.animatedSizeCaps), colorBudget: nil)
+    static func initialPlan(canvas: PixelSize, frameCount frames: Int, options: PrepareOptions.Checked)
+        -> AnimatedGIFPlan
+    {
+        var plan = AnimatedGIFPlan(
+            size: ScalePlan.targetSize(for: canvas, caps: options.animatedSizeCaps), colorBudget: nil)
         if let maxFrames = options.animation.maxFrames, frames > maxFrames {
             plan.keepEvery = min(max(1, frames - 1), (frames + maxFrames - 1) / maxFrames)
         }
@@ -62,7 +71,9 @@ enum AnimationRoute {
                         // 2 % off rounds back to the same size under 26 px (minShortEdge below that): a pixel off
                         // each edge then, so the loop always ends.
                         let next = ScalePlan.scaled(plan.size, by: 0.98)
-                        plan.size = next != plan.size ? next
+                        plan.size =
+                            next != plan.size
+                            ? next
                             : PixelSize(width: max(1, next.width - 1), height: max(1, next.height - 1))
                     }
                 } else {
@@ -97,8 +108,10 @@ struct AnimationLadder: LadderRunner {
     private var lastBytes = 0
     private var globalUsage: [Int]?
 
-    init(run: @escaping Pass, initial: AnimatedGIFPlan, frameCount: Int, dimensionFloor: Int, minShortEdge: Int,
-         metadata: MetadataOutcome, warnings: [String]) {
+    init(
+        run: @escaping Pass, initial: AnimatedGIFPlan, frameCount: Int, dimensionFloor: Int, minShortEdge: Int,
+        metadata: MetadataOutcome, warnings: [String]
+    ) {
         self.run = run
         self.initial = initial
         self.frameCount = frameCount
@@ -113,10 +126,14 @@ struct AnimationLadder: LadderRunner {
         let output = try run(plan, globalUsage, checkpoint)
         if globalUsage == nil { globalUsage = output.globalUsage }
         lastBytes = output.bytes.count
-        guard log.record(size: plan.size, format: .gif, quality: nil, note: plan.note(frameCount: frameCount),
-                         bytes: lastBytes) else { return nil }
-        return FittingDriver.Fit(bytes: output.bytes, format: .gif, size: plan.size, quality: nil, metadata: metadata,
-                                 frameCount: output.framesWritten, adjustments: adjustments(output))
+        guard
+            log.record(
+                size: plan.size, format: .gif, quality: nil, note: plan.note(frameCount: frameCount),
+                bytes: lastBytes)
+        else { return nil }
+        return FittingDriver.Fit(
+            bytes: output.bytes, format: .gif, size: plan.size, quality: nil, metadata: metadata,
+            frameCount: output.framesWritten, adjustments: adjustments(output))
     }
 
     mutating func advance(limit: Int) -> Bool {
@@ -130,7 +147,9 @@ struct AnimationLadder: LadderRunner {
         var next = plan
         // 1. Dimensions, while colours and frames are untouched, down to the floor.
         if plan.colorBudget == nil && plan.keepEvery == 1 && plan.size.shortEdge > dimensionFloor,
-           let smaller = FittingDriver.shrink(plan.size, bytes: bytes, limit: limit, floor: dimensionFloor, landOnFloor: true) {
+            let smaller = FittingDriver.shrink(
+                plan.size, bytes: bytes, limit: limit, floor: dimensionFloor, landOnFloor: true)
+        {
             next.size = smaller
             return next
         }
@@ -147,8 +166,10 @@ struct AnimationLadder: LadderRunner {
             return next
         }
         // 4. Dimensions again, down to the smallest short edge allowed.
-        if let smaller = FittingDriver.shrink(plan.size, bytes: bytes, limit: limit, floor: minShortEdge, landOnFloor: true),
-           smaller.shortEdge >= minShortEdge {
+        if let smaller = FittingDriver.shrink(
+            plan.size, bytes: bytes, limit: limit, floor: minShortEdge, landOnFloor: true),
+            smaller.shortEdge >= minShortEdge
+        {
             next.size = smaller
             return next
         }
@@ -161,11 +182,14 @@ struct AnimationLadder: LadderRunner {
         if plan.size != initial.size {
             adjustments.append("reduced to \(plan.size) (planned \(initial.size)) to meet the byte limit")
         }
-        if let budget = plan.colorBudget { adjustments.append("palettes reduced to \(budget) colours to meet the byte limit") }
+        if let budget = plan.colorBudget {
+            adjustments.append("palettes reduced to \(budget) colours to meet the byte limit")
+        }
         if plan.keepEvery > 1 {
             let why = plan.keepEvery == initial.keepEvery ? "for the service's frame limits" : "to meet the byte limit"
-            adjustments.append("frames decimated \(plan.keepEvery):1 (\(frameCount) → \(output.framesWritten)) \(why), "
-                               + "delays merged so the total duration is unchanged")
+            adjustments.append(
+                "frames decimated \(plan.keepEvery):1 (\(frameCount) → \(output.framesWritten)) \(why), "
+                    + "delays merged so the total duration is unchanged")
         }
         if output.statistics.delaysClamped > 0 {
             adjustments.append("\(output.statistics.delaysClamped) merged delay(s) clamped to 655.35 s")
@@ -189,18 +213,24 @@ struct AnimationFramesPass {
     let metadata: [MetadataBlock]
     let meter: PixelMemoryMeter
 
-    func run(_ plan: AnimatedGIFPlan, globalUsage: [Int]?, checkpoint: Pipeline.Checkpoint) throws -> AnimatedGIFPass.Output {
+    func run(_ plan: AnimatedGIFPlan, globalUsage: [Int]?, checkpoint: Pipeline.Checkpoint) throws
+        -> AnimatedGIFPass.Output
+    {
         var frames = try open()
-        defer { frames.close() }   // an early exit (error, cancelled job) uncounts the source's canvases too
+        defer { frames.close() }  // an early exit (error, cancelled job) uncounts the source's canvases too
         let writer = try GIFWriter()
-        try writer.begin(GIFContainer(screenSize: plan.size, globalPalette: nil, backgroundIndex: 0, colorResolution: 8,
-                                      aspectByte: 0, loopCount: frames.loopCount, metadata: metadata))
+        try writer.begin(
+            GIFContainer(
+                screenSize: plan.size, globalPalette: nil, backgroundIndex: 0, colorResolution: 8,
+                aspectByte: 0, loopCount: frames.loopCount, metadata: metadata))
         // Upright canvases go through a resampler that keeps the last picture and recomputes only the
         // outputs that read changed canvas pixels (byte for byte the whole-canvas result); the encoder then
         // looks for changed pixels only there. Turned canvases are resampled whole.
-        let pictures = orientation == .up ? GIFPictureResampler(from: frames.canvasSize, to: plan.size, meter: meter) : nil
-        let encoder = GIFAnimationEncoder(size: plan.size, globalPalette: nil, colorBudget: plan.colorBudget,
-                                          writer: writer, meter: meter, countsPictures: pictures == nil)
+        let pictures =
+            orientation == .up ? GIFPictureResampler(from: frames.canvasSize, to: plan.size, meter: meter) : nil
+        let encoder = GIFAnimationEncoder(
+            size: plan.size, globalPalette: nil, colorBudget: plan.colorBudget,
+            writer: writer, meter: meter, countsPictures: pictures == nil)
         let whole = GIFRect(left: 0, top: 0, width: plan.size.width, height: plan.size.height)
         let wholeCanvas = GIFRect(left: 0, top: 0, width: frames.canvasSize.width, height: frames.canvasSize.height)
         var clock = CentisecondClock()
@@ -220,30 +250,37 @@ struct AnimationFramesPass {
                         pictures.update(canvas: $0, changed: canvasChanged)
                     }
                     canvasChanged = .empty
-                    let source = GIFFrame(rect: whole, localPalette: nil, interlaced: false,
-                                          control: GIFGraphicsControl(delay: delay))
+                    let source = GIFFrame(
+                        rect: whole, localPalette: nil, interlaced: false,
+                        control: GIFGraphicsControl(delay: delay))
                     // Outside `area` the picture is the previous one: nothing there changed or lost opacity.
-                    try encoder.add(.init(pixels: pictures.output, source: source, delay: delay,
-                                          coverageMayDrop: index == 0 || area.isEmpty ? nil : area,
-                                          changed: index == 0 ? nil : area))
+                    try encoder.add(
+                        .init(
+                            pixels: pictures.output, source: source, delay: delay,
+                            coverageMayDrop: index == 0 || area.isEmpty ? nil : area,
+                            changed: index == 0 ? nil : area))
                     index += 1
                     continue
                 }
                 let canvas = orientation == .up ? frame.canvas : frame.canvas.applying(orientation)
                 let picture = try InMemoryResample.resize(canvas, to: plan.size, meter: meter)
                 // A composited canvas may turn any pixel transparent from one frame to the next.
-                let source = GIFFrame(rect: whole, localPalette: nil, interlaced: false,
-                                      control: GIFGraphicsControl(delay: delay))
-                try encoder.add(.init(pixels: picture.pixels, source: source, delay: delay,
-                                      coverageMayDrop: index == 0 ? nil : whole, changed: nil))
+                let source = GIFFrame(
+                    rect: whole, localPalette: nil, interlaced: false,
+                    control: GIFGraphicsControl(delay: delay))
+                try encoder.add(
+                    .init(
+                        pixels: picture.pixels, source: source, delay: delay,
+                        coverageMayDrop: index == 0 ? nil : whole, changed: nil))
             } else {
                 encoder.extendLatestDelay(by: delay)
             }
             index += 1
         }
         try encoder.finish()
-        return AnimatedGIFPass.Output(bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
-                                      statistics: encoder.statistics, globalUsage: encoder.globalUsage)
+        return AnimatedGIFPass.Output(
+            bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
+            statistics: encoder.statistics, globalUsage: encoder.globalUsage)
     }
 }
 

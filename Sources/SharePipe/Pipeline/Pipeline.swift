@@ -21,8 +21,10 @@ enum Pipeline {
     /// Prepares `source` once per options value (one per service), each from a freshly opened source; a
     /// target whose options failed their check is that target's failure. Under `cpuFirst` the services
     /// share one render: the largest is decoded first and the others are resampled from it in memory.
-    static func prepare(_ source: ImageSource, forEach targets: [Result<PrepareOptions.Checked, SharePipeError>],
-                        checkpoint: @escaping Checkpoint = {}) -> [Result<PreparedImage, SharePipeError>] {
+    static func prepare(
+        _ source: ImageSource, forEach targets: [Result<PrepareOptions.Checked, SharePipeError>],
+        checkpoint: @escaping Checkpoint = {}
+    ) -> [Result<PreparedImage, SharePipeError>] {
         let cache = RenderCache()
         // Largest output first, so the shared render can serve every later one.
         let edges = targets.map { (try? $0.get().maxShortEdge) ?? 0 }
@@ -31,8 +33,10 @@ enum Pipeline {
         for index in order {
             do {
                 let options = try targets[index].get()
-                results[index] = .success(try prepare(source, options: options, checkpoint: checkpoint,
-                                                      cache: options.strategy == .cpuFirst ? cache : nil))
+                results[index] = .success(
+                    try prepare(
+                        source, options: options, checkpoint: checkpoint,
+                        cache: options.strategy == .cpuFirst ? cache : nil))
             } catch {
                 // Anything but a `SharePipeError` here is SharePipe's bug, not the input's fault.
                 results[index] = .failure(.from(error, file: source.displayName))
@@ -41,8 +45,10 @@ enum Pipeline {
         return results.map { $0! }
     }
 
-    static func prepare(_ source: ImageSource, options: PrepareOptions.Checked,
-                        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil) throws -> PreparedImage {
+    static func prepare(
+        _ source: ImageSource, options: PrepareOptions.Checked,
+        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil
+    ) throws -> PreparedImage {
         do {
             return try prepareSteps(source, options: options, checkpoint: checkpoint, cache: cache)
         } catch let failure as EncoderFailure {
@@ -51,23 +57,28 @@ enum Pipeline {
         }
     }
 
-    private static func prepareSteps(_ source: ImageSource, options: PrepareOptions.Checked,
-                                     checkpoint: @escaping Checkpoint, cache: RenderCache?) throws -> PreparedImage {
+    private static func prepareSteps(
+        _ source: ImageSource, options: PrepareOptions.Checked,
+        checkpoint: @escaping Checkpoint, cache: RenderCache?
+    ) throws -> PreparedImage {
         let file = source.displayName
         let meter = PixelMemoryMeter(checkpoint: checkpoint)
 
         // 1. Detect the format by magic bytes and read the header: no pixels yet.
         let inputBytes = try source.byteCount()
         if inputBytes > options.limits.maxInputBytes {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.inputBytes, found: inputBytes,
-                                                                               limit: options.limits.maxInputBytes))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .inputBytes, found: inputBytes,
+                    limit: options.limits.maxInputBytes))
         }
         let format = try withFile(file) { try ImageFormat.detect(source) }
         let input = FormatRegistry.descriptor(for: format)
         let info = try input.decoder.probe(source, limits: options.limits)
         try checkpoint()
         #if DEBUG
-        try DebugFault.check()
+            try DebugFault.check()
         #endif
 
         // 2. Plan: route, size, output format, metadata, fitting ladder (`PreparePlan`, pure).
@@ -80,9 +91,10 @@ enum Pipeline {
         // streams it and the job's priced memory fits (`ImageLimits.checkStreamedCost`); nothing decoded yet.
         let residence: InputResidence
         if case .bytes = source { residence = .memory } else { residence = .file }
-        try options.limits.checkStreamedCost(size: info.size, route: plan.route,
-                                             estimate: MemoryEstimate(plan: plan, info: info, options: options, input: residence),
-                                             file: file)
+        try options.limits.checkStreamedCost(
+            size: info.size, route: plan.route,
+            estimate: MemoryEstimate(plan: plan, info: info, options: options, input: residence),
+            file: file)
         var driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 
         switch plan.route {
@@ -90,20 +102,23 @@ enum Pipeline {
             // 3a. An animated GIF that needs nothing but its metadata is copied (declined, or over the byte
             //     limit: written anew). Otherwise every frame, resampled, written within the byte limit.
             if plan.metadataCopyFirst,
-               let copied = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver) {
+                let copied = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver)
+            {
                 return copied
             }
             if plan.metadataCopyFirst, let note = plan.contentCredentialsNote {
                 plan.adjustments.append(note)
                 driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
             }
-            var ladder = try AnimationRoute.ladder(source, info: info, plan: plan, options: options, meter: meter,
-                                                   checkpoint: checkpoint)
+            var ladder = try AnimationRoute.ladder(
+                source, info: info, plan: plan, options: options, meter: meter,
+                checkpoint: checkpoint)
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .metadataRewrite, .losslessTurn, .still:
             if plan.route == .metadataRewrite {
                 // 3b. Nothing to do to the pixels: copy the image data, rewrite only the metadata.
-                if let rewritten = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver) {
+                if let rewritten = try rewriteMetadata(source, info: info, plan: plan, options: options, driver: driver)
+                {
                     return rewritten
                 }
                 if let note = plan.contentCredentialsNote {
@@ -122,39 +137,50 @@ enum Pipeline {
                 }
             }
             // 3d. Decode with shrink-on-load, resample row by row, orient, encode within the byte limit.
-            let renderer = StillRenderer(source: source, info: info, decoder: input.decoder, limits: options.limits,
-                                         meter: meter, cache: options.strategy == .cpuFirst ? (cache ?? RenderCache()) : nil)
+            let renderer = StillRenderer(
+                source: source, info: info, decoder: input.decoder, limits: options.limits,
+                meter: meter, cache: options.strategy == .cpuFirst ? (cache ?? RenderCache()) : nil)
             try checkpoint()
-            return try runStillLadder(renderer, info: info, plan: plan, options: options, driver: driver,
-                                      checkpoint: checkpoint)
+            return try runStillLadder(
+                renderer, info: info, plan: plan, options: options, driver: driver,
+                checkpoint: checkpoint)
         }
     }
 
     /// The metadata-only rewrite, or nil when its copy is over the byte limit or the rewriter declines the
     /// file (one only browsers show right). A throwaway 1/8-scale decode first proves the image data whole
     /// before it is passed on; its warnings (recoverable damage) are reported with the copy.
-    static func rewriteMetadata(_ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
-                                driver: FittingDriver) throws -> PreparedImage? {
+    static func rewriteMetadata(
+        _ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
+        driver: FittingDriver
+    ) throws -> PreparedImage? {
         let input = FormatRegistry.descriptor(for: info.format)
         guard let rewrite = input.metadataRewriter else { return nil }
-        let check = try input.decoder.render(source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
-                                             limits: options.limits, meter: driver.meter)
+        let check = try input.decoder.render(
+            source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
+            limits: options.limits, meter: driver.meter)
         guard check.imageDataCopyable else { return nil }  // re-encoded, with the render's warning
         guard let bytes = try rewrite(source, plan.metadata.kept) else { return nil }
         var log = AttemptLog(limit: plan.byteLimit ?? Int.max)
-        guard log.record(size: info.size, format: info.format, quality: nil, note: "metadata rewrite", bytes: bytes.count) else {
+        guard
+            log.record(size: info.size, format: info.format, quality: nil, note: "metadata rewrite", bytes: bytes.count)
+        else {
             return nil
         }
-        return driver.prepared(FittingDriver.Fit(bytes: bytes, format: info.format, size: info.size, quality: nil,
-                                                 metadata: plan.metadata, frameCount: info.frameCount,
-                                                 method: .metadataRewrite),
-                               attempts: log.attempts, warnings: check.warnings)
+        return driver.prepared(
+            FittingDriver.Fit(
+                bytes: bytes, format: info.format, size: info.size, quality: nil,
+                metadata: plan.metadata, frameCount: info.frameCount,
+                method: .metadataRewrite),
+            attempts: log.attempts, warnings: check.warnings)
     }
 
     /// The lossless turn, or why it cannot serve (a partial MCU in the way, damage it would copy, or a
     /// turned file over the byte limit).
-    static func turnLosslessly(_ source: ImageSource, info: ImageInfo, plan: PreparePlan,
-                               driver: FittingDriver) throws -> LosslessTurnResult {
+    static func turnLosslessly(
+        _ source: ImageSource, info: ImageInfo, plan: PreparePlan,
+        driver: FittingDriver
+    ) throws -> LosslessTurnResult {
         guard let turn = FormatRegistry.descriptor(for: info.format).losslessTurn else {
             return .impossible("the format has no lossless turn")
         }
@@ -166,12 +192,18 @@ enum Pipeline {
         case .turned(let bytes):
             let displayed = info.orientedSize
             var log = AttemptLog(limit: plan.byteLimit ?? Int.max)
-            guard log.record(size: displayed, format: info.format, quality: nil, note: "lossless turn", bytes: bytes.count) else {
+            guard
+                log.record(
+                    size: displayed, format: info.format, quality: nil, note: "lossless turn", bytes: bytes.count)
+            else {
                 return .impossible("the losslessly turned file, \(bytes.count) bytes, is over the byte limit")
             }
-            return .turned(driver.prepared(FittingDriver.Fit(bytes: bytes, format: info.format, size: displayed,
-                                                             quality: nil, metadata: metadata, method: .losslessTurn),
-                                           attempts: log.attempts, warnings: []))
+            return .turned(
+                driver.prepared(
+                    FittingDriver.Fit(
+                        bytes: bytes, format: info.format, size: displayed,
+                        quality: nil, metadata: metadata, method: .losslessTurn),
+                    attempts: log.attempts, warnings: []))
         }
     }
 
@@ -184,24 +216,29 @@ enum Pipeline {
 
     /// Climbs the plan's still ladder with the output format's encoder. At each size the ladder tries, the
     /// renderer decodes, resamples and orients (`StillRenderer.oriented`); the ladder encodes its rungs.
-    static func runStillLadder(_ renderer: StillRenderer, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
-                               driver: FittingDriver, checkpoint: Pipeline.Checkpoint) throws -> PreparedImage {
+    static func runStillLadder(
+        _ renderer: StillRenderer, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
+        driver: FittingDriver, checkpoint: Pipeline.Checkpoint
+    ) throws -> PreparedImage {
         let encoder = FormatRegistry.descriptor(for: plan.outputFormat).encoder(info)
         switch plan.ladder {
         case .quality(let range, let cap, let minShortEdge):
-            var ladder = QualityLadder(sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
-                                       encoder: encoder, range: range, progressive: options.progressive,
-                                       metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" })
+            var ladder = QualityLadder(
+                sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                encoder: encoder, range: range, progressive: options.progressive,
+                metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" })
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .lossless(let efforts, let strongest, let change, let minShortEdge):
-            var ladder = LosslessLadder(sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
-                                        encoder: encoder, efforts: efforts, strongest: strongest, quality: options.quality,
-                                        progressive: options.progressive, metadata: plan.writtenMetadata, formatChange: change,
-                                        changedEncoder: change.map { FormatRegistry.descriptor(for: $0.format).encoder(info) })
+            var ladder = LosslessLadder(
+                sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                encoder: encoder, efforts: efforts, strongest: strongest, quality: options.quality,
+                progressive: options.progressive, metadata: plan.writtenMetadata, formatChange: change,
+                changedEncoder: change.map { FormatRegistry.descriptor(for: $0.format).encoder(info) })
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .losslessFirst(let range, let minShortEdge):
-            var ladder = LosslessFirstLadder(sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
-                                             encoder: encoder, range: range, metadata: plan.writtenMetadata)
+            var ladder = LosslessFirstLadder(
+                sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                encoder: encoder, range: range, metadata: plan.writtenMetadata)
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .animation:
             preconditionFailure("a still route never plans an animation ladder")

@@ -59,7 +59,8 @@ struct PreparePlan: Sendable, Equatable {
         metadata = decided
         adjustments = []
 
-        let animated = info.frameCount > 1 && input.animation != nil && options.animation.allowed
+        let animated =
+            info.frameCount > 1 && input.animation != nil && options.animation.allowed
             && options.accepts(AnimationRoute.outputFormat)
         if animated {
             route = .animation
@@ -69,19 +70,23 @@ struct PreparePlan: Sendable, Equatable {
             byteLimit = options.animatedMaxBytes
             writtenMetadata = FormatRegistry.descriptor(for: outputFormat).writableMetadata(decided, info.metadataKinds)
             let capped = ScalePlan.targetSize(for: info.orientedSize, caps: options.animatedSizeCaps)
-            let initial = AnimationRoute.initialPlan(canvas: info.orientedSize, frameCount: info.frameCount, options: options)
+            let initial = AnimationRoute.initialPlan(
+                canvas: info.orientedSize, frameCount: info.frameCount, options: options)
             target = initial.size
-            ladder = .animation(initial: initial, frameCount: info.frameCount,
-                                dimensionFloor: min(initial.size.shortEdge, max(options.minShortEdge, initial.size.shortEdge / 2)),
-                                minShortEdge: options.minShortEdge)
+            ladder = .animation(
+                initial: initial, frameCount: info.frameCount,
+                dimensionFloor: min(initial.size.shortEdge, max(options.minShortEdge, initial.size.shortEdge / 2)),
+                minShortEdge: options.minShortEdge)
             if info.format != outputFormat {
                 adjustments.append("\(info.format.displayName) → \(outputFormat.displayName) (animation)")
             }
             adjustments += info.probeAdjustments
             if initial.size != capped {
-                adjustments.append("reduced to \(initial.size) (caps allow \(capped)) for the animation's total pixel limit")
+                adjustments.append(
+                    "reduced to \(initial.size) (caps allow \(capped)) for the animation's total pixel limit")
             }
-            metadataCopyFirst = info.format == outputFormat && input.metadataRewriter != nil
+            metadataCopyFirst =
+                info.format == outputFormat && input.metadataRewriter != nil
                 && initial == AnimatedGIFPlan(size: info.size, colorBudget: nil, keepEvery: 1)
             if !metadataCopyFirst, let note = contentCredentialsNote { adjustments.append(note) }
             return
@@ -97,7 +102,9 @@ struct PreparePlan: Sendable, Equatable {
         target = info.orientation.swapsAxes ? displayed.transposed : displayed
 
         if info.frameCount > 1 {
-            let why = options.animation.allowed ? "animated \(outputFormat.displayName) not accepted" : "the service shows no animation"
+            let why =
+                options.animation.allowed
+                ? "animated \(outputFormat.displayName) not accepted" : "the service shows no animation"
             adjustments.append("first frame only (of \(info.frameCount); \(why))")
         }
         if outputFormat != info.format {
@@ -111,18 +118,23 @@ struct PreparePlan: Sendable, Equatable {
             // Never spend more quality than the source had: a q73 photo saved at q85 grows for nothing.
             // (`capQuality(atSource:options:)` below, once the source's quality is known.)
             capsAtSourceQuality = outputFormat == info.format
-            ladder = .quality(range: options.minQuality...max(options.minQuality, options.quality),
-                              sourceQualityCap: nil, minShortEdge: options.minShortEdge)
+            ladder = .quality(
+                range: options.minQuality...max(options.minQuality, options.quality),
+                sourceQualityCap: nil, minShortEdge: options.minShortEdge)
         case .lossless(let efforts, let strongest):
             let jpeg = FormatRegistry.descriptor(for: .jpeg)
-            let change = options.allowFormatChange
-                ? FormatChange(format: .jpeg, range: options.minQuality...options.quality,
-                               metadata: jpeg.writableMetadata(decided, info.metadataKinds))
+            let change =
+                options.allowFormatChange
+                ? FormatChange(
+                    format: .jpeg, range: options.minQuality...options.quality,
+                    metadata: jpeg.writableMetadata(decided, info.metadataKinds))
                 : nil
-            ladder = .lossless(efforts: efforts, strongest: strongest, formatChange: change, minShortEdge: options.minShortEdge)
+            ladder = .lossless(
+                efforts: efforts, strongest: strongest, formatChange: change, minShortEdge: options.minShortEdge)
         }
 
-        let samePixels = target == info.size && info.colorModel != .cmyk && info.colorModel != .ycck
+        let samePixels =
+            target == info.size && info.colorModel != .cmyk && info.colorModel != .ycck
             && info.frameCount == 1 && outputFormat == info.format && info.storedImageIsShown
         if samePixels && info.orientation == .up && input.metadataRewriter != nil {
             route = .metadataRewrite
@@ -147,9 +159,12 @@ struct PreparePlan: Sendable, Equatable {
     /// ladder keeps the input's format (`capsAtSourceQuality`) and `quality` is below `options.quality`;
     /// otherwise nothing changes. The plan is built once and the source read only when this can apply.
     mutating func capQuality(atSource quality: Int, options: PrepareOptions.Checked) {
-        guard capsAtSourceQuality, case .quality(_, _, let minShortEdge) = ladder, quality < options.quality else { return }
-        ladder = .quality(range: options.minQuality...max(options.minQuality, quality), sourceQualityCap: quality,
-                          minShortEdge: minShortEdge)
+        guard capsAtSourceQuality, case .quality(_, _, let minShortEdge) = ladder, quality < options.quality else {
+            return
+        }
+        ladder = .quality(
+            range: options.minQuality...max(options.minQuality, quality), sourceQualityCap: quality,
+            minShortEdge: minShortEdge)
     }
 }
 

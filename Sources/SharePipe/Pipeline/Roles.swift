@@ -6,8 +6,10 @@ protocol ImageDecoder: Sendable {
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo
     /// Decodes `source` (shrinking on load where the codec can), streams its rows through a resampler
     /// to `target` (in stored orientation) and returns the small result.
-    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
-                meter: PixelMemoryMeter) throws -> RenderedImage
+    func render(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage
 }
 
 /// What a decoder's render produced.
@@ -62,8 +64,10 @@ struct StagedBitmap {
         }
     }
 
-    init(size: PixelSize, byteCount: Int, isBitmap: Bool,
-         encode: @escaping (EncodeSettings, [MetadataBlock]) throws -> [UInt8]) {
+    init(
+        size: PixelSize, byteCount: Int, isBitmap: Bool,
+        encode: @escaping (EncodeSettings, [MetadataBlock]) throws -> [UInt8]
+    ) {
         (self.size, self.byteCount, self.isBitmap, self.encode) = (size, byteCount, isBitmap, encode)
     }
 }

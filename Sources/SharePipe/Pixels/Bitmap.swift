@@ -27,7 +27,9 @@ struct Bitmap: Sendable, Equatable {
 
     /// A bitmap filled with zeroes.
     init(size: PixelSize, layout: PixelLayout) {
-        self.init(size: size, layout: layout, pixels: [UInt8](repeating: 0, count: size.width * size.height * layout.channels))
+        self.init(
+            size: size, layout: layout, pixels: [UInt8](repeating: 0, count: size.width * size.height * layout.channels)
+        )
     }
 
     var width: Int { size.width }

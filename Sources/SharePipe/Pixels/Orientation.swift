@@ -1,13 +1,13 @@
 /// The eight Exif orientations: how the stored pixels must be transformed to be shown upright.
 public enum Orientation: Int, Sendable, Codable, CaseIterable {
-    case up = 1                 // as stored
-    case upMirrored = 2         // mirror horizontally
-    case down = 3               // rotate 180°
-    case downMirrored = 4       // mirror vertically
-    case leftMirrored = 5       // mirror horizontally, then rotate 90° counter-clockwise (transpose)
-    case right = 6              // rotate 90° clockwise
-    case rightMirrored = 7      // mirror horizontally, then rotate 90° clockwise (transverse)
-    case left = 8               // rotate 90° counter-clockwise
+    case up = 1  // as stored
+    case upMirrored = 2  // mirror horizontally
+    case down = 3  // rotate 180°
+    case downMirrored = 4  // mirror vertically
+    case leftMirrored = 5  // mirror horizontally, then rotate 90° counter-clockwise (transpose)
+    case right = 6  // rotate 90° clockwise
+    case rightMirrored = 7  // mirror horizontally, then rotate 90° clockwise (transverse)
+    case left = 8  // rotate 90° counter-clockwise
 
     /// The orientation for a stored tag value; 0, absent and out-of-range values mean `up`.
     public init(exifValue: Int?) {

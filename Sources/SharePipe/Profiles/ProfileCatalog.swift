@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The service profiles in force: the built-in ones, added to or overridden by a user profile file.
@@ -58,14 +58,17 @@ public struct ProfileCatalog: Sendable {
             error.file = file
             throw error
         } catch let DecodingError.typeMismatch(type, context), let DecodingError.valueNotFound(type, context) {
-            throw ProfileFileError(file: file, message: "field `\(context.codingPath.jsonPath)`: expected \(Self.describe(type))",
-                                   field: context.codingPath.jsonPath)
+            throw ProfileFileError(
+                file: file, message: "field `\(context.codingPath.jsonPath)`: expected \(Self.describe(type))",
+                field: context.codingPath.jsonPath)
         } catch let DecodingError.keyNotFound(key, context) {
             let path = (context.codingPath + [key]).jsonPath
             throw ProfileFileError(file: file, message: "missing field `\(path)`", field: path)
         } catch let DecodingError.dataCorrupted(context) {
-            throw ProfileFileError(file: file, message: "not valid JSON\(context.codingPath.isEmpty ? "" : " at `\(context.codingPath.jsonPath)`")",
-                                   field: context.codingPath.isEmpty ? nil : context.codingPath.jsonPath)
+            throw ProfileFileError(
+                file: file,
+                message: "not valid JSON\(context.codingPath.isEmpty ? "" : " at `\(context.codingPath.jsonPath)`")",
+                field: context.codingPath.isEmpty ? nil : context.codingPath.jsonPath)
         }
         var catalog = self
         for (index, entry) in decoded.profiles.enumerated() {
@@ -76,20 +79,24 @@ public struct ProfileCatalog: Sendable {
             } else {
                 let required = OptionTable.maxBytes.profileField!
                 guard entry.gives(OptionTable.maxBytes) else {
-                    throw ProfileFileError(file: file, message: "missing field `\(position).\(required)` (new profile '\(entry.name)')",
-                                           field: "\(position).\(required)")
+                    throw ProfileFileError(
+                        file: file, message: "missing field `\(position).\(required)` (new profile '\(entry.name)')",
+                        field: "\(position).\(required)")
                 }
                 // The byte limit is replaced by the entry's own in `applied(to:)`.
-                profile = entry.applied(to: ServiceProfile(name: entry.name.lowercased(), displayName: entry.name,
-                                                           maxStillBytes: 0, source: "user profile file \(file)",
-                                                           confidence: "user"))
+                profile = entry.applied(
+                    to: ServiceProfile(
+                        name: entry.name.lowercased(), displayName: entry.name,
+                        maxStillBytes: 0, source: "user profile file \(file)",
+                        confidence: "user"))
             }
             do {
                 _ = try profile.options().checked()
             } catch SharePipeError.invalidOptions(let invalid) {
                 let field = OptionTable.option(named: invalid.option)?.profileField ?? invalid.option
-                throw ProfileFileError(file: file, message: "\(position) ('\(entry.name)'): \(invalid.message(on: .profileFile))",
-                                       option: invalid, field: "\(position).\(field)")
+                throw ProfileFileError(
+                    file: file, message: "\(position) ('\(entry.name)'): \(invalid.message(on: .profileFile))",
+                    option: invalid, field: "\(position).\(field)")
             } catch {
                 throw ProfileFileError(file: file, message: "\(position) ('\(entry.name)'): \(error)")
             }
@@ -137,7 +144,11 @@ extension [CodingKey] {
     var jsonPath: String {
         var path = ""
         for key in self {
-            if let index = key.intValue { path += "[\(index)]" } else { path += (path.isEmpty ? "" : ".") + key.stringValue }
+            if let index = key.intValue {
+                path += "[\(index)]"
+            } else {
+                path += (path.isEmpty ? "" : ".") + key.stringValue
+            }
         }
         return path
     }
@@ -155,7 +166,8 @@ private func refuseUnknownKeys(_ decoder: Decoder, known: Set<String>) throws {
     let container = try decoder.container(keyedBy: AnyKey.self)
     for key in container.allKeys where !known.contains(key.stringValue) {
         let path = (decoder.codingPath + [key]).jsonPath
-        throw ProfileFileError(message: "unknown field `\(path)` (known: \(known.sorted().joined(separator: ", ")))", field: path)
+        throw ProfileFileError(
+            message: "unknown field `\(path)` (known: \(known.sorted().joined(separator: ", ")))", field: path)
     }
 }
 
@@ -203,22 +215,29 @@ struct ProfileEntry: Decodable {
                     let key = AnyKey(stringValue: path[0])
                     guard c.contains(key), try !c.decodeNil(forKey: key) else { continue }
                     let group = try c.superDecoder(forKey: key)
-                    try refuseUnknownKeys(group, known: Set(Self.optionFields.filter { $0.path.count == 2 && $0.path[0] == path[0] }
-                                                                .map { $0.path[1] }))
+                    try refuseUnknownKeys(
+                        group,
+                        known: Set(
+                            Self.optionFields.filter { $0.path.count == 2 && $0.path[0] == path[0] }
+                                .map { $0.path[1] }))
                     groups[path[0]] = try group.container(keyedBy: AnyKey.self)
                 }
                 guard let group = groups[path[0]] else { continue }
                 container = group
             }
-            if let value = try Self.decode(spec.profileBinding!, forKey: AnyKey(stringValue: path[path.count - 1]), in: container) {
+            if let value = try Self.decode(
+                spec.profileBinding!, forKey: AnyKey(stringValue: path[path.count - 1]), in: container)
+            {
                 settings.append((spec, value))
             }
         }
     }
 
     /// The value of a field whose profile binding is `binding`, or nil when the field is absent (or null).
-    private static func decode(_ binding: OptionField<ServiceProfile>, forKey key: AnyKey,
-                               in c: KeyedDecodingContainer<AnyKey>) throws -> OptionValue? {
+    private static func decode(
+        _ binding: OptionField<ServiceProfile>, forKey key: AnyKey,
+        in c: KeyedDecodingContainer<AnyKey>
+    ) throws -> OptionValue? {
         switch binding {
         case .integer, .optionalInteger:
             do {

@@ -29,10 +29,12 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
     public var source: String
     public var confidence: String
 
-    public init(name: String, displayName: String, maxStillBytes: Int, caps: SizeCaps = SizeCaps(shortEdge: 1080),
-                animation: AnimationLimits = AnimationLimits(), formats: [ImageFormat] = [.jpeg, .png, .gif],
-                allowFormatChange: Bool = true, strip: StripMode = .all, minQuality: Int = 40, maxQuality: Int = 85,
-                source: String, confidence: String) {
+    public init(
+        name: String, displayName: String, maxStillBytes: Int, caps: SizeCaps = SizeCaps(shortEdge: 1080),
+        animation: AnimationLimits = AnimationLimits(), formats: [ImageFormat] = [.jpeg, .png, .gif],
+        allowFormatChange: Bool = true, strip: StripMode = .all, minQuality: Int = 40, maxQuality: Int = 85,
+        source: String, confidence: String
+    ) {
         self.name = name
         self.displayName = displayName
         self.maxStillBytes = maxStillBytes
@@ -77,8 +79,9 @@ extension ServiceProfile {
     public static let x = ServiceProfile(
         name: "x", displayName: "X/Twitter", maxStillBytes: 5_000_000,
         caps: SizeCaps(shortEdge: 1080, width: 8192, height: 8192),
-        animation: AnimationLimits(maxBytes: 15_000_000, maxWidth: 1280, maxHeight: 1080, maxFrames: 350,
-                                   maxTotalPixels: 300_000_000),
+        animation: AnimationLimits(
+            maxBytes: 15_000_000, maxWidth: 1280, maxHeight: 1080, maxFrames: 350,
+            maxTotalPixels: 300_000_000),
         formats: [.jpeg, .png, .gif, .webp],
         source: "X developer docs, media best practices", confidence: "high (bytes), medium (caps)")
 
@@ -197,14 +200,16 @@ extension ServiceProfile {
     public static let lemmy = ServiceProfile(
         name: "lemmy", displayName: "Lemmy", maxStillBytes: 40_000_000,
         caps: SizeCaps(shortEdge: 1024, longEdge: 1024, width: 10_000, height: 10_000, pixels: 40_000_000),
-        animation: AnimationLimits(maxBytes: 40_000_000, maxWidth: 1920, maxHeight: 1920, maxPixels: 2_073_600,
-                                   maxFrames: 900),
+        animation: AnimationLimits(
+            maxBytes: 40_000_000, maxWidth: 1920, maxHeight: 1920, maxPixels: 2_073_600,
+            maxFrames: 900),
         formats: [.jpeg, .png, .gif, .webp, .avif],
         source: "pict-rs defaults.toml; Lemmy crates/routes/src/images/upload.rs", confidence: "medium")
 
     /// Built-in profiles, in the order `sharepipe services` lists them.
     public static let builtIn: [ServiceProfile] = [
-        .x, .weibo, .mastodon, .bluesky, .telegram, .discord, .instagram, .threads, .facebook, .linkedin, .reddit, .tumblr,
+        .x, .weibo, .mastodon, .bluesky, .telegram, .discord, .instagram, .threads, .facebook, .linkedin, .reddit,
+        .tumblr,
         .pixelfed, .lemmy,
     ]
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A separable, antialiased Lanczos-3 resampler that streams rows.
@@ -48,7 +48,8 @@ struct LanczosResampler {
         self.accumulator = [Float](repeating: 0, count: target.width * layout.channels)
         self.output = [UInt8](repeating: 0, count: target.area * layout.channels)
         self.meter = meter
-        self.countedBytes = (ring.count + inputRow.count + accumulator.count) * MemoryLayout<Float>.stride + output.count
+        self.countedBytes =
+            (ring.count + inputRow.count + accumulator.count) * MemoryLayout<Float>.stride + output.count
         meter.allocate(countedBytes)
     }
 
@@ -122,12 +123,14 @@ struct LanczosResampler {
                             for t in 0..<taps {
                                 rows[t] = ringBuffer.baseAddress! + ((start + t) % ringRows) * rowLength
                             }
-                            ResampleKernels.verticalSum(rows: UnsafePointer(rows.baseAddress!), weights: weights, taps: taps,
-                                                        length: rowLength, into: acc.baseAddress!)
+                            ResampleKernels.verticalSum(
+                                rows: UnsafePointer(rows.baseAddress!), weights: weights, taps: taps,
+                                length: rowLength, into: acc.baseAddress!)
                         }
                     }
-                    ResampleKernels.store(UnsafePointer(acc.baseAddress!), count: rowLength, channels: channels,
-                                          hasAlpha: hasAlpha, into: out.baseAddress! + y * rowLength)
+                    ResampleKernels.store(
+                        UnsafePointer(acc.baseAddress!), count: rowLength, channels: channels,
+                        hasAlpha: hasAlpha, into: out.baseAddress! + y * rowLength)
                 }
             }
         }
@@ -183,8 +186,10 @@ enum ResampleKernels {
     /// `out[i] = Σ weights[t] × rows[t][i]` over the taps in order, for `length` samples. Tap by tap over the
     /// whole row (the sums stay in L1): the optimiser vectorises the inner loop, and debug builds stay fast,
     /// which hand-written SIMD types are not (about 8× slower than scalar code without optimisation).
-    static func verticalSum(rows: UnsafePointer<UnsafePointer<Float>>, weights: UnsafePointer<Float>, taps: Int,
-                            length: Int, into out: UnsafeMutablePointer<Float>) {
+    static func verticalSum(
+        rows: UnsafePointer<UnsafePointer<Float>>, weights: UnsafePointer<Float>, taps: Int,
+        length: Int, into out: UnsafeMutablePointer<Float>
+    ) {
         out.update(repeating: 0, count: length)
         for t in 0..<taps {
             let w = weights[t], row = rows[t]
@@ -193,8 +198,10 @@ enum ResampleKernels {
     }
 
     /// Filtered samples to bytes: with alpha, colours are divided by it again (un-premultiplied).
-    static func store(_ acc: UnsafePointer<Float>, count: Int, channels: Int, hasAlpha: Bool,
-                      into out: UnsafeMutablePointer<UInt8>) {
+    static func store(
+        _ acc: UnsafePointer<Float>, count: Int, channels: Int, hasAlpha: Bool,
+        into out: UnsafeMutablePointer<UInt8>
+    ) {
         guard hasAlpha else {
             for i in 0..<count { out[i] = clampToByte(acc[i]) }
             return
@@ -249,7 +256,7 @@ struct FilterWeights: Sendable {
         self.inputSize = inputSize
         self.outputSize = outputSize
         let scale = Double(inputSize) / Double(outputSize)
-        let filterScale = max(scale, 1)           // widen the filter when reducing: antialiasing
+        let filterScale = max(scale, 1)  // widen the filter when reducing: antialiasing
         let support = FilterWeights.lobes * filterScale
         let maxTaps = min(inputSize, Int((support * 2).rounded(.up)) + 2)
         var starts = [Int](repeating: 0, count: outputSize)
@@ -333,8 +340,10 @@ struct FilterWeights: Sendable {
     /// Filters the outputs in `outputs` of one row of interleaved samples: `input` holds the row from input
     /// position `inputOrigin` on (at least through `inputs(readBy: outputs)`), and output `outputs.lowerBound`
     /// goes to `output[0]`. Each output is exactly what the whole-row call computes for it.
-    func apply(input: UnsafePointer<Float>, inputOrigin: Int, output: UnsafeMutablePointer<Float>, outputs: Range<Int>,
-               channels: Int) {
+    func apply(
+        input: UnsafePointer<Float>, inputOrigin: Int, output: UnsafeMutablePointer<Float>, outputs: Range<Int>,
+        channels: Int
+    ) {
         let maxTaps = self.maxTaps
         starts.withUnsafeBufferPointer { startsBuffer in
             counts.withUnsafeBufferPointer { countsBuffer in

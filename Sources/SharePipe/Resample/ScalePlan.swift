@@ -2,8 +2,10 @@
 /// size when bytes do not fit. Plain functions of their inputs, tested by tables.
 enum ScalePlan {
     /// The output size for an image of `size` under short- and long-edge and area caps.
-    static func targetSize(for size: PixelSize, maxShortEdge: Int, maxLongEdge: Int? = nil,
-                                  maxPixels: Int? = nil) -> PixelSize {
+    static func targetSize(
+        for size: PixelSize, maxShortEdge: Int, maxLongEdge: Int? = nil,
+        maxPixels: Int? = nil
+    ) -> PixelSize {
         targetSize(for: size, caps: SizeCaps(shortEdge: maxShortEdge, longEdge: maxLongEdge, pixels: maxPixels))
     }
 
@@ -25,8 +27,11 @@ enum ScalePlan {
         var target = scaled(size, by: factor, capShortEdge: caps.shortEdge)
         // Rounding may land a pixel over a cap: take it off the edge concerned.
         if let longEdge = caps.longEdge {
-            if target.width >= target.height { target.width = min(target.width, longEdge) }
-            else { target.height = min(target.height, longEdge) }
+            if target.width >= target.height {
+                target.width = min(target.width, longEdge)
+            } else {
+                target.height = min(target.height, longEdge)
+            }
         }
         if let width = caps.width { target.width = min(target.width, width) }
         if let height = caps.height { target.height = min(target.height, height) }
@@ -55,7 +60,7 @@ enum ScalePlan {
     /// both edges at least the target's, so the resampler only ever reduces.
     static func jpegScaleNumerator(stored: PixelSize, target: PixelSize) -> Int {
         for numerator in 1...8 {
-            let width = (stored.width * numerator + 7) / 8     // libjpeg rounds up
+            let width = (stored.width * numerator + 7) / 8  // libjpeg rounds up
             let height = (stored.height * numerator + 7) / 8
             if width >= target.width && height >= target.height { return numerator }
         }
@@ -83,8 +88,10 @@ public struct SizeCaps: Sendable, Equatable, Codable {
     /// Width + height (Telegram).
     public var edgeSum: Int?
 
-    public init(shortEdge: Int, longEdge: Int? = nil, width: Int? = nil, height: Int? = nil,
-                       pixels: Int? = nil, edgeSum: Int? = nil) {
+    public init(
+        shortEdge: Int, longEdge: Int? = nil, width: Int? = nil, height: Int? = nil,
+        pixels: Int? = nil, edgeSum: Int? = nil
+    ) {
         self.shortEdge = shortEdge
         self.longEdge = longEdge
         self.width = width

@@ -83,8 +83,10 @@ public actor MemoryBudget {
     ///   - oversizedJobs: what to do with a request larger than `capacity`.
     ///   - maxWaitingRequests: requests that may wait at once (0: none may wait; default: no bound).
     ///   - maxWait: how long a request may wait (nil: no limit; otherwise positive).
-    public init(capacity: Int, maxConcurrentJobs: Int = .max, oversizedJobs: OversizedJobPolicy = .runAlone,
-                maxWaitingRequests: Int = .max, maxWait: Duration? = nil) {
+    public init(
+        capacity: Int, maxConcurrentJobs: Int = .max, oversizedJobs: OversizedJobPolicy = .runAlone,
+        maxWaitingRequests: Int = .max, maxWait: Duration? = nil
+    ) {
         precondition(capacity >= 1, "a memory budget needs a positive capacity")
         precondition(maxConcurrentJobs >= 1, "a memory budget needs at least one job slot")
         precondition(maxWaitingRequests >= 0, "a memory budget's queue bound cannot be negative")
@@ -98,8 +100,9 @@ public actor MemoryBudget {
 
     /// The current state.
     public var usage: Usage {
-        Usage(reservedBytes: reservedBytes, runningJobs: runningJobs, waitingRequests: queue.count,
-              peakReservedBytes: peakReservedBytes, peakRunningJobs: peakRunningJobs)
+        Usage(
+            reservedBytes: reservedBytes, runningJobs: runningJobs, waitingRequests: queue.count,
+            peakReservedBytes: peakReservedBytes, peakRunningJobs: peakRunningJobs)
     }
 
     /// Reserves `bytes`, waiting in line until they fit.
@@ -107,10 +110,13 @@ public actor MemoryBudget {
     /// - Throws: `CancellationError` when the task is cancelled while waiting; `SharePipeError.tooLarge`
     ///   when `bytes` exceeds the capacity and `oversizedJobs` is `.refuse`; `SharePipeError.overloaded`
     ///   when it would have to wait behind `maxWaitingRequests` others, or waited `maxWait` in vain.
-    public func reserve(_ bytes: Int, holdingJobSlot: Bool = true, for name: String = "<job>") async throws -> Reservation {
+    public func reserve(_ bytes: Int, holdingJobSlot: Bool = true, for name: String = "<job>") async throws
+        -> Reservation
+    {
         try Task.checkCancellation()
         if bytes > capacity && oversizedJobs == .refuse {
-            throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.memoryBudget, found: bytes, limit: capacity))
+            throw SharePipeError.tooLarge(
+                file: name, exceeded: ExceededLimit(.memoryBudget, found: bytes, limit: capacity))
         }
         let reservation = makeReservation(bytes, holdingJobSlot: holdingJobSlot)
         if queue.isEmpty && fits(reservation, releasing: nil) {
@@ -159,8 +165,10 @@ public actor MemoryBudget {
     }
 
     /// Reserves `bytes` for the duration of `body`, and releases them however it ends.
-    public nonisolated func withReservation<T>(_ bytes: Int, holdingJobSlot: Bool = true, for name: String = "<job>",
-                                               _ body: (Reservation) async throws -> T) async throws -> T {
+    public nonisolated func withReservation<T>(
+        _ bytes: Int, holdingJobSlot: Bool = true, for name: String = "<job>",
+        _ body: (Reservation) async throws -> T
+    ) async throws -> T {
         let reservation = try await reserve(bytes, holdingJobSlot: holdingJobSlot, for: name)
         do {
             let value = try await body(reservation)
@@ -228,7 +236,8 @@ public actor MemoryBudget {
     private func expire(_ id: UInt64, after wait: Duration) {
         guard let index = queue.firstIndex(where: { $0.reservation.id == id }) else { return }
         let waiter = queue.remove(at: index)
-        waiter.continuation.resume(throwing: SharePipeError.overloaded(file: waiter.name, reason: .waitTimedOut(after: wait)))
+        waiter.continuation.resume(
+            throwing: SharePipeError.overloaded(file: waiter.name, reason: .waitTimedOut(after: wait)))
         admitWaiters()
     }
 }

@@ -90,7 +90,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         let keptPayload = plan.metadata.kept.reduce(0) { $0 + $1.payloadByteCount }
         let target = plan.target
         let animated = plan.route == .animation
-        var parts = animated
+        var parts =
+            animated
             ? Self.animatedGIF(info, plan: plan, options: options, keptMetadata: keptPayload)
             : FormatRegistry.descriptor(for: info.format).memory(info, plan, options, keptPayload)
         if !animated {
@@ -102,7 +103,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
                 // `cpuFirst` keeps the first render (unmetered once its resampler has finished) and resamples
                 // it in memory for every smaller size; the window of that resample is metered.
                 parts.unmetered += parts.renderedSize.area * parts.channels
-                parts.metered = max(parts.metered, Self.inMemoryResampleBound(from: parts.renderedSize, channels: parts.channels))
+                parts.metered = max(
+                    parts.metered, Self.inMemoryResampleBound(from: parts.renderedSize, channels: parts.channels))
             }
         }
         decodedSize = parts.decodedSize
@@ -160,7 +162,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// JPEG: DCT-scaled decode streamed into the resampler (`JPEGDecoder.render`), orient, libjpeg encode.
-    static func jpeg(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
+    static func jpeg(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts
+    {
         let target = plan.target
         let isCMYK = info.colorModel == .cmyk || info.colorModel == .ycck
         let components = info.colorModel == .gray ? 1 : isCMYK ? 4 : 3
@@ -169,8 +172,9 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         // What `JPEGDecoder.render` meters for one target: the resampler, the row batch, the CMYK row.
         func render(_ wanted: PixelSize) -> (decoded: PixelSize, output: PixelSize, metered: Int) {
             let numerator = ScalePlan.jpegScaleNumerator(stored: info.size, target: wanted)
-            let decoded = PixelSize(width: (info.size.width * numerator + 7) / 8,
-                                    height: (info.size.height * numerator + 7) / 8)
+            let decoded = PixelSize(
+                width: (info.size.width * numerator + 7) / 8,
+                height: (info.size.height * numerator + 7) / 8)
             let output = PixelSize(width: min(wanted.width, decoded.width), height: min(wanted.height, decoded.height))
             let resampler = LanczosResampler.memoryEstimate(from: decoded, to: output, channels: channels)
             let rows = decoded.width * components * JPEGDecoder.rowBatch + (isCMYK ? decoded.width * 3 : 0)
@@ -192,12 +196,15 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         // component at the luma scale) and 4:2:0 (chroma blocks a quarter as many, at twice the scale). Past
         // the band budget the file is decoded in bands (`JPEGReader.start`). The store fails past
         // `maxDecoderMemory`, so that caps it.
-        let coefficients = info.progressive
-            ? min(progressiveStoreBytes(info.size, components: components,
-                                        numerator: ScalePlan.jpegScaleNumerator(stored: info.size, target: target),
-                                        budget: min(JPEGDecoder.storeBudget, options.limits.maxDecoderMemory / 2),
-                                        maxBands: JPEGDecoder.maxBands),
-                  options.limits.maxDecoderMemory) : 0
+        let coefficients =
+            info.progressive
+            ? min(
+                progressiveStoreBytes(
+                    info.size, components: components,
+                    numerator: ScalePlan.jpegScaleNumerator(stored: info.size, target: target),
+                    budget: min(JPEGDecoder.storeBudget, options.limits.maxDecoderMemory / 2),
+                    maxBands: JPEGDecoder.maxBands),
+                options.limits.maxDecoderMemory) : 0
         var decoder = jpegFixedBytes + coefficients + (main.decoded.width + 16) * components * jpegStripRows
         if plan.route == .losslessTurn {
             // `JPEGTurner` (it falls back to the still route, priced above): the input read whole, TurboJPEG's
@@ -205,13 +212,15 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // its output buffer and our copy; the rewriter's output and its 1/8-scale check decode.
             let blocks = ((info.size.width + 15) / 16 + 1) * ((info.size.height + 15) / 16 + 1) * 4
             decoder += info.byteCount + 2 * components * blocks * 128 + jpegFixedBytes
-            rewriteOutput = 2 * (info.byteCount + keptMetadata + 1024) + rewriteOutputBytes(info, keptMetadata: keptMetadata)
+            rewriteOutput =
+                2 * (info.byteCount + keptMetadata + 1024) + rewriteOutputBytes(info, keptMetadata: keptMetadata)
             metered = max(metered, render(ScalePlan.scaled(info.size, by: 0.125)).metered)
         }
 
-        return Parts(decodedSize: main.decoded, renderedSize: main.output, channels: channels, metered: metered,
-                     unmetered: 0, decoder: decoder, encoder: jpegEncoderBytes(main.output, channels: channels),
-                     output: max(jpegOutputBytes(main.output, channels: channels, keptMetadata: keptMetadata), rewriteOutput))
+        return Parts(
+            decodedSize: main.decoded, renderedSize: main.output, channels: channels, metered: metered,
+            unmetered: 0, decoder: decoder, encoder: jpegEncoderBytes(main.output, channels: channels),
+            output: max(jpegOutputBytes(main.output, channels: channels, keptMetadata: keptMetadata), rewriteOutput))
     }
 
     /// PNG (`PNGDecoder.render`): no shrink-on-load; one row at a time, or for Adam7 the even rows
@@ -234,13 +243,17 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
 
         func render(_ wanted: PixelSize) -> (output: PixelSize, metered: Int) {
             let output = PixelSize(width: min(wanted.width, size.width), height: min(wanted.height, size.height))
-            return (output, LanczosResampler.memoryEstimate(from: size, to: output, channels: channels) + rows + floatRow)
+            return (
+                output, LanczosResampler.memoryEstimate(from: size, to: output, channels: channels) + rows + floatRow
+            )
         }
         let main = render(target)
         var metered = main.metered
         if info.pngAnimation != nil {
             // An APNG as a still is its first frame composited onto an RGBA canvas (`APNGStill`).
-            metered += APNGFrameSource.meteredBytes(info) + LanczosResampler.memoryEstimate(from: size, to: main.output, channels: 4)
+            metered +=
+                APNGFrameSource.meteredBytes(info)
+                + LanczosResampler.memoryEstimate(from: size, to: main.output, channels: 4)
         }
         var rewriteOutput = 0
         if plan.route == .metadataRewrite {
@@ -261,37 +274,44 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             encoder += jpegEncoderBytes(out, channels: jpegChannels)
             output = max(output, jpegOutputBytes(out, channels: jpegChannels, keptMetadata: keptMetadata))
         }
-        return Parts(decodedSize: size, renderedSize: out, channels: channels, metered: metered,
-                     unmetered: unmetered + (options.allowFormatChange ? out.area * 3 : 0),   // flattened over white
-                     decoder: zlibBytes + 2 * (rowBytes + 1) + (64 << 10), encoder: encoder, output: output)
+        return Parts(
+            decodedSize: size, renderedSize: out, channels: channels, metered: metered,
+            unmetered: unmetered + (options.allowFormatChange ? out.area * 3 : 0),  // flattened over white
+            decoder: zlibBytes + 2 * (rowBytes + 1) + (64 << 10), encoder: encoder, output: output)
     }
 
     /// A still GIF, or the first frame of an animation a service shows as a still (`GIFDecoder.render`):
     /// rows straight into the resampler, or through an RGBA canvas of the screen when the frame does not
     /// cover it; encoded as a one-frame GIF (`GIFEncoder`).
-    static func stillGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
+    static func stillGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int)
+        -> Parts
+    {
         let target = plan.target
         let screen = info.size
         let channels = info.hasAlpha ? 4 : 3
         let out = PixelSize(width: min(target.width, screen.width), height: min(target.height, screen.height))
         // The canvas, and the rectangle a "restore to previous" first frame saves, each up to the screen.
         let canvas = 2 * screen.area * 4
-        let metered = LanczosResampler.memoryEstimate(from: screen, to: out, channels: channels)
+        let metered =
+            LanczosResampler.memoryEstimate(from: screen, to: out, channels: channels)
             + screen.width * channels + canvas + gifFrameRowBytes
         // `GIFEncoder`: an RGBA copy and the indices of the output.
         let unmetered = out.area * 4 + out.area
         // LZW codes are at most 12 bits per pixel: 1.5 bytes, plus sub-block lengths and headers.
         let oneGIF = out.area * 3 / 2 + out.area / 255 + 2048 + keptMetadata
         let rewriteOutput = plan.route == .metadataRewrite ? rewriteOutputBytes(info, keptMetadata: keptMetadata) : 0
-        return Parts(decodedSize: screen, renderedSize: out, channels: channels, metered: metered, unmetered: unmetered,
-                     decoder: gifCodecBytes, encoder: gifCodecBytes, output: max(6 * oneGIF, rewriteOutput))
+        return Parts(
+            decodedSize: screen, renderedSize: out, channels: channels, metered: metered, unmetered: unmetered,
+            decoder: gifCodecBytes, encoder: gifCodecBytes, output: max(6 * oneGIF, rewriteOutput))
     }
 
     /// The animation route (`AnimationRoute`): the source's canvases — GIF's native pass holds the canvas
     /// (RGBA) and the rectangle a "previous" disposal restores (up to a second canvas); a frame source (APNG,
     /// WebP) what its descriptor's `meteredBytes` says — then, at the output size, the viewer model, the
     /// picture being written, the next one, its indices and its changed pixels; the resampler between them.
-    static func animatedGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
+    static func animatedGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int)
+        -> Parts
+    {
         let target = plan.target
         let screen = info.size
         let out = target
@@ -302,7 +322,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             source = sourceBytes(info)
             decoder += info.byteCount
         }
-        let metered = source
+        let metered =
+            source
             + LanczosResampler.memoryEstimate(from: screen, to: out, channels: 4)
             + 3 * out.area * 4 + out.area + out.area * 4
         // The changed-pixel mask (one Bool per output pixel) and the frame summary (a record and a possible
@@ -316,8 +337,9 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         let practical = 4 * max(info.byteCount, options.animatedMaxBytes ?? 0) + (1 << 20)
         var output = 2 * (min(lzw, practical) + keptMetadata + 2048)
         if plan.metadataCopyFirst { output = max(output, rewriteOutputBytes(info, keptMetadata: keptMetadata)) }
-        return Parts(decodedSize: screen, renderedSize: out, channels: 4, metered: metered, unmetered: unmetered,
-                     decoder: decoder, encoder: gifCodecBytes, output: output)
+        return Parts(
+            decodedSize: screen, renderedSize: out, channels: 4, metered: metered, unmetered: unmetered,
+            decoder: decoder, encoder: gifCodecBytes, output: output)
     }
 
     // MARK: - Shared pieces
@@ -336,13 +358,16 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// (a summary byte and up to 8 map bytes each) and the smallest band (1/`maxBands` of the image plus the
     /// margins of 9 iMCU rows, up to 2 block rows each) exceed it, those; plus one window's growth between
     /// two checks.
-    static func progressiveStoreBytes(_ size: PixelSize, components: Int, numerator: Int, budget: Int = 0,
-                                      maxBands: Int = 1) -> Int {
+    static func progressiveStoreBytes(
+        _ size: PixelSize, components: Int, numerator: Int, budget: Int = 0,
+        maxBands: Int = 1
+    ) -> Int {
         let blocksWide = (size.width + 7) / 8 + 2, blocksHigh = (size.height + 7) / 8 + 2
         let blocks = blocksWide * blocksHigh
         func perBlock(_ scaled: Int) -> Int { Int(sp_jpeg_coefficient_store_block_bound(Int32(scaled))) }
         let full = components * blocks * perBlock(numerator)
-        let subsampled = blocks * perBlock(numerator) + (components - 1) * (blocks / 4 + blocksWide) * perBlock(2 * numerator)
+        let subsampled =
+            blocks * perBlock(numerator) + (components - 1) * (blocks / 4 + blocksWide) * perBlock(2 * numerator)
         let windows = components * 12 * blocksWide * 128
         let tables = components * blocksHigh * 24
         let whole = max(full, subsampled) + windows + tables
@@ -359,7 +384,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         // The coefficients live in the shim's compact store (`sp_jpeg_encode_store.c`): usually a fraction of
         // libjpeg's 128 bytes a block, at worst (every coefficient non-zero) a 64-bit map beside all 64, plus
         // a window of one iMCU row of full blocks.
-        let coefficients = channels == 1
+        let coefficients =
+            channels == 1
             ? ((out.width + 7) / 8) * ((out.height + 7) / 8) * 136 + ((out.width + 7) / 8) * 128
             : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 136 + ((out.width + 15) / 16) * 6 * 128
         return jpegFixedBytes + coefficients + (out.width + 16) * channels * jpegStripRows
@@ -393,7 +419,7 @@ extension MetadataBlock {
     var payloadByteCount: Int {
         switch self {
         case .exif(let bytes), .xmp(let bytes), .extendedXMP(let bytes), .iptc(let bytes), .icc(let bytes),
-             .comment(let bytes):
+            .comment(let bytes):
             return bytes.count
         case .pngText(let type, let data): return type.utf8.count + data.count
         case .other(let tag, let data): return tag.utf8.count + data.count

@@ -1,12 +1,12 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Dispatch
 import Logging
@@ -63,17 +63,20 @@ public struct SharePipeline: Sendable {
         ///   - baseOptions: options every profile starts from.
         ///   - maxWaitingRequests: calls that may wait for memory at once (default: no bound).
         ///   - maxWait: how long a call may wait for memory (nil: no limit).
-        public init(memoryBudget: Int, maxConcurrentJobs: Int? = nil, oversizedJobs: OversizedJobPolicy = .runAlone,
-                    spoolThreshold: Int = 1 << 20, spoolDirectory: String? = nil,
-                    baseOptions: PrepareOptions = PrepareOptions(), maxWaitingRequests: Int = .max,
-                    maxWait: Duration? = nil) {
+        public init(
+            memoryBudget: Int, maxConcurrentJobs: Int? = nil, oversizedJobs: OversizedJobPolicy = .runAlone,
+            spoolThreshold: Int = 1 << 20, spoolDirectory: String? = nil,
+            baseOptions: PrepareOptions = PrepareOptions(), maxWaitingRequests: Int = .max,
+            maxWait: Duration? = nil
+        ) {
             self.memoryBudget = memoryBudget
             self.maxConcurrentJobs = maxConcurrentJobs ?? max(1, ProcessInfo.processInfo.activeProcessorCount)
             self.oversizedJobs = oversizedJobs
             self.spoolThreshold = spoolThreshold
-            self.spoolDirectory = spoolDirectory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap {
-                $0.isEmpty ? nil : $0
-            } ?? "/tmp"
+            self.spoolDirectory =
+                spoolDirectory ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap {
+                    $0.isEmpty ? nil : $0
+                } ?? "/tmp"
             self.baseOptions = baseOptions
             self.maxWaitingRequests = maxWaitingRequests
             self.maxWait = maxWait
@@ -94,31 +97,41 @@ public struct SharePipeline: Sendable {
     /// - Throws: `SharePipeError.invalidOptions` when the configuration or its base options make no sense.
     public init(configuration: Configuration, logger: Logger = Logger(label: "SharePipe.SharePipeline")) throws {
         if configuration.memoryBudget < 1 {
-            throw SharePipeError.invalidOptions(InvalidOption("memoryBudget", expected: "a positive number of bytes",
-                                                               found: "\(configuration.memoryBudget)"))
+            throw SharePipeError.invalidOptions(
+                InvalidOption(
+                    "memoryBudget", expected: "a positive number of bytes",
+                    found: "\(configuration.memoryBudget)"))
         }
         if configuration.maxConcurrentJobs < 1 {
-            throw SharePipeError.invalidOptions(InvalidOption("maxConcurrentJobs", expected: "at least 1",
-                                                               found: "\(configuration.maxConcurrentJobs)"))
+            throw SharePipeError.invalidOptions(
+                InvalidOption(
+                    "maxConcurrentJobs", expected: "at least 1",
+                    found: "\(configuration.maxConcurrentJobs)"))
         }
         if configuration.maxWaitingRequests < 0 {
-            throw SharePipeError.invalidOptions(InvalidOption("maxWaitingRequests", expected: "0 or more requests",
-                                                               found: "\(configuration.maxWaitingRequests)"))
+            throw SharePipeError.invalidOptions(
+                InvalidOption(
+                    "maxWaitingRequests", expected: "0 or more requests",
+                    found: "\(configuration.maxWaitingRequests)"))
         }
         if let maxWait = configuration.maxWait, maxWait <= .zero {
-            throw SharePipeError.invalidOptions(InvalidOption("maxWait", expected: "a positive duration", found: "\(maxWait)"))
+            throw SharePipeError.invalidOptions(
+                InvalidOption("maxWait", expected: "a positive duration", found: "\(maxWait)"))
         }
         if configuration.spoolThreshold < 0 {
-            throw SharePipeError.invalidOptions(InvalidOption("spoolThreshold", expected: "0 or more bytes",
-                                                               found: "\(configuration.spoolThreshold)"))
+            throw SharePipeError.invalidOptions(
+                InvalidOption(
+                    "spoolThreshold", expected: "0 or more bytes",
+                    found: "\(configuration.spoolThreshold)"))
         }
         // Each profile's options are checked again when a call plans it (a profile overrides most of them);
         // this reports base options that no profile could mend when the pipeline is made.
         _ = try configuration.baseOptions.checked()
         self.configuration = configuration
-        self.budget = MemoryBudget(capacity: configuration.memoryBudget, maxConcurrentJobs: configuration.maxConcurrentJobs,
-                                   oversizedJobs: configuration.oversizedJobs,
-                                   maxWaitingRequests: configuration.maxWaitingRequests, maxWait: configuration.maxWait)
+        self.budget = MemoryBudget(
+            capacity: configuration.memoryBudget, maxConcurrentJobs: configuration.maxConcurrentJobs,
+            oversizedJobs: configuration.oversizedJobs,
+            maxWaitingRequests: configuration.maxWaitingRequests, maxWait: configuration.maxWait)
         self.logger = logger
     }
 
@@ -138,8 +151,10 @@ public struct SharePipeline: Sendable {
     /// - Throws: `SharePipeError` for the input as a whole: `cancelled`, `unsupportedFormat`, `corrupt` or
     ///   `tooLarge` header, `unreadable`, `invalidOptions`, `tooLarge` against the budget under `.refuse`, or
     ///   `overloaded` when the queue is full or the wait for memory timed out.
-    public func prepare(_ source: ImageSource, named name: String? = nil, for profiles: [ServiceProfile],
-                        adjusting adjust: OptionsAdjustment? = nil) async throws -> [ServiceResult] {
+    public func prepare(
+        _ source: ImageSource, named name: String? = nil, for profiles: [ServiceProfile],
+        adjusting adjust: OptionsAdjustment? = nil
+    ) async throws -> [ServiceResult] {
         let start = ContinuousClock.now
         let name = name ?? source.displayName
         let residence: InputResidence
@@ -165,18 +180,22 @@ public struct SharePipeline: Sendable {
     ///   - adjust: changes each profile's options before they are checked, as in `prepare(_:named:for:adjusting:)`.
     /// - Throws: as `prepare(_:named:for:adjusting:)`; also `tooLarge` past `baseOptions.limits.maxInputBytes` and
     ///   `unreadable` when the sequence throws.
-    public func prepare<Chunks: AsyncSequence>(upload chunks: Chunks, named name: String = "<upload>",
-                                               for profiles: [ServiceProfile],
-                                               adjusting adjust: OptionsAdjustment? = nil) async throws -> [ServiceResult]
+    public func prepare<Chunks: AsyncSequence>(
+        upload chunks: Chunks, named name: String = "<upload>",
+        for profiles: [ServiceProfile],
+        adjusting adjust: OptionsAdjustment? = nil
+    ) async throws -> [ServiceResult]
     where Chunks.Element: Sequence, Chunks.Element.Element == UInt8 {
         let start = ContinuousClock.now
-        let receiver = UploadReceiver(threshold: configuration.spoolThreshold, directory: configuration.spoolDirectory,
-                                      maxBytes: configuration.baseOptions.limits.maxInputBytes, name: name)
+        let receiver = UploadReceiver(
+            threshold: configuration.spoolThreshold, directory: configuration.spoolDirectory,
+            maxBytes: configuration.baseOptions.limits.maxInputBytes, name: name)
         let receiving: MemoryBudget.Reservation
         var received: ReceivedUpload
         do {
-            receiving = try await reserve(MemoryEstimate.receiving(spoolThreshold: configuration.spoolThreshold),
-                                          holdingJobSlot: false, name: name)
+            receiving = try await reserve(
+                MemoryEstimate.receiving(spoolThreshold: configuration.spoolThreshold),
+                holdingJobSlot: false, name: name)
             do {
                 received = try await receiver.receive(chunks)
             } catch {
@@ -192,20 +211,22 @@ public struct SharePipeline: Sendable {
             defer { file.remove() }
             await budget.release(receiving)
             let source = ImageSource.file(path: file.path)
-            let plans = try plan(source, named: name, residence: .file, profiles: profiles, adjust: adjust,
-                                 spoolPath: file.path)
+            let plans = try plan(
+                source, named: name, residence: .file, profiles: profiles, adjust: adjust,
+                spoolPath: file.path)
             let reservation = try await admit(plans, named: name)
-            return try await run(source, named: name, plans: plans, holding: reservation, since: start,
-                                 spoolPath: file.path)
+            return try await run(
+                source, named: name, plans: plans, holding: reservation, since: start,
+                spoolPath: file.path)
 
         case .memory(var bytes):
-            received = .memory([])   // `bytes` is now the only reference to the upload
+            received = .memory([])  // `bytes` is now the only reference to the upload
             let plans: [JobPlan]
             do {
                 plans = try plan(.bytes(bytes), named: name, residence: .memory, profiles: profiles, adjust: adjust)
             } catch {
                 await budget.release(receiving)
-                throw error   // logged by `plan`
+                throw error  // logged by `plan`
             }
             do {
                 try refuseIfOversized(plans, named: name)
@@ -229,19 +250,23 @@ public struct SharePipeline: Sendable {
             await budget.release(receiving)
             let onDisk = plans.map { $0.replanned(input: .file) }
             let reservation = try await admit(onDisk, named: name)
-            return try await run(.file(path: file.path), named: name, plans: onDisk, holding: reservation,
-                                 since: start, spoolPath: file.path)
+            return try await run(
+                .file(path: file.path), named: name, plans: onDisk, holding: reservation,
+                since: start, spoolPath: file.path)
         }
     }
 
     // MARK: - The work
 
     /// Probes the header (no pixels) and plans every profile's job. Logs and throws input-level failures.
-    private func plan(_ source: ImageSource, named name: String, residence: InputResidence, profiles: [ServiceProfile],
-                      adjust: OptionsAdjustment?, spoolPath: String? = nil) throws -> [JobPlan] {
+    private func plan(
+        _ source: ImageSource, named name: String, residence: InputResidence, profiles: [ServiceProfile],
+        adjust: OptionsAdjustment?, spoolPath: String? = nil
+    ) throws -> [JobPlan] {
         do {
             if profiles.isEmpty {
-                throw SharePipeError.invalidOptions(InvalidOption("profiles", expected: "at least one profile", found: "none"))
+                throw SharePipeError.invalidOptions(
+                    InvalidOption("profiles", expected: "at least one profile", found: "none"))
             }
             if Task.isCancelled { throw SharePipeError.cancelled(file: name) }
             // The options first: invalid ones are reported before the input is read.
@@ -252,8 +277,9 @@ public struct SharePipeline: Sendable {
             }
             let info = try SharePipe.inspect(source, limits: configuration.baseOptions.limits)
             return zip(profiles, options).map { profile, options in
-                JobPlan(profile: profile, info: info, options: options,
-                        estimate: MemoryEstimate(info: info, options: options, input: residence))
+                JobPlan(
+                    profile: profile, info: info, options: options,
+                    estimate: MemoryEstimate(info: info, options: options, input: residence))
             }
         } catch {
             throw failed(error, named: name, profiles: profiles, plans: nil, spoolPath: spoolPath ?? source.displayName)
@@ -273,17 +299,23 @@ public struct SharePipeline: Sendable {
     /// Under `.refuse`, an input larger than the whole budget is `tooLarge`.
     private func refuseIfOversized(_ plans: [JobPlan], named name: String) throws {
         let need = Self.need(plans)
-        guard need > configuration.memoryBudget, configuration.oversizedJobs == .refuse, let info = plans.first?.info else { return }
-        throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.memoryBudget, found: need,
-                                                                           limit: configuration.memoryBudget, size: info.size))
+        guard need > configuration.memoryBudget, configuration.oversizedJobs == .refuse, let info = plans.first?.info
+        else { return }
+        throw SharePipeError.tooLarge(
+            file: name,
+            exceeded: ExceededLimit(
+                .memoryBudget, found: need,
+                limit: configuration.memoryBudget, size: info.size))
     }
 
     private static func need(_ plans: [JobPlan]) -> Int { plans.map(\.estimate.totalBytes).max() ?? 0 }
 
     /// Runs the admitted jobs one after another inside `reservation`, then releases it. Throws only when
     /// cancelled; every other failure is that profile's result.
-    private func run(_ source: ImageSource, named name: String, plans: [JobPlan], holding reservation: MemoryBudget.Reservation,
-                     since start: ContinuousClock.Instant, spoolPath: String? = nil) async throws -> [ServiceResult] {
+    private func run(
+        _ source: ImageSource, named name: String, plans: [JobPlan], holding reservation: MemoryBudget.Reservation,
+        since start: ContinuousClock.Instant, spoolPath: String? = nil
+    ) async throws -> [ServiceResult] {
         let waited = ContinuousClock.now - start
         var results: [ServiceResult] = []
         for plan in plans {
@@ -302,16 +334,20 @@ public struct SharePipeline: Sendable {
                 await budget.release(reservation)
                 throw SharePipeError.cancelled(file: name)
             }
-            results.append(ServiceResult(profile: plan.profile, outcome: outcome, estimate: plan.estimate,
-                                         waitDuration: waited, runDuration: ran))
+            results.append(
+                ServiceResult(
+                    profile: plan.profile, outcome: outcome, estimate: plan.estimate,
+                    waitDuration: waited, runDuration: ran))
         }
         await budget.release(reservation)
         return results
     }
 
     /// Logs one failed line per profile and returns the error as a `SharePipeError` naming the input.
-    private func failed(_ error: any Error, named name: String, profiles: [ServiceProfile], plans: [JobPlan]?,
-                        spoolPath: String? = nil) -> SharePipeError {
+    private func failed(
+        _ error: any Error, named name: String, profiles: [ServiceProfile], plans: [JobPlan]?,
+        spoolPath: String? = nil
+    ) -> SharePipeError {
         let failure = Self.sharePipeError(error, renaming: spoolPath, to: name)
         for (index, profile) in profiles.enumerated() {
             log(name: name, profile: profile, plan: plans?[index], outcome: .failure(failure), waited: nil, ran: nil)
@@ -322,19 +358,22 @@ public struct SharePipeline: Sendable {
     /// Runs the synchronous pipeline on a Dispatch thread; Task cancellation raises a flag that the
     /// pipeline's checkpoints (between steps, between fitting attempts and every few rows, tiles or frames
     /// inside a step) turn into `cancelled`.
-    private func runBlocking(_ source: ImageSource, options: PrepareOptions.Checked, name: String) async throws -> PreparedImage {
+    private func runBlocking(_ source: ImageSource, options: PrepareOptions.Checked, name: String) async throws
+        -> PreparedImage
+    {
         let flag = CancellationFlag()
         let checkpointHook = hooks.checkpoint
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PreparedImage, any Error>) in
                 DispatchQueue.global(qos: .userInitiated).async {
-                    continuation.resume(with: Result {
-                        if flag.isRaised { throw SharePipeError.cancelled(file: name) }
-                        return try Pipeline.prepare(source, options: options) {
-                            try checkpointHook?()
+                    continuation.resume(
+                        with: Result {
                             if flag.isRaised { throw SharePipeError.cancelled(file: name) }
-                        }
-                    })
+                            return try Pipeline.prepare(source, options: options) {
+                                try checkpointHook?()
+                                if flag.isRaised { throw SharePipeError.cancelled(file: name) }
+                            }
+                        })
                 }
             }
         } onCancel: {
@@ -355,8 +394,10 @@ public struct SharePipeline: Sendable {
 
     /// One line per job: what went in, what came out, how long, how much memory. Sizes, counts and kinds
     /// only: no pixels, no bytes, no metadata values (no GPS, no camera serials, no captions).
-    private func log(name: String, profile: ServiceProfile, plan: JobPlan?, outcome: Result<PreparedImage, SharePipeError>,
-                     waited: Duration?, ran: Duration?) {
+    private func log(
+        name: String, profile: ServiceProfile, plan: JobPlan?, outcome: Result<PreparedImage, SharePipeError>,
+        waited: Duration?, ran: Duration?
+    ) {
         var metadata: Logger.Metadata = [
             "input": "\(name)",
             "profile": "\(profile.name)",
@@ -383,7 +424,8 @@ public struct SharePipeline: Sendable {
             metadata["removed_metadata"] = "\(image.removedMetadata.sorted().map(\.rawValue).joined(separator: ","))"
             logger.info("job finished", metadata: metadata)
         case .failure(let error):
-            metadata["outcome"] = error.kind == "cancelled" ? "cancelled" : error.kind == "overloaded" ? "refused" : "failed"
+            metadata["outcome"] =
+                error.kind == "cancelled" ? "cancelled" : error.kind == "overloaded" ? "refused" : "failed"
             metadata["error_kind"] = "\(error.kind)"
             metadata["error"] = "\(error)"
             if error.kind == "cancelled" {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An upload after it was received: small ones as bytes, larger ones in a temporary file.
@@ -28,7 +28,8 @@ final class SpoolFile: @unchecked Sendable {
         var template = Array("\(base.isEmpty ? "." : base)/sharepipe-upload-XXXXXX".utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else {
-            throw SharePipeError.unwritable(file: directory, reason: "cannot create a spool file: \(FileIO.errnoText())")
+            throw SharePipeError.unwritable(
+                file: directory, reason: "cannot create a spool file: \(FileIO.errnoText())")
         }
         let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         return (SpoolFile(path: path), descriptor)
@@ -72,7 +73,8 @@ struct UploadReceiver {
         func take(_ buffer: UnsafeBufferPointer<UInt8>) throws {
             total += buffer.count
             if total > maxBytes {
-                throw SharePipeError.tooLarge(file: name, exceeded: ExceededLimit(.inputBytes, found: total, limit: maxBytes))
+                throw SharePipeError.tooLarge(
+                    file: name, exceeded: ExceededLimit(.inputBytes, found: total, limit: maxBytes))
             }
             if spool == nil && total > threshold {
                 spool = try SpoolFile.create(in: directory)
@@ -107,15 +109,20 @@ struct UploadReceiver {
         }
         if let spool { return .spooled(spool.file) }
         // The array grew by doubling; keep an exact copy so the job's estimate (input size) holds.
-        return .memory(pending.count == pending.capacity ? pending : Array(unsafeUninitializedCapacity: pending.count) {
-            buffer, count in
-            _ = buffer.initialize(from: pending)
-            count = pending.count
-        })
+        return .memory(
+            pending.count == pending.capacity
+                ? pending
+                : Array(unsafeUninitializedCapacity: pending.count) {
+                    buffer, count in
+                    _ = buffer.initialize(from: pending)
+                    count = pending.count
+                })
     }
 
     /// Writes a whole buffer, retrying short writes and interruptions.
-    fileprivate func writeAll(_ buffer: UnsafeBufferPointer<UInt8>, to spool: (file: SpoolFile, descriptor: Int32)) throws {
+    fileprivate func writeAll(_ buffer: UnsafeBufferPointer<UInt8>, to spool: (file: SpoolFile, descriptor: Int32))
+        throws
+    {
         var offset = 0
         while offset < buffer.count {
             let written = write(spool.descriptor, buffer.baseAddress! + offset, buffer.count - offset)

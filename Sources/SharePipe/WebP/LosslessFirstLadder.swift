@@ -26,23 +26,30 @@ struct LosslessFirstLadder: LadderRunner {
         defer { sizes.release(oriented) }
         if losslessBytes == nil {
             try checkpoint()
-            let bytes = try encoder.encode(oriented, settings: EncodeSettings(quality: range.upperBound, progressive: false, lossless: true),
-                                           metadata: metadata.kept)
+            let bytes = try encoder.encode(
+                oriented, settings: EncodeSettings(quality: range.upperBound, progressive: false, lossless: true),
+                metadata: metadata.kept)
             sizes.smallestAtSize = bytes.count
-            if log.record(size: oriented.size, format: encoder.format, quality: nil, note: "lossless", bytes: bytes.count) {
-                return FittingDriver.Fit(bytes: bytes, format: encoder.format, size: oriented.size, quality: nil,
-                                         metadata: metadata, adjustments: sizes.adjustments)
+            if log.record(
+                size: oriented.size, format: encoder.format, quality: nil, note: "lossless", bytes: bytes.count)
+            {
+                return FittingDriver.Fit(
+                    bytes: bytes, format: encoder.format, size: oriented.size, quality: nil,
+                    metadata: metadata, adjustments: sizes.adjustments)
             }
             losslessBytes = bytes.count
         }
-        let search = try log.searchQuality(oriented, encoder: encoder, range: range, progressive: false, metadata: metadata.kept,
-                                           note: "lossy", checkpoint: checkpoint)
+        let search = try log.searchQuality(
+            oriented, encoder: encoder, range: range, progressive: false, metadata: metadata.kept,
+            note: "lossy", checkpoint: checkpoint)
         sizes.smallestAtSize = min(sizes.smallestAtSize, search.smallestBytes)
         guard let best = search.best else { return nil }
-        let note = "lossless \(encoder.format.displayName) written lossy: lossless was \(losslessBytes ?? 0) bytes, over the "
+        let note =
+            "lossless \(encoder.format.displayName) written lossy: lossless was \(losslessBytes ?? 0) bytes, over the "
             + "\(log.limit)-byte limit"
-        return FittingDriver.Fit(bytes: best.encoded, format: encoder.format, size: oriented.size, quality: best.quality,
-                                 metadata: metadata, adjustments: [note] + sizes.adjustments)
+        return FittingDriver.Fit(
+            bytes: best.encoded, format: encoder.format, size: oriented.size, quality: best.quality,
+            metadata: metadata, adjustments: [note] + sizes.adjustments)
     }
 
     mutating func advance(limit: Int) -> Bool { sizes.shrink(limit: limit) }

@@ -51,7 +51,9 @@ final class WebPAnimationSource: AnimationFrameSource {
         var hasAlpha = false
 
         func covers(_ canvas: PixelSize) -> Bool { size == canvas }
-        func contains(x px: Int, y py: Int) -> Bool { px >= x && px < x + size.width && py >= y && py < y + size.height }
+        func contains(x px: Int, y py: Int) -> Bool {
+            px >= x && px < x + size.width && py >= y && py < y + size.height
+        }
     }
 
     /// libwebp's memory for decoding one frame of `size`: its RGBA output, plus the whole ARGB image of a
@@ -70,8 +72,11 @@ final class WebPAnimationSource: AnimationFrameSource {
         try WebPScan.checkFrames(header.frameCount, canvas: header.canvas, limits: limits, file: file)
         let needed = Self.meteredBytes(canvas: header.canvas)
         if needed > limits.maxDecoderMemory {
-            throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.decoderMemory, found: needed, limit: limits.maxDecoderMemory,
-                                                                               size: header.canvas, detail: "compositing this animation"))
+            throw SharePipeError.tooLarge(
+                file: file,
+                exceeded: ExceededLimit(
+                    .decoderMemory, found: needed, limit: limits.maxDecoderMemory,
+                    size: header.canvas, detail: "compositing this animation"))
         }
         guard header.isAnimated else { throw SharePipeError.internalError(file: file, reason: "not an animated WebP") }
         walker = try WebPChunkWalker(source)
@@ -106,27 +111,35 @@ final class WebPAnimationSource: AnimationFrameSource {
         // The previous frame's dispose, now that the canvas it was handed out in is no longer needed.
         if let previous, previous.disposesToBackground { clear(previous) }
         guard var frame = try nextFrameChunk() else {
-            throw SharePipeError.unreadable(file: file, reason: "frame \(index + 1) of \(frameCount) is missing (the file changed since it was read?)")
+            throw SharePipeError.unreadable(
+                file: file,
+                reason: "frame \(index + 1) of \(frameCount) is missing (the file changed since it was read?)")
         }
         // libwebp's input buffer holds the bytes fed so far (at most the frame's chunk); its frame buffer is
         // allocated once the bitstream's header arrives, and counted from there.
         let decoder = try WebPStillDecoder(output: PixelSize(width: 0, height: 0), channels: 4, file: file)
         var complete = false
         func feed(_ bytes: [UInt8]) throws {
-            guard !complete, !bytes.isEmpty else { return }   // bytes past the end of the bitstream are not libwebp's
+            guard !complete, !bytes.isEmpty else { return }  // bytes past the end of the bitstream are not libwebp's
             complete = try bytes.withUnsafeBytes { try decoder.append($0).complete }
         }
         let (lossless, bitstreamLeft) = try readBitstreamStart(&frame, feed: feed)
         let keyFrame = isKeyFrame(frame)
         try meter.holding(Self.frameBytes(frame.size, lossless: lossless)) {
             try walker.stream(bitstreamLeft, feed)
-            guard complete else { throw SharePipeError.corrupt(file: file, phase: .decode,
-                                                               reason: "frame \(index + 1): WebP data ends early") }
-            guard decoder.outputSize == frame.size else {
-                throw SharePipeError.corrupt(file: file, phase: .decode,
-                                             reason: "frame \(index + 1): the bitstream's size does not match its chunk")
+            guard complete else {
+                throw SharePipeError.corrupt(
+                    file: file, phase: .decode,
+                    reason: "frame \(index + 1): WebP data ends early")
             }
-            if keyFrame { canvas.pixels.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            guard decoder.outputSize == frame.size else {
+                throw SharePipeError.corrupt(
+                    file: file, phase: .decode,
+                    reason: "frame \(index + 1): the bitstream's size does not match its chunk")
+            }
+            if keyFrame {
+                canvas.pixels.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            }
             decoder.withRows { rows, stride in composite(rows, stride: stride, frame: frame, keyFrame: keyFrame) }
         }
         previous = frame
@@ -139,14 +152,18 @@ final class WebPAnimationSource: AnimationFrameSource {
     private func nextFrameChunk() throws -> FrameHeader? {
         while let chunk = try walker.next() {
             guard chunk.fourCC == "ANMF" else { continue }
-            guard chunk.size >= 24 else { throw SharePipeError.corrupt(file: file, phase: .header,
-                                                                       reason: "frame \(index + 1): short ANMF chunk") }
+            guard chunk.size >= 24 else {
+                throw SharePipeError.corrupt(
+                    file: file, phase: .header,
+                    reason: "frame \(index + 1): short ANMF chunk")
+            }
             let header = try walker.read(16)
             let flags = header[15]
-            return FrameHeader(x: 2 * WebPBytes.u24(header, 0), y: 2 * WebPBytes.u24(header, 3),
-                               size: PixelSize(width: 1 + WebPBytes.u24(header, 6), height: 1 + WebPBytes.u24(header, 9)),
-                               durationMilliseconds: WebPBytes.u24(header, 12),
-                               blends: flags & 0x02 == 0, disposesToBackground: flags & 0x01 != 0)
+            return FrameHeader(
+                x: 2 * WebPBytes.u24(header, 0), y: 2 * WebPBytes.u24(header, 3),
+                size: PixelSize(width: 1 + WebPBytes.u24(header, 6), height: 1 + WebPBytes.u24(header, 9)),
+                durationMilliseconds: WebPBytes.u24(header, 12),
+                blends: flags & 0x02 == 0, disposesToBackground: flags & 0x01 != 0)
         }
         return nil
     }
@@ -156,7 +173,8 @@ final class WebPAnimationSource: AnimationFrameSource {
     /// the bitstream and checks that the frame lies on the canvas. Returns whether the bitstream is lossless
     /// and how many of its bytes are still to stream.
     private func readBitstreamStart(_ frame: inout FrameHeader, feed: ([UInt8]) throws -> Void) throws
-        -> (lossless: Bool, left: Int) {
+        -> (lossless: Bool, left: Int)
+    {
         var sawAlpha = false
         while true {
             guard walker.remainingInChunk >= 8 else {
@@ -176,17 +194,21 @@ final class WebPAnimationSource: AnimationFrameSource {
             case "VP8 ", "VP8L":
                 guard size <= walker.remainingInChunk, size >= 10 else { throw damagedChunk(fourCC) }
                 let start = try walker.read(10)
-                guard let bitstream = WebPBitstreamHeader(fourCC: fourCC, payload: start) else { throw damagedChunk(fourCC) }
+                guard let bitstream = WebPBitstreamHeader(fourCC: fourCC, payload: start) else {
+                    throw damagedChunk(fourCC)
+                }
                 if fourCC == "VP8L" && sawAlpha {
-                    throw SharePipeError.corrupt(file: file, phase: .header,
-                                                 reason: "frame \(index + 1): an ALPH chunk before a lossless bitstream")
+                    throw SharePipeError.corrupt(
+                        file: file, phase: .header,
+                        reason: "frame \(index + 1): an ALPH chunk before a lossless bitstream")
                 }
                 frame.size = bitstream.size
                 if bitstream.alpha { frame.hasAlpha = true }
                 if frame.x + frame.size.width > canvasSize.width || frame.y + frame.size.height > canvasSize.height {
-                    throw SharePipeError.corrupt(file: file, phase: .header,
-                                                 reason: "frame \(index + 1) (\(frame.size) at \(frame.x),\(frame.y)) "
-                                                 + "lies outside the \(canvasSize) canvas")
+                    throw SharePipeError.corrupt(
+                        file: file, phase: .header,
+                        reason: "frame \(index + 1) (\(frame.size) at \(frame.x),\(frame.y)) "
+                            + "lies outside the \(canvasSize) canvas")
                 }
                 try feed(header + start)
                 return (bitstream.lossless, size - 10)
@@ -213,7 +235,8 @@ final class WebPAnimationSource: AnimationFrameSource {
         canvas.pixels.withUnsafeMutableBytes { pixels in
             for row in 0..<frame.size.height {
                 let start = ((frame.y + row) * canvasSize.width + frame.x) * 4
-                UnsafeMutableRawBufferPointer(rebasing: pixels[start..<start + rowBytes]).initializeMemory(as: UInt8.self, repeating: 0)
+                UnsafeMutableRawBufferPointer(rebasing: pixels[start..<start + rowBytes]).initializeMemory(
+                    as: UInt8.self, repeating: 0)
             }
         }
     }

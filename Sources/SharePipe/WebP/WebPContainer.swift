@@ -21,12 +21,16 @@ final class WebPChunkWalker {
         reader = try ByteReader(source)
         let header = try reader.bytes(12)
         guard header[0..<4].elementsEqual("RIFF".utf8), header[8..<12].elementsEqual("WEBP".utf8) else {
-            throw SharePipeError.unsupportedFormat(file: reader.name, missing: .format,
-                                                   reason: "not a WebP file (no RIFF/WEBP header)")
+            throw SharePipeError.unsupportedFormat(
+                file: reader.name, missing: .format,
+                reason: "not a WebP file (no RIFF/WEBP header)")
         }
         let riffSize = WebPBytes.u32(header, 4)
-        guard riffSize >= 12 else { throw SharePipeError.corrupt(file: reader.name, phase: .header,
-                                                                 reason: "RIFF size \(riffSize) is too small") }
+        guard riffSize >= 12 else {
+            throw SharePipeError.corrupt(
+                file: reader.name, phase: .header,
+                reason: "RIFF size \(riffSize) is too small")
+        }
         end = 8 + riffSize
     }
 
@@ -43,8 +47,9 @@ final class WebPChunkWalker {
         let fourCC = String(decoding: header[0..<4], as: UTF8.self)
         let size = WebPBytes.u32(header, 4)
         guard reader.offset + size <= end else {
-            throw SharePipeError.corrupt(file: name, phase: .header,
-                                         reason: "\(fourCC) chunk of \(size) bytes runs past the RIFF data")
+            throw SharePipeError.corrupt(
+                file: name, phase: .header,
+                reason: "\(fourCC) chunk of \(size) bytes runs past the RIFF data")
         }
         let chunk = Chunk(fourCC: fourCC, size: size)
         pendingSkip = chunk.paddedSize
@@ -64,8 +69,11 @@ final class WebPChunkWalker {
 
     /// The next `count` bytes of the current chunk; a chunk with fewer left is corrupt.
     func read(_ count: Int) throws -> [UInt8] {
-        guard count <= pendingSkip else { throw SharePipeError.corrupt(file: name, phase: .header,
-                                                                       reason: "a chunk ends inside its own data") }
+        guard count <= pendingSkip else {
+            throw SharePipeError.corrupt(
+                file: name, phase: .header,
+                reason: "a chunk ends inside its own data")
+        }
         let bytes = try reader.bytes(count)
         pendingSkip -= count
         return bytes
@@ -74,8 +82,11 @@ final class WebPChunkWalker {
     /// Hands the next `count` bytes of the current chunk to `consume`, at most `piece` bytes at a time (a
     /// large payload is never held whole).
     func stream(_ count: Int, piece: Int = 64 << 10, _ consume: ([UInt8]) throws -> Void) throws {
-        guard count <= pendingSkip else { throw SharePipeError.corrupt(file: name, phase: .header,
-                                                                       reason: "a chunk ends inside its own data") }
+        guard count <= pendingSkip else {
+            throw SharePipeError.corrupt(
+                file: name, phase: .header,
+                reason: "a chunk ends inside its own data")
+        }
         var left = count
         var buffer: [UInt8] = []
         buffer.reserveCapacity(min(count, piece))
@@ -103,7 +114,9 @@ enum WebPBytes {
     static func u24(_ bytes: [UInt8], _ at: Int) -> Int { u16(bytes, at) | Int(bytes[at + 2]) << 16 }
     static func u32(_ bytes: [UInt8], _ at: Int) -> Int { u24(bytes, at) | Int(bytes[at + 3]) << 24 }
 
-    static func le24(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF)] }
+    static func le24(_ value: Int) -> [UInt8] {
+        [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF)]
+    }
     static func le32(_ value: Int) -> [UInt8] { le24(value) + [UInt8(value >> 24 & 0xFF)] }
 
     static func chunkHeader(_ fourCC: String, size: Int) -> [UInt8] { Array(fourCC.utf8) + le32(size) }
@@ -191,8 +204,11 @@ enum WebPScan {
         func checkMetadataBudget(_ size: Int) throws {
             metadataBytes += size + 64
             if metadataBytes > limits.maxMetadataBytes {
-                throw SharePipeError.tooLarge(file: file, exceeded: ExceededLimit(.metadataBytes, found: metadataBytes,
-                                                                                   limit: limits.maxMetadataBytes, detail: "WebP metadata chunks"))
+                throw SharePipeError.tooLarge(
+                    file: file,
+                    exceeded: ExceededLimit(
+                        .metadataBytes, found: metadataBytes,
+                        limit: limits.maxMetadataBytes, detail: "WebP metadata chunks"))
             }
         }
 
@@ -208,7 +224,9 @@ enum WebPScan {
                 try limits.check(width: size.width, height: size.height, file: file)
                 canvas = size
             case "ANIM":
-                guard chunk.size >= 6 else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "short ANIM chunk") }
+                guard chunk.size >= 6 else {
+                    throw SharePipeError.corrupt(file: file, phase: .header, reason: "short ANIM chunk")
+                }
                 loopCount = WebPBytes.u16(try walker.readPayload(chunk, prefix: 6), 4)
             case "ANMF":
                 guard flags.contains(.animation), let canvas, chunk.size >= 24 else {
@@ -218,7 +236,10 @@ enum WebPScan {
                 let x = 2 * WebPBytes.u24(payload, 0), y = 2 * WebPBytes.u24(payload, 3)
                 let width = 1 + WebPBytes.u24(payload, 6), height = 1 + WebPBytes.u24(payload, 9)
                 if x + width > canvas.width || y + height > canvas.height {
-                    throw SharePipeError.corrupt(file: file, phase: .header, reason: "frame \(frames + 1) (\(width)×\(height) at \(x),\(y)) lies outside the \(canvas) canvas")
+                    throw SharePipeError.corrupt(
+                        file: file, phase: .header,
+                        reason:
+                            "frame \(frames + 1) (\(width)×\(height) at \(x),\(y)) lies outside the \(canvas) canvas")
                 }
                 let first = String(decoding: payload[16..<20], as: UTF8.self)
                 if first != "VP8L" { lossless = false }
@@ -229,9 +250,13 @@ enum WebPScan {
             case "ALPH":
                 alpha = true
             case "VP8 ", "VP8L":
-                guard let bitstream = WebPBitstreamHeader(fourCC: chunk.fourCC, payload: try walker.readPayload(chunk, prefix: 10)) else {
-                    throw SharePipeError.corrupt(file: file, phase: .header,
-                                                 reason: "\(chunk.fourCC) chunk without a valid bitstream header")
+                guard
+                    let bitstream = WebPBitstreamHeader(
+                        fourCC: chunk.fourCC, payload: try walker.readPayload(chunk, prefix: 10))
+                else {
+                    throw SharePipeError.corrupt(
+                        file: file, phase: .header,
+                        reason: "\(chunk.fourCC) chunk without a valid bitstream header")
                 }
                 bitstreamSize = bitstream.size
                 if !bitstream.lossless { lossless = false }
@@ -257,22 +282,31 @@ enum WebPScan {
         }
 
         if flags.contains(.animation) {
-            guard let canvas, frames > 0 else { throw SharePipeError.corrupt(file: file, phase: .header,
-                                                                             reason: "animation without frames") }
-            return WebPHeader(canvas: canvas, lossless: lossless, hasAlpha: alpha || flags.contains(.alpha), isAnimated: true,
-                              frameCount: frames, loopCount: loopCount, metadata: metadata,
-                              missingBytes: max(0, walker.end - fileBytes))
+            guard let canvas, frames > 0 else {
+                throw SharePipeError.corrupt(
+                    file: file, phase: .header,
+                    reason: "animation without frames")
+            }
+            return WebPHeader(
+                canvas: canvas, lossless: lossless, hasAlpha: alpha || flags.contains(.alpha), isAnimated: true,
+                frameCount: frames, loopCount: loopCount, metadata: metadata,
+                missingBytes: max(0, walker.end - fileBytes))
         }
-        guard let bitstreamSize else { throw SharePipeError.corrupt(file: file, phase: .header,
-                                                                    reason: "no image data (VP8 or VP8L chunk)") }
+        guard let bitstreamSize else {
+            throw SharePipeError.corrupt(
+                file: file, phase: .header,
+                reason: "no image data (VP8 or VP8L chunk)")
+        }
         try limits.check(width: bitstreamSize.width, height: bitstreamSize.height, file: file)
         if let canvas, canvas != bitstreamSize {
-            throw SharePipeError.corrupt(file: file, phase: .header,
-                                         reason: "canvas \(canvas) does not match the image's \(bitstreamSize)")
+            throw SharePipeError.corrupt(
+                file: file, phase: .header,
+                reason: "canvas \(canvas) does not match the image's \(bitstreamSize)")
         }
-        return WebPHeader(canvas: bitstreamSize, lossless: lossless, hasAlpha: alpha, isAnimated: false,
-                          frameCount: 1, loopCount: 0, metadata: metadata,
-                          missingBytes: max(0, walker.end - fileBytes))
+        return WebPHeader(
+            canvas: bitstreamSize, lossless: lossless, hasAlpha: alpha, isAnimated: false,
+            frameCount: 1, loopCount: 0, metadata: metadata,
+            missingBytes: max(0, walker.end - fileBytes))
     }
 
     /// Refuses an animation whose frame count or total frame area (every frame composited onto the whole

@@ -27,23 +27,29 @@ struct WebPDecoder: ImageDecoder {
             storedOrientation = (try? ExifEditor(tiff: tiff))?.orientation
             break
         }
-        var info = ImageInfo(format: .webp, size: header.canvas, colorModel: header.hasAlpha ? .rgba : .rgb, bitDepth: 8,
-                             progressive: false, orientation: Orientation(exifValue: storedOrientation),
-                             storedOrientationValue: storedOrientation, frameCount: header.frameCount,
-                             hasAlpha: header.hasAlpha, metadata: header.metadata, byteCount: byteCount)
+        var info = ImageInfo(
+            format: .webp, size: header.canvas, colorModel: header.hasAlpha ? .rgba : .rgb, bitDepth: 8,
+            progressive: false, orientation: Orientation(exifValue: storedOrientation),
+            storedOrientationValue: storedOrientation, frameCount: header.frameCount,
+            hasAlpha: header.hasAlpha, metadata: header.metadata, byteCount: byteCount)
         info.webp = header
         // The still render reports it itself; the animation route reports the probe's warnings.
         info.probeWarnings = Self.warnings(header)
         return info
     }
 
-    func render(_ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
-                meter: PixelMemoryMeter) throws -> RenderedImage {
+    func render(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         var header = info.webp
         if header == nil { header = try WebPScan.read(source, limits: limits) }
-        guard let header else { throw SharePipeError.corrupt(file: source.displayName, phase: .header, reason: "no WebP header") }
+        guard let header else {
+            throw SharePipeError.corrupt(file: source.displayName, phase: .header, reason: "no WebP header")
+        }
         let stored = header.canvas
-        let outputTarget = PixelSize(width: max(1, min(target.width, stored.width)), height: max(1, min(target.height, stored.height)))
+        let outputTarget = PixelSize(
+            width: max(1, min(target.width, stored.width)), height: max(1, min(target.height, stored.height)))
         if header.isAnimated {
             return try renderFirstFrame(source, header: header, target: outputTarget, limits: limits, meter: meter)
         }
@@ -51,21 +57,28 @@ struct WebPDecoder: ImageDecoder {
         let channels = header.hasAlpha ? 4 : 3
         let libraryBytes = Self.libraryBytes(header, decoded: decoded)
         if libraryBytes > limits.maxDecoderMemory {
-            throw SharePipeError.tooLarge(file: source.displayName, exceeded: ExceededLimit(.decoderMemory, found: libraryBytes,
-                                                                                             limit: limits.maxDecoderMemory, size: stored, detail: "libwebp"))
+            throw SharePipeError.tooLarge(
+                file: source.displayName,
+                exceeded: ExceededLimit(
+                    .decoderMemory, found: libraryBytes,
+                    limit: limits.maxDecoderMemory, size: stored, detail: "libwebp"))
         }
         return try meter.holding(libraryBytes) {
             // At the stored size, no rescaler: it would round partly transparent pixels (alpha premultiplied
             // and back) and turn off libwebp's fancy chroma upsampling.
-            let decoder = try WebPStillDecoder(output: decoded == stored ? PixelSize(width: 0, height: 0) : decoded,
-                                               channels: channels, file: source.displayName)
-            var resampler = LanczosResampler(from: decoded, to: outputTarget, layout: channels == 4 ? .rgba : .rgb, meter: meter)
+            let decoder = try WebPStillDecoder(
+                output: decoded == stored ? PixelSize(width: 0, height: 0) : decoded,
+                channels: channels, file: source.displayName)
+            var resampler = LanczosResampler(
+                from: decoded, to: outputTarget, layout: channels == 4 ? .rgba : .rgb, meter: meter)
             var rowsPushed = 0
             let complete = try WebPInput.stream(source) { chunk in
                 let (done, rowsReady) = try decoder.append(chunk)
                 try decoder.withRows { rows, stride in
                     while rowsPushed < min(rowsReady, decoded.height) {
-                        try resampler.push(row: UnsafeBufferPointer(start: rows + rowsPushed * stride, count: decoded.width * channels))
+                        try resampler.push(
+                            row: UnsafeBufferPointer(start: rows + rowsPushed * stride, count: decoded.width * channels)
+                        )
                         rowsPushed += 1
                     }
                 }
@@ -73,8 +86,9 @@ struct WebPDecoder: ImageDecoder {
             }
             guard complete, rowsPushed == decoded.height else {
                 _ = try? resampler.finish()
-                throw SharePipeError.corrupt(file: source.displayName, phase: .decode,
-                                             reason: "WebP data ends early (file is truncated)")
+                throw SharePipeError.corrupt(
+                    file: source.displayName, phase: .decode,
+                    reason: "WebP data ends early (file is truncated)")
             }
             return RenderedImage(bitmap: try resampler.finish(), warnings: Self.warnings(header))
         }
@@ -93,24 +107,28 @@ struct WebPDecoder: ImageDecoder {
     static func libraryBytes(_ header: WebPHeader, decoded: PixelSize) -> Int {
         let stored = header.canvas
         let output = decoded.area * (header.hasAlpha ? 4 : 3)
-        let rowCaches = stored.width * 4 * 32 + decoded.width * 4 * 8   // macroblock / ARGB cache rows, rescaler rows
+        let rowCaches = stored.width * 4 * 32 + decoded.width * 4 * 8  // macroblock / ARGB cache rows, rescaler rows
         if header.lossless { return output + stored.area * 4 + rowCaches }
         return output + (header.hasAlpha ? stored.area : 0) + rowCaches
     }
 
     /// The first composited frame of an animation, resampled to `target`.
-    private func renderFirstFrame(_ source: ImageSource, header: WebPHeader, target: PixelSize, limits: ImageLimits,
-                                  meter: PixelMemoryMeter) throws -> RenderedImage {
+    private func renderFirstFrame(
+        _ source: ImageSource, header: WebPHeader, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         var animation = try WebPAnimationSource(source, header: header, limits: limits, meter: meter)
         defer { animation.close() }
         let frame = try animation.firstFrame(file: source.displayName)
-        return RenderedImage(bitmap: try InMemoryResample.resize(frame.canvas, to: target, meter: meter),
-                             warnings: Self.warnings(header))
+        return RenderedImage(
+            bitmap: try InMemoryResample.resize(frame.canvas, to: target, meter: meter),
+            warnings: Self.warnings(header))
     }
 
     /// Recoverable damage the header walk found.
     static func warnings(_ header: WebPHeader) -> [String] {
-        header.missingBytes > 0 ? ["the file ends \(header.missingBytes) bytes before its RIFF size says (trailing chunks missing)"] : []
+        header.missingBytes > 0
+            ? ["the file ends \(header.missingBytes) bytes before its RIFF size says (trailing chunks missing)"] : []
     }
 }
 
@@ -123,8 +141,9 @@ final class WebPStillDecoder {
     init(output: PixelSize, channels: Int, file: String) throws {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
-        try checkShim(sp_webp_decoder_new(Int32(output.width), Int32(output.height), Int32(channels), &handle, &message),
-                      message, file: file, phase: .decode)
+        try checkShim(
+            sp_webp_decoder_new(Int32(output.width), Int32(output.height), Int32(channels), &handle, &message),
+            message, file: file, phase: .decode)
         self.handle = handle!
         self.file = file
     }
@@ -135,8 +154,10 @@ final class WebPStillDecoder {
     func append(_ bytes: UnsafeRawBufferPointer) throws -> (complete: Bool, rows: Int) {
         var message = shimMessageBuffer()
         var complete: Int32 = 0, rows: Int32 = 0
-        try checkShim(sp_webp_decoder_append(handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
-                                             &complete, &rows, &message), message, file: file, phase: .decode)
+        try checkShim(
+            sp_webp_decoder_append(
+                handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
+                &complete, &rows, &message), message, file: file, phase: .decode)
         return (complete != 0, Int(rows))
     }
 
@@ -180,7 +201,9 @@ enum WebPInput {
             while true {
                 let got = try buffer.withUnsafeMutableBytes { try file.read(into: $0) }
                 if got == 0 { return false }
-                if try buffer.withUnsafeBytes({ try consume(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }) { return true }
+                if try buffer.withUnsafeBytes({ try consume(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }) {
+                    return true
+                }
             }
         }
     }

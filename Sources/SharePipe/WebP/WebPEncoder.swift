@@ -26,14 +26,16 @@ struct WebPEncoder: ImageEncoder {
         // 4.3 s, 100 took 8.8 s for 0.1 % fewer bytes (and 100 with method 6, cwebp -z 9, took 138 s).
         let lossless = self.lossless || settings.lossless
         let quality = lossless ? (settings.effort >= 9 ? 100 : 75) : settings.quality
-        let webpSettings = sp_webp_encode_settings(lossless: lossless ? 1 : 0, quality: Int32(quality), method: Int32(method))
+        let webpSettings = sp_webp_encode_settings(
+            lossless: lossless ? 1 : 0, quality: Int32(quality), method: Int32(method))
         var message = shimMessageBuffer()
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
         let status = source.pixels.withUnsafeBufferPointer { pixels in
             Self.withChunkArray(chunks) { array in
-                sp_webp_encode(pixels.baseAddress, Int32(source.width), Int32(source.height), Int32(source.layout.channels),
-                               webpSettings, array.baseAddress, Int32(array.count), &out, &length, &message)
+                sp_webp_encode(
+                    pixels.baseAddress, Int32(source.width), Int32(source.height), Int32(source.layout.channels),
+                    webpSettings, array.baseAddress, Int32(array.count), &out, &length, &message)
             }
         }
         defer { sp_free(out) }
@@ -48,7 +50,7 @@ struct WebPEncoder: ImageEncoder {
         var chunks: [(fourCC: String, data: [UInt8])] = []
         var seen = Set<String>()
         func add(_ fourCC: String, _ data: [UInt8]) {
-            guard !data.isEmpty, seen.insert(fourCC).inserted else { return }   // one chunk of each kind
+            guard !data.isEmpty, seen.insert(fourCC).inserted else { return }  // one chunk of each kind
             chunks.append((fourCC, data))
         }
         for block in metadata {
@@ -66,13 +68,16 @@ struct WebPEncoder: ImageEncoder {
         return chunks
     }
 
-    private static func withChunkArray<T>(_ chunks: [(fourCC: String, data: [UInt8])],
-                                          _ body: (UnsafeBufferPointer<sp_webp_chunk>) -> T) -> T {
+    private static func withChunkArray<T>(
+        _ chunks: [(fourCC: String, data: [UInt8])],
+        _ body: (UnsafeBufferPointer<sp_webp_chunk>) -> T
+    ) -> T {
         // Each payload pointer must stay valid during the call.
         withUnsafeBufferPointers(ofEach: chunks.map(\.data)) { payloads in
             let built = zip(chunks, payloads).map { chunk, data in
                 let code = Array(chunk.fourCC.utf8).map { CChar(bitPattern: $0) }
-                return sp_webp_chunk(fourcc: (code[0], code[1], code[2], code[3]), data: data.baseAddress, length: data.count)
+                return sp_webp_chunk(
+                    fourcc: (code[0], code[1], code[2], code[3]), data: data.baseAddress, length: data.count)
             }
             return built.withUnsafeBufferPointer(body)
         }

@@ -3,23 +3,33 @@ extension MemoryEstimate {
     /// into the resampler, or for an animation shown as a still its first composited frame; then libwebp's
     /// encoder. The animation route is priced by `animatedGIF`, with the source's part from
     /// `WebPAnimationSource.meteredBytes`.
-    static func webp(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
+    static func webp(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts
+    {
         let stored = info.size
         let target = plan.target
         let output = PixelSize(width: min(target.width, stored.width), height: min(target.height, stored.height))
-        let header = info.webp ?? WebPHeader(canvas: stored, lossless: false, hasAlpha: info.hasAlpha,
-                                             isAnimated: info.frameCount > 1, frameCount: info.frameCount,
-                                             loopCount: 0, metadata: [])
+        let header =
+            info.webp
+            ?? WebPHeader(
+                canvas: stored, lossless: false, hasAlpha: info.hasAlpha,
+                isAnimated: info.frameCount > 1, frameCount: info.frameCount,
+                loopCount: 0, metadata: [])
         let channels = info.hasAlpha || header.isAnimated ? 4 : 3
         func render(_ wanted: PixelSize) -> (decoded: PixelSize, metered: Int) {
             let out = PixelSize(width: min(wanted.width, stored.width), height: min(wanted.height, stored.height))
             if header.isAnimated {
-                return (stored, WebPAnimationSource.meteredBytes(canvas: stored)
-                            + LanczosResampler.memoryEstimate(from: stored, to: out, channels: 4))
+                return (
+                    stored,
+                    WebPAnimationSource.meteredBytes(canvas: stored)
+                        + LanczosResampler.memoryEstimate(from: stored, to: out, channels: 4)
+                )
             }
             let decoded = WebPDecoder.decodeSize(stored: stored, target: out)
-            return (decoded, WebPDecoder.libraryBytes(header, decoded: decoded)
-                        + LanczosResampler.memoryEstimate(from: decoded, to: out, channels: channels))
+            return (
+                decoded,
+                WebPDecoder.libraryBytes(header, decoded: decoded)
+                    + LanczosResampler.memoryEstimate(from: decoded, to: out, channels: channels)
+            )
         }
         let main = render(target)
         var metered = main.metered
@@ -41,7 +51,8 @@ extension MemoryEstimate {
         // libwebp keeps the compressed bytes it was given (the incremental decoder's input buffer, for an
         // animation one frame's): at most the file, plus its decoder state.
         let decoder = info.byteCount + (1 << 20)
-        return Parts(decodedSize: main.decoded, renderedSize: output, channels: channels, metered: metered, unmetered: 0,
-                     decoder: decoder, encoder: encoder, output: max(3 * oneWebP, rewriteOutput))
+        return Parts(
+            decodedSize: main.decoded, renderedSize: output, channels: channels, metered: metered, unmetered: 0,
+            decoder: decoder, encoder: encoder, output: max(3 * oneWebP, rewriteOutput))
     }
 }

@@ -58,23 +58,23 @@ enum WebPQuality {
             return nil
         }
         var bits = BooleanDecoder(payload[10...])
-        _ = bits.literal(2)                                   // colour space, clamping type
+        _ = bits.literal(2)  // colour space, clamping type
         var segmentQuantizers: [Int]?
         var absolute = false
-        if bits.flag() {                                      // segmentation enabled
+        if bits.flag() {  // segmentation enabled
             let updateMap = bits.flag()
-            if bits.flag() {                                  // segment feature data
+            if bits.flag() {  // segment feature data
                 absolute = bits.flag()
                 segmentQuantizers = (0..<4).map { _ in bits.flag() ? bits.signed(7) : 0 }
-                for _ in 0..<4 where bits.flag() { _ = bits.signed(6) }   // loop filter levels
+                for _ in 0..<4 where bits.flag() { _ = bits.signed(6) }  // loop filter levels
             }
             if updateMap { for _ in 0..<3 where bits.flag() { _ = bits.literal(8) } }
         }
-        _ = bits.literal(1 + 6 + 3)                           // filter type, level, sharpness
-        if bits.flag(), bits.flag() {                         // loop filter deltas, updated
+        _ = bits.literal(1 + 6 + 3)  // filter type, level, sharpness
+        if bits.flag(), bits.flag() {  // loop filter deltas, updated
             for _ in 0..<8 where bits.flag() { _ = bits.signed(6) }
         }
-        _ = bits.literal(2)                                   // partitions
+        _ = bits.literal(2)  // partitions
         let base = bits.literal(7)
         guard !bits.exhausted else { return nil }
         guard let segments = segmentQuantizers else { return [base] }

@@ -19,23 +19,28 @@ enum WebPRewriter {
                 // The ten bytes the container defines (flags, reserved, canvas); anything after them goes.
                 let payload = try walker.readPayload(chunk)
                 guard payload.count >= Self.vp8xLength else {
-                    throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "VP8X chunk of \(payload.count) bytes")
+                    throw SharePipeError.corrupt(
+                        file: walker.name, phase: .header, reason: "VP8X chunk of \(payload.count) bytes")
                 }
                 vp8x = [payload[0], 0, 0, 0] + payload[4..<Self.vp8xLength]
             case "VP8 ", "VP8L":
                 let start = image.count
                 try walker.copyChunk(chunk, into: &image)
-                bitstream = WebPBitstreamHeader(fourCC: chunk.fourCC, payload: Array(image[(start + 8)..<min(image.count, start + 18)]))
+                bitstream = WebPBitstreamHeader(
+                    fourCC: chunk.fourCC, payload: Array(image[(start + 8)..<min(image.count, start + 18)]))
             case "ALPH", "ANIM":
                 try walker.copyChunk(chunk, into: &image)
             case "ANMF":
-                image += WebPBytes.chunk("ANMF", try Self.frameWithImageDataOnly(try walker.readPayload(chunk), file: walker.name))
+                image += WebPBytes.chunk(
+                    "ANMF", try Self.frameWithImageDataOnly(try walker.readPayload(chunk), file: walker.name))
             default:
                 continue  // ICCP, EXIF, XMP and unknown chunks: replaced by the kept blocks
             }
-            if vp8x == nil && bitstream != nil { break }   // a simple file ends with its bitstream
+            if vp8x == nil && bitstream != nil { break }  // a simple file ends with its bitstream
         }
-        guard !image.isEmpty else { throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "no image data") }
+        guard !image.isEmpty else {
+            throw SharePipeError.corrupt(file: walker.name, phase: .header, reason: "no image data")
+        }
 
         var body: [UInt8] = []
         if vp8x != nil || !metadata.isEmpty {
@@ -71,7 +76,8 @@ enum WebPRewriter {
             let size = WebPBytes.u32(payload, position + 4)
             let end = position + 8 + size
             guard end <= payload.count else {
-                throw SharePipeError.corrupt(file: file, phase: .header, reason: "\(fourCC) chunk inside ANMF runs past the frame")
+                throw SharePipeError.corrupt(
+                    file: file, phase: .header, reason: "\(fourCC) chunk inside ANMF runs past the frame")
             }
             if ["ALPH", "VP8 ", "VP8L"].contains(fourCC) {
                 frame += WebPBytes.chunk(fourCC, Array(payload[(position + 8)..<end]))
@@ -83,8 +89,11 @@ enum WebPRewriter {
 
     /// A VP8X payload for a simple file that gains metadata: its canvas is the bitstream's size.
     private static func extendedHeader(for bitstream: WebPBitstreamHeader?, file: String) throws -> [UInt8] {
-        guard let bitstream else { throw SharePipeError.corrupt(file: file, phase: .header, reason: "unreadable bitstream header") }
+        guard let bitstream else {
+            throw SharePipeError.corrupt(file: file, phase: .header, reason: "unreadable bitstream header")
+        }
         let flags: WebPFeatureFlags = bitstream.alpha ? [.alpha] : []
-        return [flags.rawValue, 0, 0, 0] + WebPBytes.le24(bitstream.size.width - 1) + WebPBytes.le24(bitstream.size.height - 1)
+        return [flags.rawValue, 0, 0, 0] + WebPBytes.le24(bitstream.size.width - 1)
+            + WebPBytes.le24(bitstream.size.height - 1)
     }
 }

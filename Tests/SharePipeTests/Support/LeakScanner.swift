@@ -20,7 +20,8 @@ struct PlantedCoordinate: Sendable {
 
     /// The coordinate in decimal degrees with four places ("52.5201"), as text writers print it.
     var decimalText: String {
-        let value = Double(degrees) + Double(minutes) / 60 + Double(secondsNumerator) / Double(secondsDenominator) / 3600
+        let value =
+            Double(degrees) + Double(minutes) / 60 + Double(secondsNumerator) / Double(secondsDenominator) / 3600
         return String(format: "%.4f", value)
     }
 
@@ -71,36 +72,51 @@ enum LeakScanner {
 
     /// Records an issue unless the scanner sees `marker` in `input`: the planting itself is checked.
     static func expectPlanted(_ marker: String, in input: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(!findings(of: marker, in: input).isEmpty, "the scanner cannot see the planted marker \(marker) in the input",
-                sourceLocation: sourceLocation)
+        #expect(
+            !findings(of: marker, in: input).isEmpty,
+            "the scanner cannot see the planted marker \(marker) in the input",
+            sourceLocation: sourceLocation)
     }
 
     /// Records an issue unless the scanner sees `coordinate` in `input`.
-    static func expectPlanted(_ coordinate: PlantedCoordinate, in input: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(!findings(of: coordinate, in: input).isEmpty, "the scanner cannot see the planted coordinate in the input",
-                sourceLocation: sourceLocation)
+    static func expectPlanted(
+        _ coordinate: PlantedCoordinate, in input: [UInt8], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(
+            !findings(of: coordinate, in: input).isEmpty, "the scanner cannot see the planted coordinate in the input",
+            sourceLocation: sourceLocation)
     }
 
     /// Records an issue for each encoding of `marker` found in `output`.
-    static func expectAbsent(_ marker: String, in output: [UInt8], _ context: String = "",
-                             sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectAbsent(
+        _ marker: String, in output: [UInt8], _ context: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let found = findings(of: marker, in: output)
-        #expect(found.isEmpty, "\(marker) leaked \(context) as \(found.map(\.rawValue).sorted())", sourceLocation: sourceLocation)
+        #expect(
+            found.isEmpty, "\(marker) leaked \(context) as \(found.map(\.rawValue).sorted())",
+            sourceLocation: sourceLocation)
     }
 
     /// Records an issue for each encoding of `coordinate` found in `output`.
-    static func expectAbsent(_ coordinate: PlantedCoordinate, in output: [UInt8], _ context: String = "",
-                             sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectAbsent(
+        _ coordinate: PlantedCoordinate, in output: [UInt8], _ context: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let found = findings(of: coordinate, in: output)
-        #expect(found.isEmpty, "the planted coordinate leaked \(context) as \(found.map(\.rawValue).sorted())",
-                sourceLocation: sourceLocation)
+        #expect(
+            found.isEmpty, "the planted coordinate leaked \(context) as \(found.map(\.rawValue).sorted())",
+            sourceLocation: sourceLocation)
     }
 
     /// Records an issue unless `marker` is in `output` (for `none`, where it must survive).
-    static func expectPresent(_ marker: String, in output: [UInt8], _ context: String = "",
-                              sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(!findings(of: marker, in: output).isEmpty, "\(marker) should have been kept \(context)",
-                sourceLocation: sourceLocation)
+    static func expectPresent(
+        _ marker: String, in output: [UInt8], _ context: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(
+            !findings(of: marker, in: output).isEmpty, "\(marker) should have been kept \(context)",
+            sourceLocation: sourceLocation)
     }
 
     // MARK: Encodings
@@ -130,7 +146,9 @@ enum LeakScanner {
         return haystack.withUnsafeBufferPointer { hay in
             needle.withUnsafeBufferPointer { pin in
                 while index <= last {
-                    if hay[index] == first, memcmp(hay.baseAddress! + index, pin.baseAddress!, pin.count) == 0 { return true }
+                    if hay[index] == first, memcmp(hay.baseAddress! + index, pin.baseAddress!, pin.count) == 0 {
+                        return true
+                    }
                     index += 1
                 }
                 return false

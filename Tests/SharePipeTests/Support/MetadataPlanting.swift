@@ -63,9 +63,12 @@ enum Plant {
     }
 
     /// `jpeg` with a C2PA manifest store holding `marker` in APP11, and `marker` in an unknown APP15 segment.
-    static func jpeg(_ jpeg: [UInt8], c2pa marker: String, unknown unknownMarker: String, manifestPadding: Int = 0) -> [UInt8] {
+    static func jpeg(_ jpeg: [UInt8], c2pa marker: String, unknown unknownMarker: String, manifestPadding: Int = 0)
+        -> [UInt8]
+    {
         let store = manifestStore(payload(marker) + [UInt8](repeating: 0x20, count: manifestPadding) + payload(marker))
-        return Self.jpeg(jpeg, segments: jpegJUMBFSegments(store) + [(0xEF, Array("SPUNKNOWN\0".utf8) + payload(unknownMarker))])
+        return Self.jpeg(
+            jpeg, segments: jpegJUMBFSegments(store) + [(0xEF, Array("SPUNKNOWN\0".utf8) + payload(unknownMarker))])
     }
 
     // MARK: PNG
@@ -74,7 +77,9 @@ enum Plant {
     static func png(_ png: [UInt8], chunks: [(type: String, data: [UInt8])]) -> [UInt8] {
         var position = 8
         while position + 8 <= png.count {
-            let length = Int(png[position]) << 24 | Int(png[position + 1]) << 16 | Int(png[position + 2]) << 8 | Int(png[position + 3])
+            let length =
+                Int(png[position]) << 24 | Int(png[position + 1]) << 16 | Int(png[position + 2]) << 8
+                | Int(png[position + 3])
             let type = String(decoding: png[position + 4..<position + 8], as: UTF8.self)
             if type == "IDAT" || type == "fcTL" { break }
             position += 12 + length
@@ -95,7 +100,10 @@ enum Plant {
         precondition(webp[12..<16].elementsEqual("VP8X".utf8), "plant into an extended WebP")
         let riffEnd = 8 + (Int(webp[4]) | Int(webp[5]) << 8 | Int(webp[6]) << 16 | Int(webp[7]) << 24)
         var body = Array(webp[8..<riffEnd])
-        for chunk in chunks { body += Array(chunk.fourCC.utf8) + le32(chunk.data.count) + chunk.data + (chunk.data.count & 1 == 1 ? [0] : []) }
+        for chunk in chunks {
+            body +=
+                Array(chunk.fourCC.utf8) + le32(chunk.data.count) + chunk.data + (chunk.data.count & 1 == 1 ? [0] : [])
+        }
         return Array("RIFF".utf8) + le32(body.count) + body
     }
 
@@ -119,8 +127,12 @@ enum Plant {
     /// `gif` with a C2PA application extension ("C2PA_GIF" + 0x01 0x00 0x00) holding `marker` and an unknown one
     /// ("SPPRIVAT1.0") holding `unknownMarker`.
     static func gif(_ gif: [UInt8], c2pa marker: String, unknown unknownMarker: String) -> [UInt8] {
-        Self.gif(gif, applications: [(Array("C2PA_GIF".utf8) + [1, 0, 0], manifestStore(payload(marker))),
-                                     (Array("SPPRIVAT1.0".utf8), payload(unknownMarker))])
+        Self.gif(
+            gif,
+            applications: [
+                (Array("C2PA_GIF".utf8) + [1, 0, 0], manifestStore(payload(marker))),
+                (Array("SPPRIVAT1.0".utf8), payload(unknownMarker)),
+            ])
     }
 
     // MARK: HEIF / AVIF
@@ -135,16 +147,22 @@ enum Plant {
 
     /// A copy of a committed HEIF/AVIF with a C2PA manifest store holding `marker` (placed as `placement` says)
     /// and an unknown top-level box `prvt` holding `unknownMarker`, written by scripts/heif-boxes.py.
-    static func heif(_ fixture: String, c2pa marker: String, unknown unknownMarker: String,
-                     placement: HEIFPlacement = .uuidBox) throws -> [UInt8] {
+    static func heif(
+        _ fixture: String, c2pa marker: String, unknown unknownMarker: String,
+        placement: HEIFPlacement = .uuidBox
+    ) throws -> [UInt8] {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         try Fixtures.write(manifestStore(payload(marker)), to: directory + "/c2pa.bin")
         try Fixtures.write(payload(unknownMarker), to: directory + "/prvt.bin")
-        let store = placement == .uuidBox ? ["--top-box", "c2pa:" + directory + "/c2pa.bin"]
-                                          : ["--mime-item", "application/c2pa:" + directory + "/c2pa.bin"]
-        let result = try Tool.run("python3", [Fixtures.root + "/scripts/heif-boxes.py", Fixtures.path(fixture), directory + "/out"]
-                                  + store + ["--top-box", "prvt:" + directory + "/prvt.bin"])
+        let store =
+            placement == .uuidBox
+            ? ["--top-box", "c2pa:" + directory + "/c2pa.bin"]
+            : ["--mime-item", "application/c2pa:" + directory + "/c2pa.bin"]
+        let result = try Tool.run(
+            "python3",
+            [Fixtures.root + "/scripts/heif-boxes.py", Fixtures.path(fixture), directory + "/out"]
+                + store + ["--top-box", "prvt:" + directory + "/prvt.bin"])
         guard result.status == 0 else { throw PlantingFailed(reason: result.stderr) }
         return try Fixtures.bytes(directory + "/out")
     }

@@ -13,19 +13,25 @@ enum SHA256 {
     ]
 
     static func hex(_ bytes: [UInt8]) -> String {
-        var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
+        var h: [UInt32] = [
+            0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+        ]
         var message = bytes
         let bitLength = UInt64(bytes.count) &* 8
         message.append(0x80)
         while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
 
         var w = [UInt32](repeating: 0, count: 64)
         message.withUnsafeBufferPointer { buffer in
             for block in stride(from: 0, to: buffer.count, by: 64) {
                 for t in 0..<16 {
                     let i = block + 4 * t
-                    w[t] = UInt32(buffer[i]) << 24 | UInt32(buffer[i + 1]) << 16 | UInt32(buffer[i + 2]) << 8 | UInt32(buffer[i + 3])
+                    w[t] =
+                        UInt32(buffer[i]) << 24 | UInt32(buffer[i + 1]) << 16 | UInt32(buffer[i + 2]) << 8
+                        | UInt32(buffer[i + 3])
                 }
                 for t in 16..<64 {
                     let s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3)

@@ -31,7 +31,9 @@ enum Fixtures {
     /// Damaged copies of `whole`, the same on every run: about `cuts` prefixes (cut anywhere) and `flips` copies
     /// with one byte changed at a position a fixed-seed generator picks.
     static func damagedCopies(of whole: [UInt8], cuts: Int, flips: Int, seed: UInt64) -> [[UInt8]] {
-        var damaged = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / cuts)).map { Array(whole.prefix($0)) }
+        var damaged = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / cuts)).map {
+            Array(whole.prefix($0))
+        }
         var state = seed
         for _ in 0..<flips {
             state = state &* 6364136223846793005 &+ 1442695040888963407
@@ -42,7 +44,9 @@ enum Fixtures {
         return damaged
     }
 
-    static func write(_ bytes: [UInt8], to path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
 }
 
 /// Runs outside tools (exiftool, gifsicle, identify) as witnesses.
@@ -63,8 +67,9 @@ enum Tool {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Output(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
+        return Output(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 
     /// Whether a tool is on PATH (for tools that are not witnesses; a witness is required with `Witness.require`).
@@ -93,8 +98,10 @@ enum Decode {
         let format = try ImageFormat.detect(source)
         let decoder = FormatRegistry.descriptor(for: format).decoder
         let info = try decoder.probe(source, limits: ImageLimits())
-        return try decoder.render(source, info: info, target: info.size, limits: ImageLimits(),
-                                  meter: PixelMemoryMeter()).bitmap
+        return try decoder.render(
+            source, info: info, target: info.size, limits: ImageLimits(),
+            meter: PixelMemoryMeter()
+        ).bitmap
     }
 
     static func info(_ bytes: [UInt8]) throws -> ImageInfo {

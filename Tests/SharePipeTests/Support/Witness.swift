@@ -12,7 +12,8 @@ enum Witness {
     /// The executable's path: `tool` itself when it is a path, else the first match on PATH.
     static func path(_ tool: String) -> String? {
         if tool.contains("/") { return FileManager.default.isExecutableFile(atPath: tool) ? tool : nil }
-        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(
+            separator: ":")
         return directories.map { "\($0)/\(tool)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
@@ -25,9 +26,10 @@ enum Witness {
     /// Fails the calling test (and stops it) when any of `tools` is missing, saying which and how to install it.
     static func require(_ tools: String..., sourceLocation: SourceLocation = #_sourceLocation) throws {
         for tool in tools {
-            try #require(path(tool) != nil,
-                         "witness tool \(tool) is missing: scripts/install-deps installs it (the README's test command runs it)",
-                         sourceLocation: sourceLocation)
+            try #require(
+                path(tool) != nil,
+                "witness tool \(tool) is missing: scripts/install-deps installs it (the README's test command runs it)",
+                sourceLocation: sourceLocation)
         }
     }
 }

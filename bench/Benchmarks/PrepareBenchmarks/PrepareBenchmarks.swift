@@ -17,14 +17,14 @@ import MallocInterposerSwift
 import SharePipe
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 // MARK: - Inputs
@@ -70,7 +70,7 @@ func readFile(_ path: String) -> [UInt8]? {
     while true {
         let count = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
         if count == 0 { break }
-        bytes.append(contentsOf: buffer[0 ..< count])
+        bytes.append(contentsOf: buffer[0..<count])
     }
     return bytes
 }
@@ -124,13 +124,17 @@ let benchmarks: @Sendable () -> Void = {
     byteLimited.maxBytes = 300_000
 
     let classes = [
-        InputClass(name: "JPEG baseline 24 MP → 1080 (file)", file: "jpeg-baseline-24mp.jpg", options: PrepareOptions()),
-        InputClass(name: "JPEG baseline 24 MP → 1080 (bytes)", file: "jpeg-baseline-24mp.jpg", options: PrepareOptions(),
-                   fromMemory: true),
-        InputClass(name: "JPEG progressive 24 MP → 1080 (file)", file: "jpeg-progressive-24mp.jpg",
-                   options: PrepareOptions()),
-        InputClass(name: "JPEG baseline 24 MP → 1080, ≤300 KB (file)", file: "jpeg-baseline-24mp.jpg",
-                   options: byteLimited),
+        InputClass(
+            name: "JPEG baseline 24 MP → 1080 (file)", file: "jpeg-baseline-24mp.jpg", options: PrepareOptions()),
+        InputClass(
+            name: "JPEG baseline 24 MP → 1080 (bytes)", file: "jpeg-baseline-24mp.jpg", options: PrepareOptions(),
+            fromMemory: true),
+        InputClass(
+            name: "JPEG progressive 24 MP → 1080 (file)", file: "jpeg-progressive-24mp.jpg",
+            options: PrepareOptions()),
+        InputClass(
+            name: "JPEG baseline 24 MP → 1080, ≤300 KB (file)", file: "jpeg-baseline-24mp.jpg",
+            options: byteLimited),
         InputClass(name: "JPEG baseline 6 MP → 1080 (file)", file: "jpeg-6mp.jpg", options: PrepareOptions()),
         InputClass(name: "JPEG baseline 48 MP → 1080 (file)", file: "jpeg-48mp.jpg", options: PrepareOptions()),
         InputClass(name: "PNG RGBA 6000×4000 → 1080 (file)", file: "png-rgba-24mp.png", options: PrepareOptions()),
