@@ -49,22 +49,32 @@ enum Pipeline {
         _ source: ImageSource, options: PrepareOptions.Checked,
         checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil
     ) throws -> PreparedImage {
+        let job = try plan(source, options: options)
+        return try prepare(source, job: job, checkpoint: checkpoint, cache: cache)
+    }
+
+    /// Runs `job`, planned beforehand (`plan(_:options:probed:)`): the same value `SharePipeline` priced for
+    /// its reservation.
+    static func prepare(
+        _ source: ImageSource, job: PlannedJob,
+        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil
+    ) throws -> PreparedImage {
         do {
-            return try prepareSteps(source, options: options, checkpoint: checkpoint, cache: cache)
+            return try prepareSteps(source, job: job, checkpoint: checkpoint, cache: cache)
         } catch let failure as EncoderFailure {
             // Encoders see only pixels; the input's name is added here, once for every format.
             throw failure.error(file: source.displayName)
         }
     }
 
-    private static func prepareSteps(
-        _ source: ImageSource, options: PrepareOptions.Checked,
-        checkpoint: @escaping Checkpoint, cache: RenderCache?
-    ) throws -> PreparedImage {
+    /// Steps 1 and 2: detects the format by magic bytes, reads the header (no pixels yet) and plans the job
+    /// (`PreparePlan`: route, size, output format, metadata, fitting ladder), once. `probed` is a probe of
+    /// `source` already made (`SharePipeline` probes once for all its profiles): used when it was made under
+    /// the options' own limits, since a probe is a check against the limits it was given.
+    static func plan(
+        _ source: ImageSource, options: PrepareOptions.Checked, probed: (info: ImageInfo, limits: ImageLimits)? = nil
+    ) throws -> PlannedJob {
         let file = source.displayName
-        let meter = PixelMemoryMeter(checkpoint: checkpoint)
-
-        // 1. Detect the format by magic bytes and read the header: no pixels yet.
         let inputBytes = try source.byteCount()
         if inputBytes > options.limits.maxInputBytes {
             throw SharePipeError.tooLarge(
@@ -73,27 +83,46 @@ enum Pipeline {
                     .inputBytes, found: inputBytes,
                     limit: options.limits.maxInputBytes))
         }
-        let format = try withFile(file) { try ImageFormat.detect(source) }
-        let input = FormatRegistry.descriptor(for: format)
-        let info = try input.decoder.probe(source, limits: options.limits)
+        let info: ImageInfo
+        if let probed, probed.limits == options.limits {
+            info = probed.info
+        } else {
+            let format = try withFile(file) { try ImageFormat.detect(source) }
+            info = try FormatRegistry.descriptor(for: format).decoder.probe(source, limits: options.limits)
+        }
+        return plan(source, info: info, options: options)
+    }
+
+    /// Step 2 alone: the plan for a probe, built once. The source's own quality is read only where it would
+    /// cap the quality search.
+    static func plan(_ source: ImageSource, info: ImageInfo, options: PrepareOptions.Checked) -> PlannedJob {
+        var plan = PreparePlan(info: info, options: options)
+        if plan.capsAtSourceQuality, let quality = FormatRegistry.descriptor(for: info.format).sourceQuality?(source) {
+            plan.capQuality(atSource: quality, options: options)
+        }
+        return PlannedJob(info: info, options: options, plan: plan)
+    }
+
+    private static func prepareSteps(
+        _ source: ImageSource, job: PlannedJob,
+        checkpoint: @escaping Checkpoint, cache: RenderCache?
+    ) throws -> PreparedImage {
+        let file = source.displayName
+        let meter = PixelMemoryMeter(checkpoint: checkpoint)
+        let info = job.info
+        let options = job.options
+        let input = FormatRegistry.descriptor(for: info.format)
+        var plan = job.plan
+        // 3. The route the plan chose.
         try checkpoint()
         #if DEBUG
             try DebugFault.check()
         #endif
 
-        // 2. Plan: route, size, output format, metadata, fitting ladder (`PreparePlan`, pure).
-        //    Built once; the source's own quality is read only where it would cap the quality search.
-        var plan = PreparePlan(info: info, options: options)
-        if plan.capsAtSourceQuality, let quality = input.sourceQuality?(source) {
-            plan.capQuality(atSource: quality, options: options)
-        }
         // An image over the default pixel limit that its header check let past: taken only when its still route
         // streams it and the job's priced memory fits (`ImageLimits.checkStreamedCost`); nothing decoded yet.
-        let residence: InputResidence
-        if case .bytes = source { residence = .memory } else { residence = .file }
         try options.limits.checkStreamedCost(
-            size: info.size, route: plan.route,
-            estimate: MemoryEstimate(plan: plan, info: info, options: options, input: residence),
+            size: info.size, route: plan.route, estimate: job.estimate(input: InputResidence(of: source)),
             file: file)
         var driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 

@@ -168,6 +168,20 @@ struct PreparePlan: Sendable, Equatable {
     }
 }
 
+/// One job as planned from its header: the probe, the checked options and the plan made from them, once.
+/// `SharePipeline` prices this value for its reservation (`estimate(input:)`) and runs the same value
+/// (`Pipeline.prepare(_:job:checkpoint:cache:)`); the CLI and the library plan and run in one call.
+struct PlannedJob: Sendable {
+    var info: ImageInfo
+    var options: PrepareOptions.Checked
+    var plan: PreparePlan
+
+    /// The plan priced, with its input in memory or read from a file.
+    func estimate(input: InputResidence) -> MemoryEstimate {
+        MemoryEstimate(plan: plan, info: info, options: options, input: input)
+    }
+}
+
 /// How an output is fitted under the byte limit: the steps, with the options' numbers filled in.
 enum FittingLadder: Sendable, Equatable {
     /// At each size: the quality range searched for the highest fitting quality; then a smaller size, by

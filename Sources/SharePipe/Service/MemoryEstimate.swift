@@ -6,6 +6,11 @@ public enum InputResidence: Sendable, Equatable, Codable {
     case file
     /// The whole encoded input held in memory (`ImageSource.bytes`, or a small upload kept as bytes).
     case memory
+
+    /// Where `source`'s bytes live: in memory for `.bytes`, otherwise read from a file.
+    init(of source: ImageSource) {
+        if case .bytes = source { self = .memory } else { self = .file }
+    }
 }
 
 /// An upper bound on the memory one `SharePipe.prepare` job needs, planned from the header alone.

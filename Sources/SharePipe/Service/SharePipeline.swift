@@ -157,9 +157,8 @@ public struct SharePipeline: Sendable {
     ) async throws -> [ServiceResult] {
         let start = ContinuousClock.now
         let name = name ?? source.displayName
-        let residence: InputResidence
-        if case .bytes = source { residence = .memory } else { residence = .file }
-        let plans = try plan(source, named: name, residence: residence, profiles: profiles, adjust: adjust)
+        let plans = try plan(
+            source, named: name, residence: InputResidence(of: source), profiles: profiles, adjust: adjust)
         let reservation = try await admit(plans, named: name)
         return try await run(source, named: name, plans: plans, holding: reservation, since: start)
     }
@@ -248,7 +247,7 @@ public struct SharePipeline: Sendable {
             defer { file.remove() }
             bytes = []
             await budget.release(receiving)
-            let onDisk = plans.map { $0.replanned(input: .file) }
+            let onDisk = plans.map { $0.repriced(input: .file) }
             let reservation = try await admit(onDisk, named: name)
             return try await run(
                 .file(path: file.path), named: name, plans: onDisk, holding: reservation,
@@ -258,7 +257,9 @@ public struct SharePipeline: Sendable {
 
     // MARK: - The work
 
-    /// Probes the header (no pixels) and plans every profile's job. Logs and throws input-level failures.
+    /// Probes the header (no pixels) once and plans every profile's job once: the plan its reservation prices is
+    /// the plan it runs. Logs and throws input-level failures; a job its own options refuse (its input-byte
+    /// limit, or other limits its probe fails) is that profile's failed result.
     private func plan(
         _ source: ImageSource, named name: String, residence: InputResidence, profiles: [ServiceProfile],
         adjust: OptionsAdjustment?, spoolPath: String? = nil
@@ -275,11 +276,13 @@ public struct SharePipeline: Sendable {
                 try adjust?(&options)
                 return try options.checked()
             }
-            let info = try SharePipe.inspect(source, limits: configuration.baseOptions.limits)
+            let limits = configuration.baseOptions.limits
+            let info = try SharePipe.inspect(source, limits: limits)
             return zip(profiles, options).map { profile, options in
                 JobPlan(
-                    profile: profile, info: info, options: options,
-                    estimate: MemoryEstimate(info: info, options: options, input: residence))
+                    profile: profile,
+                    job: Result { try Pipeline.plan(source, options: options, probed: (info, limits)) },
+                    base: Pipeline.plan(source, info: info, options: options), residence: residence)
             }
         } catch {
             throw failed(error, named: name, profiles: profiles, plans: nil, spoolPath: spoolPath ?? source.displayName)
@@ -323,7 +326,7 @@ public struct SharePipeline: Sendable {
             let began = ContinuousClock.now
             let outcome: Result<PreparedImage, SharePipeError>
             do {
-                outcome = .success(try await runBlocking(source, options: plan.options, name: name))
+                outcome = .success(try await runBlocking(source, job: plan.job.get(), name: name))
             } catch {
                 outcome = .failure(Self.sharePipeError(error, renaming: spoolPath ?? source.displayName, to: name))
             }
@@ -358,7 +361,7 @@ public struct SharePipeline: Sendable {
     /// Runs the synchronous pipeline on a Dispatch thread; Task cancellation raises a flag that the
     /// pipeline's checkpoints (between steps, between fitting attempts and every few rows, tiles or frames
     /// inside a step) turn into `cancelled`.
-    private func runBlocking(_ source: ImageSource, options: PrepareOptions.Checked, name: String) async throws
+    private func runBlocking(_ source: ImageSource, job: PlannedJob, name: String) async throws
         -> PreparedImage
     {
         let flag = CancellationFlag()
@@ -369,7 +372,7 @@ public struct SharePipeline: Sendable {
                     continuation.resume(
                         with: Result {
                             if flag.isRaised { throw SharePipeError.cancelled(file: name) }
-                            return try Pipeline.prepare(source, options: options) {
+                            return try Pipeline.prepare(source, job: job) {
                                 try checkpointHook?()
                                 if flag.isRaised { throw SharePipeError.cancelled(file: name) }
                             }
@@ -476,17 +479,34 @@ public struct ServiceResult: Sendable {
     public func get() throws -> PreparedImage { try outcome.get() }
 }
 
-/// One profile's job, planned before it runs.
+/// One profile's job, planned once before it runs: the plan its reservation prices is the plan it runs.
 struct JobPlan: Sendable {
     var profile: ServiceProfile
-    var info: ImageInfo
-    var options: PrepareOptions.Checked
+    /// The job to run, or why it cannot start (its own options refuse the input).
+    var job: Result<PlannedJob, any Error>
+    /// `job`'s plan, or for a refused job the plan from the call's shared probe (what it was priced at).
+    var priced: PlannedJob
     var estimate: MemoryEstimate
 
-    /// The same job with its input somewhere else (an upload moved from memory to a spool file).
-    func replanned(input: InputResidence) -> JobPlan {
+    /// `job`, priced with its input in memory or in a file; `base`, the plan from the shared probe, prices a
+    /// refused job.
+    init(
+        profile: ServiceProfile, job: Result<PlannedJob, any Error>, base: @autoclosure () -> PlannedJob,
+        residence: InputResidence
+    ) {
+        self.profile = profile
+        self.job = job
+        priced = (try? job.get()) ?? base()
+        estimate = priced.estimate(input: residence)
+    }
+
+    /// The probe the job was planned from.
+    var info: ImageInfo { priced.info }
+
+    /// The same plan priced with its input somewhere else (an upload moved from memory to a spool file).
+    func repriced(input: InputResidence) -> JobPlan {
         var plan = self
-        plan.estimate = MemoryEstimate(info: info, options: options, input: input)
+        plan.estimate = priced.estimate(input: input)
         return plan
     }
 }
