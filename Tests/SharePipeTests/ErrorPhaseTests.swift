@@ -1,7 +1,7 @@
 import CSharePipe
 import Foundation
 import Testing
-@testable import SharePipe
+@_spi(Testing) @testable import SharePipe
 
 /// Errors typed by phase: each phase provoked with real bytes, checked by its case, phase, file name, and
 /// through the CLI by its JSON line and exit status; an internal error is SharePipe's, never the input's.

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Testing
-@testable import SharePipe
+@_spi(Testing) @testable import SharePipe
 
 /// `SharePipeline` and `MemoryBudget`: admission by memory (counted with an instrumented counter of
 /// running jobs, not with timings), first-in-first-out order, cancellation, upload spooling, logging.

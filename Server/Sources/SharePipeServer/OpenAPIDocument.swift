@@ -75,6 +75,7 @@ enum OpenAPIDocument {
                   "415": { "description": "Not an image SharePipe reads: JPEG, PNG, GIF, WebP, HEIC, AVIF (kind unsupportedFormat).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                   "422": { "description": "A damaged image (kind corrupt), or one that cannot fit the byte limit within the quality and size floors (kind cannotMeetLimit).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                   "500": { "$ref": "#/components/responses/InternalError" },
+                  "501": { "description": "The image's format needs a codec library this server lacks (libheif or libavif not installed; kind unsupportedFormat, the message names the library): the operator's to install, not the client's to change.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                   "503": { "$ref": "#/components/responses/Unavailable" }
                 }
               }

@@ -38,6 +38,10 @@ struct ServerFailure: Error, Sendable {
     /// The answer for a SharePipe error about the whole input or one service.
     static func from(_ error: SharePipeError, queueTimeout: Duration) -> ServerFailure {
         switch error {
+        // A codec library this server lacks (libheif or libavif not installed) is the operator's to mend, not
+        // the client's: 501, the server lacks the capability (415 would tell the client to send another file).
+        case .unsupportedFormat(_, .library, _):
+            return ServerFailure(.notImplemented, error.kind, error.description)
         case .unsupportedFormat: return ServerFailure(.unsupportedMediaType, error.kind, error.description)
         case .tooLarge: return ServerFailure(.contentTooLarge, error.kind, error.description)
         case .corrupt, .cannotMeetLimit: return ServerFailure(.unprocessableContent, error.kind, error.description)

@@ -9,7 +9,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
-import SharePipe
+@_spi(Testing) import SharePipe
 
 /// The request context: Hummingbird's, plus the connection, so a handler can stop reading a body it refused.
 public struct ServerRequestContext: RequestContext, Sendable {
@@ -57,7 +57,13 @@ public final class SharePipeServer: Sendable {
     ///
     /// - Throws: `ServerConfiguration.UsageError` for a profiles file that cannot be read or a spool folder
     ///   that cannot be made (the message names it).
-    public init(configuration: ServerConfiguration, logger: Logger) throws {
+    public convenience init(configuration: ServerConfiguration, logger: Logger) throws {
+        try self.init(configuration: configuration, logger: logger, jobHooks: JobHooks())
+    }
+
+    /// The tests' form: `jobHooks` are called around and inside every job (SharePipe's test instrumentation,
+    /// which the release server has too, unset).
+    @_spi(Testing) public init(configuration: ServerConfiguration, logger: Logger, jobHooks: JobHooks) throws {
         self.configuration = configuration
         self.logger = logger
         do {
@@ -81,7 +87,9 @@ public final class SharePipeServer: Sendable {
         pipelineLogger.handler.metadataProvider = .multiplex(
             [logger.metadataProvider, Self.requestMetadata].compactMap { $0 })
         do {
-            pipeline = try SharePipeline(configuration: pipelineConfiguration, logger: pipelineLogger)
+            var pipeline = try SharePipeline(configuration: pipelineConfiguration, logger: pipelineLogger)
+            pipeline.hooks = jobHooks
+            self.pipeline = pipeline
         } catch {
             spool.remove()
             throw ServerConfiguration.UsageError("\(error)")

@@ -1,7 +1,17 @@
 import Foundation
-import SharePipe
+import NIOConcurrencyHelpers
+@_spi(Testing) import SharePipe
 import SharePipeServer
 import Testing
+
+/// A switch a test flips while a server runs.
+final class Failing: Sendable {
+    private let flag = NIOLockedValueBox(true)
+    var on: Bool {
+        get { flag.withLockedValue { $0 } }
+        set { flag.withLockedValue { $0 = newValue } }
+    }
+}
 
 /// `POST /v1/prepare` on a live server: real images posted over loopback, the answers decoded.
 @Suite struct PrepareRouteTests {
@@ -33,6 +43,50 @@ import Testing
         // Every scanline decodes (a re-preparation reads them all).
         let decoded = try await SharePipe.prepare(.bytes(response.body), options: PrepareOptions(maxShortEdge: 270))
         #expect(decoded.size == PixelSize(width: 360, height: 270))
+    }
+
+    /// A bug in SharePipe (an error that is not a `SharePipeError`, thrown inside the job as a bug would be:
+    /// the job's checkpoint hook, the server's real pipeline and catch-all otherwise) is answered 500 with kind
+    /// `internal`, in a single answer (kept in memory, and spooled) and in a multipart part; the job's memory
+    /// is given back and the server goes on serving.
+    @Test func aBugInAJobAnswers500WithKindInternal() async throws {
+        struct Bug: Error, CustomStringConvertible {
+            var description: String { "a bug planted by the test" }
+        }
+        let photo = try ServerHarness.image("jpeg/orient-1.jpg")
+        let large = try ServerHarness.image("jpeg/large-4000x3000.jpg")  // spooled: over 1 MiB
+        let failing = Failing()
+        var hooks = JobHooks()
+        hooks.checkpoint = { if failing.on { throw Bug() } }
+        try await ServerHarness.withServer(jobHooks: hooks) { _, port in
+            for body in [photo, large] {
+                let answer = try await LoopbackHTTP.request(
+                    port: port, method: "POST", path: "/v1/prepare?service=x",
+                    headers: [("X-Request-Id", "bug-1")], body: body)
+                let error = answer.json["error"] as? [String: Any] ?? [:]
+                #expect(answer.status == 500, "\(answer.status) \(answer.text)")
+                #expect(error["status"] as? Int == 500 && error["kind"] as? String == "internal", "\(error)")
+                let message = error["message"] as? String ?? ""
+                #expect(
+                    message.contains("a SharePipe bug") && message.contains("a bug planted by the test"), "\(message)")
+                #expect(!message.contains("/"), "no spool file's path: \(message)")
+                #expect(answer.json["request_id"] as? String == "bug-1")
+            }
+            let both = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x&service=bluesky", body: photo)
+            let contentType = both.headers["content-type"] ?? ""
+            #expect(both.status == 200 && contentType.hasPrefix("multipart/mixed; boundary="), "\(both.status)")
+            let parts = try LoopbackHTTP.parts(
+                of: both.body, boundary: String(contentType.dropFirst("multipart/mixed; boundary=".count)))
+            #expect(parts.count == 2 && parts.allSatisfy { $0.headers["x-sharepipe-status"] == "500" }, "\(parts)")
+            let metrics = try await ServerHarness.metrics(port: port)
+            #expect(metrics["sharepipe_requests_total{route=\"/v1/prepare\",status=\"500\",service=\"x\"}"] == 2)
+            #expect(metrics["sharepipe_budget_reserved_bytes"] == 0)
+            failing.on = false
+            let healed = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            #expect(healed.status == 200 && healed.headers["content-type"] == "image/jpeg", "\(healed.status)")
+        }
     }
 
     @Test func aGIFForAServiceWithoutGIFSaysWhatChangedAndAChunkedBodyWorks() async throws {

@@ -112,23 +112,10 @@ import Testing
     }
 
     @Test func theExecutableListensDrainsOnSIGTERMRemovesItsSpoolFolderAndExitsZero() async throws {
-        let parent = NSTemporaryDirectory() + "sharepipe-server-process-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: parent) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = ["--port", "0", "--grace", "20"]
-        process.environment = [
-            "SHAREPIPE_SERVER_SPOOL_DIR": parent, "SHAREPIPE_SERVER_BUDGET_MIB": "128", "PATH": "/usr/bin:/bin",
-        ]
-        let errorPipe = Pipe()
-        process.standardError = errorPipe
-        try process.run()
-        let lines = StderrLines(errorPipe.fileHandleForReading)
-        defer { if process.isRunning { process.terminate() } }
-
-        let listening = try #require(await lines.first { $0["message"] as? String == "listening" })
-        let port = try #require(listening["port"] as? Int)
+        let server = try await ServerProcess.start(
+            ["--port", "0", "--grace", "20"], environment: ["SHAREPIPE_SERVER_BUDGET_MIB": "128"])
+        defer { server.stop() }
+        let (process, lines, port, parent) = (server.process, server.lines, server.port, server.spoolParent)
         #expect(port > 0)
         let spoolFolders = try FileManager.default.contentsOfDirectory(atPath: parent)
         #expect(spoolFolders.count == 1 && spoolFolders[0].hasPrefix("sharepipe-server-"), "\(spoolFolders)")
@@ -172,20 +159,9 @@ import Testing
     /// An answer whose connection is gone before it is written (the client posted and reset the connection
     /// at once) must not keep the SIGTERM drain waiting for it until the grace period ends.
     @Test func clientsThatPostAndCloseAtOnceDoNotHoldTheDrainUntilTheGraceEnds() async throws {
-        let parent = NSTemporaryDirectory() + "sharepipe-server-process-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: parent) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = ["--port", "0", "--grace", "20", "--max-body-bytes", "2000000"]
-        process.environment = ["SHAREPIPE_SERVER_SPOOL_DIR": parent, "PATH": "/usr/bin:/bin"]
-        let errorPipe = Pipe()
-        process.standardError = errorPipe
-        try process.run()
-        let lines = StderrLines(errorPipe.fileHandleForReading)
-        defer { if process.isRunning { process.terminate() } }
-        let listening = try #require(await lines.first { $0["message"] as? String == "listening" })
-        let port = try #require(listening["port"] as? Int)
+        let server = try await ServerProcess.start(["--port", "0", "--grace", "20", "--max-body-bytes", "2000000"])
+        defer { server.stop() }
+        let (process, lines, port) = (server.process, server.lines, server.port)
         let photo = try ServerHarness.image("jpeg/orient-1.jpg")
         // Each posts a body over the limit (413 from its Content-Length, at once), or a small photo, and
         // resets the connection without reading: the answers have nowhere to go.
@@ -232,6 +208,35 @@ import Testing
         #expect(took < .seconds(5), "exit took \(took) after SIGTERM (grace 20 s)")
     }
 
+    /// A server whose codec library is missing (the lazy loader pointed at files that do not exist, as an
+    /// install without libheif or libavif has none) answers 501 with kind `unsupportedFormat` naming the
+    /// library: the operator's to mend, not the client's (415 would tell the client to send another file).
+    /// Formats whose libraries are there are still prepared.
+    @Test func aServerLackingACodecLibraryAnswers501NamingIt() async throws {
+        let server = try await ServerProcess.start(
+            ["--port", "0"],
+            environment: [
+                "SHAREPIPE_LIBHEIF": "libsharepipe-missing.so.1", "SHAREPIPE_LIBAVIF": "libsharepipe-missing.so.15",
+            ])
+        defer { server.stop() }
+        for (image, library) in [("heif/corners-444.heic", "libheif"), ("heif/corners.avif", "libavif")] {
+            let answer = try await LoopbackHTTP.request(
+                port: server.port, method: "POST", path: "/v1/prepare?service=x", body: ServerHarness.image(image))
+            let error = answer.json["error"] as? [String: Any] ?? [:]
+            #expect(answer.status == 501, "\(image): \(answer.status) \(answer.text)")
+            #expect(error["status"] as? Int == 501 && error["kind"] as? String == "unsupportedFormat", "\(error)")
+            #expect(
+                (error["message"] as? String)?.contains("\(library) not available (libsharepipe-missing") == true,
+                "\(error)")
+        }
+        let photo = try await LoopbackHTTP.request(
+            port: server.port, method: "POST", path: "/v1/prepare?service=x",
+            body: ServerHarness.image("jpeg/orient-1.jpg"))
+        #expect(photo.status == 200 && photo.headers["content-type"] == "image/jpeg", "\(photo.status)")
+        let metrics = try await ServerHarness.metrics(port: server.port)
+        #expect(metrics["sharepipe_requests_total{route=\"/v1/prepare\",status=\"501\",service=\"x\"}"] == 2)
+    }
+
     @Test func theExecutableRefusesABadFlagWithStatus2AndPrintsHelp() throws {
         for (arguments, status) in [(["--port", "x"], Int32(2)), (["--help"], Int32(0))] {
             let process = Process()
@@ -251,6 +256,50 @@ import Testing
                 #expect(printed.contains("SHAREPIPE_SERVER_QUEUE_TIMEOUT"))
             }
         }
+    }
+}
+
+/// A `sharepipe-server` child process with a spool folder of its own (removed by `stop`), its log lines read
+/// as they come, started and listening.
+struct ServerProcess {
+    let process: Process
+    let lines: StderrLines
+    let port: Int
+    /// The folder the server makes its spool folder in.
+    let spoolParent: String
+
+    /// Starts the executable with `arguments` (which should ask for `--port 0`) and `environment` added to
+    /// its spool folder and a plain `PATH`; returns once it logs that it listens.
+    static func start(_ arguments: [String], environment: [String: String] = [:]) async throws -> ServerProcess {
+        let parent = NSTemporaryDirectory() + "sharepipe-server-process-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ProcessTests.executable)
+        process.arguments = arguments
+        process.environment = environment.merging(
+            ["SHAREPIPE_SERVER_SPOOL_DIR": parent, "PATH": "/usr/bin:/bin"], uniquingKeysWith: { $1 })
+        let errorPipe = Pipe()
+        process.standardError = errorPipe
+        do {
+            try process.run()
+        } catch {
+            try? FileManager.default.removeItem(atPath: parent)
+            throw error
+        }
+        let lines = StderrLines(errorPipe.fileHandleForReading)
+        let listening = await lines.first { $0["message"] as? String == "listening" }
+        guard let port = listening?["port"] as? Int else {
+            if process.isRunning { process.terminate() }
+            try? FileManager.default.removeItem(atPath: parent)
+            throw LoopbackHTTP.Failure("the server did not say it listens: \(lines.all)")
+        }
+        return ServerProcess(process: process, lines: lines, port: port, spoolParent: parent)
+    }
+
+    /// Ends the process if it still runs and removes the spool folder's parent.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(atPath: spoolParent)
     }
 }
 

@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle
-import SharePipe
-import SharePipeServer
+@_spi(Testing) import SharePipe
+@_spi(Testing) import SharePipeServer
 
 /// A live server in the test process, on 127.0.0.1 with an ephemeral port and its own spool folder.
 enum ServerHarness {
@@ -29,15 +29,15 @@ enum ServerHarness {
     }
 
     /// Starts a server, runs `body` with it and its port, then shuts it down gracefully and removes its
-    /// spool folder.
+    /// spool folder. `jobHooks` are called around and inside every job, as in SharePipe's own tests.
     static func withServer<T: Sendable>(
-        _ configuration: ServerConfiguration = configuration(), logs: LogLines? = nil,
+        _ configuration: ServerConfiguration = configuration(), logs: LogLines? = nil, jobHooks: JobHooks = JobHooks(),
         _ body: @escaping @Sendable (SharePipeServer, Int) async throws -> T
     ) async throws -> T {
         let logger = Logger(label: "sharepipe-server-test") { _ in
             JSONLogHandler(level: .debug, metadataProvider: nil, write: { line in logs?.append(line) })
         }
-        let server = try SharePipeServer(configuration: configuration, logger: logger)
+        let server = try SharePipeServer(configuration: configuration, logger: logger, jobHooks: jobHooks)
         defer { server.spool.remove() }
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let app = server.application { channel in

@@ -89,8 +89,9 @@ public struct SharePipeline: Sendable {
     public let budget: MemoryBudget
     /// Where the one line per job goes.
     public let logger: Logger
-    /// Test instrumentation: called around every job and at every pipeline checkpoint.
-    var hooks = JobHooks()
+    /// Test instrumentation: called around every job and at every pipeline checkpoint (SharePipe's tests, and
+    /// the server's through `@_spi(Testing) import`; nothing else sets it).
+    @_spi(Testing) public var hooks = JobHooks()
 
     /// A pipeline with its own budget.
     ///
@@ -511,15 +512,19 @@ struct JobPlan: Sendable {
     }
 }
 
-/// Callbacks the tests use to watch jobs run (a counter of concurrent jobs, a cancellation at a set point).
-struct JobHooks: Sendable {
+/// Callbacks the tests use to watch jobs run (a counter of concurrent jobs, a cancellation at a set point, a
+/// bug planted in a job). Test support, not API: `@_spi(Testing)`.
+@_spi(Testing) public struct JobHooks: Sendable {
     /// Called after admission, before each profile's job starts.
-    var willRun: (@Sendable (String) async -> Void)?
+    public var willRun: (@Sendable (String) async -> Void)?
     /// Called after each profile's job ends, however it ended.
-    var didRun: (@Sendable (String) async -> Void)?
+    public var didRun: (@Sendable (String) async -> Void)?
     /// Called on the job's thread at every pipeline checkpoint (row checkpoints included), before the
     /// cancellation check; what it throws ends the job as the pipeline's own errors do.
-    var checkpoint: (@Sendable () throws -> Void)?
+    public var checkpoint: (@Sendable () throws -> Void)?
+
+    /// No hooks.
+    public init() {}
 }
 
 /// A flag raised from a Task cancellation handler and read on a Dispatch thread.
