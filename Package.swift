@@ -13,6 +13,8 @@ let package = Package(
     products: [
         .library(name: "SharePipe", targets: ["SharePipe"]),
         .executable(name: "sharepipe", targets: ["sharepipe"]),
+        // Test support shared with Server/'s tests (another package cannot depend on a test target): not API.
+        .library(name: "SharePipeTestSupport", targets: ["SharePipeTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -48,9 +50,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The seeded generator and the extreme values of the option property tests (root and Server/).
+        .target(name: "SharePipeTestSupport"),
         .testTarget(
             name: "SharePipeTests",
-            dependencies: ["SharePipe", "CSharePipe"]
+            dependencies: ["SharePipe", "CSharePipe", "SharePipeTestSupport"]
         ),
     ]
 )

@@ -47,6 +47,7 @@ let package = Package(
             dependencies: [
                 "SharePipeServer",
                 .product(name: "SharePipe", package: "SharePipe"),
+                .product(name: "SharePipeTestSupport", package: "SharePipe"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,4 +1,5 @@
 import Foundation
+import SharePipeTestSupport
 import Testing
 @testable import SharePipe
 
@@ -103,29 +104,8 @@ import Testing
     ]
 
     /// The values every option is given: the edges of `Int` and of each rule, then random ones of every magnitude.
-    static let extremes = [
-        Int.min, Int.min + 1, -1, 0, 1, 2, 63, 64, 100, 101, 1023, 1024, 1 << 40, (1 << 40) + 1,
-        Int.max / 4 + 1, Int.max - 1, Int.max,
-    ]
-
-    /// A SplitMix64 generator: the same values on every run.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        /// A number of random magnitude (2^0 … 2^62) and sign.
-        mutating func anyMagnitude() -> Int {
-            let bits = Int.random(in: 0...62, using: &self)
-            let value = Int.random(in: 0...(1 << bits), using: &self)
-            return Bool.random(using: &self) ? value : -value
-        }
-    }
+    static let extremes = extremeIntegers
+    typealias Seeded = SeededGenerator
 
     static func values(count random: Int, seed: UInt64) -> [Int] {
         var generator = Seeded(state: seed)

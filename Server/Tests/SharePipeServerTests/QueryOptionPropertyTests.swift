@@ -1,6 +1,7 @@
 import Foundation
 import SharePipe
 import SharePipeServer
+import SharePipeTestSupport
 import Testing
 
 /// Issue 21's property test, through the server's query: every option a client may set (the library's
@@ -9,34 +10,13 @@ import Testing
 /// 200, 422, or 400 with kind `invalidOptions` naming a parameter. The operator's options (limits,
 /// strategy) are refused by name (`invalidParameter`).
 @Suite struct QueryOptionPropertyTests {
-    static let extremes = [
-        Int.min, Int.min + 1, -1, 0, 1, 2, 63, 64, 100, 101, 1023, 1024, 1 << 40, (1 << 40) + 1,
-        Int.max / 4 + 1, Int.max - 1, Int.max,
-    ]
+    static let extremes = extremeIntegers
     static let oddTexts = [
         "", " 1", "1 ", "+5", "-0", "1e3", "0x10", "NaN", "inf", "1.0", "٣", "true", "false", "TRUE",
         "yes", "1", "0", "all", "gps", "none", "cpuFirst", "jpeg", "a&b", "99999999999999999999",
         String(repeating: "9", count: 1000), String(repeating: "a", count: 1000),
     ]
-
-    /// A SplitMix64 generator: the same values on every run.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        /// A number of random magnitude (2^0 … 2^62) and sign.
-        mutating func anyMagnitude() -> Int {
-            let bits = Int.random(in: 0...62, using: &self)
-            let value = Int.random(in: 0...(1 << bits), using: &self)
-            return Bool.random(using: &self) ? value : -value
-        }
-    }
+    typealias Seeded = SeededGenerator
 
     static let clientOptions = OptionTable.all.filter(\.clientMaySet)
     static let clientNames = clientOptions.compactMap(\.queryName)
