@@ -58,14 +58,24 @@ import Testing
         }
         let pqPNG = patches(pqNits.map(pq)) { pq($0 * 400) }
         let hlgPNG = patches(hlgSignals) { hlg($0 * 0.5) }
+        let reversedPQPNG = patches(pqNits.reversed().map(pq)) { pq($0 * 400) }
         FileManager.default.createFile(atPath: directory + "/pq.png", contents: Data(pqPNG))
         FileManager.default.createFile(atPath: directory + "/hlg.png", contents: Data(hlgPNG))
+        FileManager.default.createFile(atPath: directory + "/pq-reversed.png", contents: Data(reversedPQPNG))
         let exact = ["--min", "0", "--max", "0", "-y", "444", "-d", "12"]
         for (name, cicp) in [("pq", "9/16/9"), ("hlg", "9/18/9")] {
             let output = try? Tool.run(
                 "avifenc", exact + ["--cicp", cicp, directory + "/\(name).png", directory + "/\(name).avif"])
             if output?.status != 0 { print("fixture: avifenc \(name) failed: \(output?.stderr ?? "not run")") }
         }
+        // A PQ image sequence (avis) of two frames: the grey patches, then the same greys in reverse order.
+        let sequence = try? Tool.run(
+            "avifenc",
+            exact + [
+                "--cicp", "9/16/9", "--fps", "10", directory + "/pq.png", directory + "/pq-reversed.png",
+                directory + "/pq-sequence.avif",
+            ])
+        if sequence?.status != 0 { print("fixture: avifenc pq-sequence failed: \(sequence?.stderr ?? "not run")") }
         return directory
     }()
 
@@ -100,6 +110,64 @@ import Testing
         // Reference white (203 cd/m², HLG 75%) at half the SDR range in linear light: sRGB-encoded 188.
         let white = Self.patchCentre(decoded, transfer == "PQ" ? 5 : 6, colour: false)[0]
         #expect(abs(white - 188) <= 2, "\(white)")
+    }
+
+    @Test func aPQSequenceTakesTheAnimationRouteToneMappedFrameByFrame() throws {
+        let result = try SharePipe.prepare(
+            .bytes(try Self.bytes("pq-sequence.avif")), options: ServiceProfile.x.options())
+        #expect(result.format == .gif && result.frameCount == 2 && result.size == PixelSize(width: 160, height: 32))
+        #expect(
+            result.adjustments.contains { $0.hasPrefix("HDR (PQ) tone-mapped to SDR") && $0.contains("Display P3") },
+            "\(result.adjustments)")
+        // The pixels are Display P3: the GIF says so with its ICC profile (ICCRGBG1 application extension).
+        #expect(result.keptMetadata.contains(.icc))
+        let gif = try DecodedGIF(result.bytes)
+        #expect(gif.pictures.count == 2)
+        for (frame, greys) in [Self.chromiumPQGreys, Self.chromiumPQGreys.reversed()].enumerated() {
+            let bitmap = Bitmap(size: gif.size, layout: .rgba, pixels: gif.pictures[frame])
+            for (i, grey) in greys.enumerated() {
+                let got = Self.patchCentre(bitmap, i, colour: false)
+                // The still's tolerance (within 3 of Chromium), through the GIF's palette.
+                #expect(
+                    close(got, [grey, grey, grey], tolerance: 3), "frame \(frame) patch \(i): \(got), Chromium \(grey)")
+            }
+        }
+    }
+
+    /// What Chromium 156 showed for the PQ grey patches of an AVIF that also carries an ICC profile (Display
+    /// P3): the profile wins, the PQ code values are shown through it, nothing is tone-mapped.
+    static let chromiumPQWithICCGreys = [0, 63, 91, 112, 130, 148, 167, 192, 211, 255]
+
+    @Test func aPQAVIFWithAnICCProfileIsShownThroughTheProfileAsChromiumDoes() throws {
+        // The Display P3 profile our own tone-mapped output carries, given to avifenc with the PQ nclx.
+        var options = PrepareOptions()
+        options.quality = 100
+        let toneMapped = try SharePipe.prepare(.bytes(try Self.bytes("pq.avif")), options: options)
+        let marker = Array("ICC_PROFILE\0".utf8)
+        let at = try #require(
+            (0..<(toneMapped.bytes.count - marker.count)).first {
+                Array(toneMapped.bytes[$0..<$0 + marker.count]) == marker
+            })
+        let segmentLength = Int(toneMapped.bytes[at - 2]) << 8 | Int(toneMapped.bytes[at - 1])
+        let profile = Array(toneMapped.bytes[(at + 14)..<(at - 2 + segmentLength)])
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        try Fixtures.write(profile, to: directory + "/p3.icc")
+        let made = try Tool.run(
+            "avifenc",
+            [
+                "--min", "0", "--max", "0", "-y", "444", "-d", "12", "--cicp", "9/16/9", "--icc", directory + "/p3.icc",
+                Self.fixtures + "/pq.png", directory + "/pq-icc.avif",
+            ])
+        try #require(made.status == 0, "\(made.stderr)")
+        let result = try SharePipe.prepare(.bytes(try Fixtures.bytes(directory + "/pq-icc.avif")), options: options)
+        #expect(!result.adjustments.contains { $0.hasPrefix("HDR") }, "\(result.adjustments)")
+        #expect(result.keptMetadata.contains(.icc))
+        let decoded = try Decode.bitmap(result.bytes)
+        for (i, grey) in Self.chromiumPQWithICCGreys.enumerated() {
+            let got = Self.patchCentre(decoded, i, colour: false)
+            #expect(close(got, [grey, grey, grey], tolerance: 3), "patch \(i): \(got), Chromium \(grey)")
+        }
     }
 
     @Test func aBrightColourIsToneMappedByItsLargestComponentInDisplayP3() throws {
@@ -374,12 +442,18 @@ import Testing
         func infe(_ id: Int, _ type: String) -> [UInt8] {
             box("infe", [2, 0, 0, 0, 0, UInt8(id), 0, 0] + Array(type.utf8) + [0])
         }
-        func file(_ items: [String], _ properties: [[UInt8]]) -> [UInt8] {
+        /// Item 1 is the primary; `associations` lists each item's 1-based property indices.
+        func file(_ items: [String], _ properties: [[UInt8]], associations: [Int: [Int]] = [:]) -> [UInt8] {
+            let pitm = box("pitm", [0, 0, 0, 0, 0, 1])
             let iinf = box(
                 "iinf",
                 [0, 0, 0, 0, 0, UInt8(items.count)] + items.enumerated().flatMap { infe($0.offset + 1, $0.element) })
-            let iprp = box("iprp", box("ipco", properties.flatMap { $0 }))
-            return box("ftyp", Array("heic".utf8) + [0, 0, 0, 0]) + box("meta", [0, 0, 0, 0] + iinf + iprp)
+            let entries: [UInt8] = associations.sorted { $0.key < $1.key }.flatMap { item, indices -> [UInt8] in
+                [0, UInt8(item), UInt8(indices.count)] + indices.map { UInt8($0) }
+            }
+            let ipma = box("ipma", [0, 0, 0, 0, 0, 0, 0, UInt8(associations.count)] + entries)
+            let iprp = box("iprp", box("ipco", properties.flatMap { $0 }) + ipma)
+            return box("ftyp", Array("heic".utf8) + [0, 0, 0, 0]) + box("meta", [0, 0, 0, 0] + pitm + iinf + iprp)
         }
         let tmap = try HEIFHDRBoxes.read(HEIFFileBytes(memory: file(["hvc1", "hvc1", "tmap"], [])), maxBytes: 1 << 20)
         #expect(tmap.gainMap == "ISO 21496-1 tone-map item (tmap)" && tmap.peakLuminance == nil)
@@ -390,9 +464,24 @@ import Testing
                     [
                         box("auxC", [0, 0, 0, 0] + Array("urn:com:apple:photo:2020:aux:hdrgainmap".utf8) + [0]),
                         box("clli", [0x02, 0xC8, 0x00, 0x48]),
-                    ])), maxBytes: 1 << 20)
+                    ], associations: [1: [2], 2: [1]])), maxBytes: 1 << 20)
         #expect(apple.gainMap == "auxiliary gain map image urn:com:apple:photo:2020:aux:hdrgainmap")
         #expect(apple.peakLuminance == 712)
+        // Light levels count only on the primary item: a clli on the gain map's image is not the image's; the
+        // primary's mdcv (peak 4000 cd/m² = 40,000,000 × 0.0001) is, when the primary has no clli.
+        let mdcv = box("mdcv", [UInt8](repeating: 0, count: 16) + [0x02, 0x62, 0x5A, 0x00, 0, 0, 0, 1])
+        let elsewhere = try HEIFHDRBoxes.read(
+            HEIFFileBytes(
+                memory: file(
+                    ["hvc1", "hvc1"], [box("clli", [0x02, 0xC8, 0x00, 0x48]), mdcv],
+                    associations: [1: [], 2: [1]])), maxBytes: 1 << 20)
+        #expect(elsewhere.peakLuminance == nil)
+        let mastering = try HEIFHDRBoxes.read(
+            HEIFFileBytes(
+                memory: file(
+                    ["hvc1", "hvc1"], [box("clli", [0x02, 0xC8, 0x00, 0x48]), mdcv],
+                    associations: [1: [2], 2: [1]])), maxBytes: 1 << 20)
+        #expect(mastering.peakLuminance == 4000)
         #expect(apple.gainMapNote?.hasPrefix("gain map removed (auxiliary gain map image") == true)
         let alpha = try HEIFHDRBoxes.read(
             HEIFFileBytes(

@@ -36,13 +36,17 @@ final class GIFPictureResampler {
     private let meter: PixelMemoryMeter
     private let countedBytes: Int
 
+    /// Which output pixels read which canvas pixels.
+    let reach: ResampleReach
+
     init(from source: PixelSize, to target: PixelSize, meter: PixelMemoryMeter) {
         precondition(target.width >= 1 && target.height >= 1 && source.width >= 1 && source.height >= 1)
         self.source = source
         self.target = target
-        copies = source == target
-        horizontal = FilterWeights(inputSize: copies ? 1 : source.width, outputSize: copies ? 1 : target.width)
-        vertical = FilterWeights(inputSize: copies ? 1 : source.height, outputSize: copies ? 1 : target.height)
+        reach = ResampleReach(from: source, to: target)
+        copies = reach.copies
+        horizontal = reach.horizontal
+        vertical = reach.vertical
         ringRows = vertical.maxTaps
         ring = copies ? [] : [Float](repeating: 0, count: ringRows * target.width * 4)
         inputRow = copies ? [] : [Float](repeating: 0, count: source.width * 4)
@@ -56,15 +60,7 @@ final class GIFPictureResampler {
     deinit { meter.release(countedBytes + spare.count) }
 
     /// The output pixels that read any canvas pixel in `rect` (empty when none do).
-    func outputArea(reading rect: GIFRect) -> GIFRect {
-        let visible = rect.clipped(to: source)
-        guard !visible.isEmpty else { return .empty }
-        if copies { return visible }
-        let columns = horizontal.outputs(reading: visible.left..<visible.right)
-        let rows = vertical.outputs(reading: visible.top..<visible.bottom)
-        guard !columns.isEmpty, !rows.isEmpty else { return .empty }
-        return GIFRect(left: columns.lowerBound, top: rows.lowerBound, width: columns.count, height: rows.count)
-    }
+    func outputArea(reading rect: GIFRect) -> GIFRect { reach.outputArea(reading: rect) }
 
     /// Brings `output` up to date with `canvas` (`source.area * 4` bytes) when only the canvas pixels in
     /// `changed` differ from the canvas of the last update. Returns the output rectangle recomputed: no pixel
@@ -159,5 +155,33 @@ final class GIFPictureResampler {
                 }
             }
         }
+    }
+}
+
+/// Which output pixels of a Lanczos-3 resize (`FilterWeights` on each axis; a copy at the same size) read
+/// which input pixels: what `GIFPictureResampler` recomputes, also known without its buffers.
+struct ResampleReach {
+    let source: PixelSize
+    /// Same size: outputs are copies of the inputs.
+    let copies: Bool
+    let horizontal: FilterWeights
+    let vertical: FilterWeights
+
+    init(from source: PixelSize, to target: PixelSize) {
+        self.source = source
+        copies = source == target
+        horizontal = FilterWeights(inputSize: copies ? 1 : source.width, outputSize: copies ? 1 : target.width)
+        vertical = FilterWeights(inputSize: copies ? 1 : source.height, outputSize: copies ? 1 : target.height)
+    }
+
+    /// The output pixels that read any input pixel in `rect` (empty when none do).
+    func outputArea(reading rect: GIFRect) -> GIFRect {
+        let visible = rect.clipped(to: source)
+        guard !visible.isEmpty else { return .empty }
+        if copies { return visible }
+        let columns = horizontal.outputs(reading: visible.left..<visible.right)
+        let rows = vertical.outputs(reading: visible.top..<visible.bottom)
+        guard !columns.isEmpty, !rows.isEmpty else { return .empty }
+        return GIFRect(left: columns.lowerBound, top: rows.lowerBound, width: columns.count, height: rows.count)
     }
 }

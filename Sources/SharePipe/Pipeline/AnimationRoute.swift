@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The animation route: every frame resampled to the planned size and written as an animated GIF under
 /// the byte limit, from either of two passes over the source:
 ///
@@ -203,26 +209,43 @@ struct AnimationLadder: LadderRunner {
 /// from milliseconds to centiseconds on the running total (so rounding never drifts the total duration),
 /// the loop count as the source gives it (nil: no NETSCAPE2.0 extension).
 ///
+/// Decoded once per size: a pass that reads the source resamples every frame (kept or not) and spills the
+/// pictures to a temporary file as it goes (`ResampledFrameSpill`: each frame's changed rectangle of the
+/// output picture); a later pass at the same size (fewer colours, fewer frames) reads the spill back frame
+/// by frame instead of decoding and resampling again. A pass at another size reads the source again. The
+/// pictures and the changed areas handed to the encoder are the same either way, so the output is too.
+///
 /// Memory: the source's own canvas (and what its codec keeps), the resampled picture and the one after
 /// it, and the encoder's viewer model at the output size, all in the job's meter; each pass opens the
-/// source afresh and closes it before the next.
+/// source afresh and closes it before the next. A pass from the spill holds no canvas: the picture being
+/// patched and the one before it.
 struct AnimationFramesPass {
     let open: () throws -> any AnimationFrameSource
     /// Applied to each canvas before it is resampled (the source's Exif orientation).
     var orientation: Orientation = .up
     let metadata: [MetadataBlock]
     let meter: PixelMemoryMeter
+    /// The pictures of the last size read from the source, for the passes after it; nil: never spill.
+    var spills: ResampledFrameSpill.Holder? = ResampledFrameSpill.Holder()
 
     func run(_ plan: AnimatedGIFPlan, globalUsage: [Int]?, checkpoint: Pipeline.Checkpoint) throws
         -> AnimatedGIFPass.Output
     {
+        if let spill = spills?.spill, spill.size == plan.size {
+            do {
+                return try replay(spill, plan: plan, checkpoint: checkpoint)
+            } catch is ResampledFrameSpill.Unreadable {
+                // Read the source again, as without a spill.
+            }
+        }
+        spills?.spill = nil
         var frames = try open()
         defer { frames.close() }  // an early exit (error, cancelled job) uncounts the source's canvases too
+        let spill =
+            spills == nil
+            ? nil : ResampledFrameSpill(size: plan.size, canvasSize: frames.canvasSize, loopCount: frames.loopCount)
         let writer = try GIFWriter()
-        try writer.begin(
-            GIFContainer(
-                screenSize: plan.size, globalPalette: nil, backgroundIndex: 0, colorResolution: 8,
-                aspectByte: 0, loopCount: frames.loopCount, metadata: metadata))
+        try writer.begin(container(plan, loopCount: frames.loopCount))
         // Upright canvases go through a resampler that keeps the last picture and recomputes only the
         // outputs that read changed canvas pixels (byte for byte the whole-canvas result); the encoder then
         // looks for changed pixels only there. Turned canvases are resampled whole.
@@ -231,56 +254,262 @@ struct AnimationFramesPass {
         let encoder = GIFAnimationEncoder(
             size: plan.size, globalPalette: nil, colorBudget: plan.colorBudget,
             writer: writer, meter: meter, countsPictures: pictures == nil)
+        var sequence = PictureSequence(
+            plan: plan, encoder: encoder, reach: pictures?.reach, canvasSize: frames.canvasSize)
         let whole = GIFRect(left: 0, top: 0, width: plan.size.width, height: plan.size.height)
         let wholeCanvas = GIFRect(left: 0, top: 0, width: frames.canvasSize.width, height: frames.canvasSize.height)
-        var clock = CentisecondClock()
         var index = 0
-        /// Canvas pixels changed since the last picture was made (frames dropped by decimation add theirs).
-        var canvasChanged = GIFRect.empty
         while let frame = try frames.nextFrame() {
             try checkpoint()
             guard frame.canvas.size == frames.canvasSize, frame.canvas.layout == .rgba else {
                 preconditionFailure("an AnimationFrameSource hands over RGBA canvases of its canvas size")
             }
-            let delay = clock.advance(milliseconds: frame.durationMilliseconds)
-            canvasChanged = index == 0 ? wholeCanvas : canvasChanged.union(frame.changed ?? wholeCanvas)
-            if index % plan.keepEvery == 0 {
-                if let pictures {
-                    let area = frame.canvas.pixels.withUnsafeBufferPointer {
-                        pictures.update(canvas: $0, changed: canvasChanged)
-                    }
-                    canvasChanged = .empty
-                    let source = GIFFrame(
-                        rect: whole, localPalette: nil, interlaced: false,
-                        control: GIFGraphicsControl(delay: delay))
-                    // Outside `area` the picture is the previous one: nothing there changed or lost opacity.
-                    try encoder.add(
-                        .init(
-                            pixels: pictures.output, source: source, delay: delay,
-                            coverageMayDrop: index == 0 || area.isEmpty ? nil : area,
-                            changed: index == 0 ? nil : area))
-                    index += 1
-                    continue
-                }
-                let canvas = orientation == .up ? frame.canvas : frame.canvas.applying(orientation)
-                let picture = try InMemoryResample.resize(canvas, to: plan.size, meter: meter)
-                // A composited canvas may turn any pixel transparent from one frame to the next.
-                let source = GIFFrame(
-                    rect: whole, localPalette: nil, interlaced: false,
-                    control: GIFGraphicsControl(delay: delay))
-                try encoder.add(
-                    .init(
-                        pixels: picture.pixels, source: source, delay: delay,
-                        coverageMayDrop: index == 0 ? nil : whole, changed: nil))
+            let changed = index == 0 ? wholeCanvas : frame.changed ?? wholeCanvas
+            let picture: [UInt8], patch: GIFRect
+            if let pictures {
+                // Every frame, kept or not, so the spill holds them all; each update gives the whole-canvas result.
+                patch = frame.canvas.pixels.withUnsafeBufferPointer { pictures.update(canvas: $0, changed: changed) }
+                picture = pictures.output
+            } else if spill != nil || sequence.keeps(index) {
+                let canvas = frame.canvas.applying(orientation)
+                picture = try InMemoryResample.resize(canvas, to: plan.size, meter: meter).pixels
+                patch = whole
             } else {
-                encoder.extendLatestDelay(by: delay)
+                picture = []  // a dropped frame: its picture is never read
+                patch = .empty
             }
+            spill?.append(
+                picture, patch: patch, canvasChanged: changed, durationMilliseconds: frame.durationMilliseconds)
+            try sequence.add(picture, canvasChanged: changed, durationMilliseconds: frame.durationMilliseconds)
             index += 1
+        }
+        try encoder.finish()
+        if let spill, spill.finishWriting() { spills?.spill = spill }
+        return AnimatedGIFPass.Output(
+            bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
+            statistics: encoder.statistics, globalUsage: encoder.globalUsage)
+    }
+
+    /// A pass over the pictures spilled by an earlier pass at the same size.
+    private func replay(_ spill: ResampledFrameSpill, plan: AnimatedGIFPlan, checkpoint: Pipeline.Checkpoint) throws
+        -> AnimatedGIFPass.Output
+    {
+        let writer = try GIFWriter()
+        try writer.begin(container(plan, loopCount: spill.loopCount))
+        let encoder = GIFAnimationEncoder(
+            size: plan.size, globalPalette: nil, colorBudget: plan.colorBudget, writer: writer, meter: meter)
+        var sequence = PictureSequence(
+            plan: plan, encoder: encoder,
+            reach: orientation == .up ? ResampleReach(from: spill.canvasSize, to: plan.size) : nil,
+            canvasSize: spill.canvasSize)
+        // The picture being patched; the encoder holds the one before it (counted there).
+        var picture = [UInt8](repeating: 0, count: plan.size.area * 4)
+        meter.allocate(picture.count)
+        defer { meter.release(plan.size.area * 4) }
+        var reader = try spill.reader()
+        while let frame = try reader.next(patching: &picture) {
+            try checkpoint()
+            try sequence.add(
+                picture, canvasChanged: frame.canvasChanged, durationMilliseconds: frame.durationMilliseconds)
         }
         try encoder.finish()
         return AnimatedGIFPass.Output(
             bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
             statistics: encoder.statistics, globalUsage: encoder.globalUsage)
+    }
+
+    private func container(_ plan: AnimatedGIFPlan, loopCount: Int?) -> GIFContainer {
+        GIFContainer(
+            screenSize: plan.size, globalPalette: nil, backgroundIndex: 0, colorResolution: 8,
+            aspectByte: 0, loopCount: loopCount, metadata: metadata)
+    }
+}
+
+/// Hands the kept pictures of an animation, frame after frame, to the GIF animation encoder: delays on the
+/// running total (a dropped frame's delay goes to the frame shown before it), and, for upright canvases,
+/// where each picture may differ from the last one handed on (the outputs that read the canvas pixels
+/// changed since then).
+private struct PictureSequence {
+    let plan: AnimatedGIFPlan
+    let encoder: GIFAnimationEncoder
+    /// nil: turned canvases, resampled whole (any output pixel may change, or turn transparent).
+    let reach: ResampleReach?
+    let wholeCanvas: GIFRect
+    let whole: GIFRect
+    var clock = CentisecondClock()
+    var index = 0
+    /// Canvas pixels changed since the last picture handed on (frames dropped by decimation add theirs).
+    var canvasChanged = GIFRect.empty
+
+    init(plan: AnimatedGIFPlan, encoder: GIFAnimationEncoder, reach: ResampleReach?, canvasSize: PixelSize) {
+        self.plan = plan
+        self.encoder = encoder
+        self.reach = reach
+        wholeCanvas = GIFRect(left: 0, top: 0, width: canvasSize.width, height: canvasSize.height)
+        whole = GIFRect(left: 0, top: 0, width: plan.size.width, height: plan.size.height)
+    }
+
+    /// Whether the frame at `index` is shown (the others lend their delay to it).
+    func keeps(_ index: Int) -> Bool { index % plan.keepEvery == 0 }
+
+    /// The next frame: its picture at the output size (unread unless kept), the canvas pixels it changed.
+    mutating func add(_ picture: [UInt8], canvasChanged changed: GIFRect, durationMilliseconds: Int) throws {
+        defer { index += 1 }
+        let delay = clock.advance(milliseconds: durationMilliseconds)
+        canvasChanged = index == 0 ? wholeCanvas : canvasChanged.union(changed)
+        guard keeps(index) else {
+            encoder.extendLatestDelay(by: delay)
+            return
+        }
+        let source = GIFFrame(
+            rect: whole, localPalette: nil, interlaced: false, control: GIFGraphicsControl(delay: delay))
+        if let reach {
+            let area = reach.outputArea(reading: canvasChanged)
+            canvasChanged = .empty
+            // Outside `area` the picture is the previous one: nothing there changed or lost opacity.
+            try encoder.add(
+                .init(
+                    pixels: picture, source: source, delay: delay,
+                    coverageMayDrop: index == 0 || area.isEmpty ? nil : area, changed: index == 0 ? nil : area))
+        } else {
+            // A composited canvas may turn any pixel transparent from one frame to the next.
+            try encoder.add(
+                .init(
+                    pixels: picture, source: source, delay: delay, coverageMayDrop: index == 0 ? nil : whole,
+                    changed: nil))
+        }
+    }
+}
+
+/// The pictures of an animation at one output size, in an unlinked temporary file (`mkstemp` in `$TMPDIR`,
+/// else `/tmp`, removed from the directory at once, so nothing is left behind whatever happens): per frame
+/// its duration, the canvas pixels it changed, and the rectangle of the output picture that differs from
+/// the frame before (with its pixels). Read back frame by frame into one picture.
+///
+/// Spilling is best effort: when the file cannot be made or written, or grows past `maxBytes`, the spill
+/// is dropped and the next pass reads the source again.
+final class ResampledFrameSpill {
+    /// Holds the spill of the last size read, across the passes of one ladder.
+    final class Holder {
+        var spill: ResampledFrameSpill?
+        init() {}
+    }
+
+    /// The largest spill kept (beyond it, each pass decodes again).
+    static let maxBytes = 1 << 30
+    /// Bytes before each frame's pixels: duration (Int64), canvas rectangle and picture rectangle (4 × Int32 each).
+    private static let headerBytes = 40
+
+    /// A spill that cannot be read back (the pass then reads the source again).
+    struct Unreadable: Error {}
+
+    /// The output size.
+    let size: PixelSize
+    /// The source's canvas size and loop count.
+    let canvasSize: PixelSize
+    let loopCount: Int?
+    private(set) var frameCount = 0
+    private var file: UnsafeMutablePointer<FILE>?
+    private var written = 0
+
+    /// Starts an empty spill in `directory` (nil: `$TMPDIR`, else `/tmp`); without a file when none can be made.
+    init(size: PixelSize, canvasSize: PixelSize, loopCount: Int?, directory: String? = nil) {
+        self.size = size
+        self.canvasSize = canvasSize
+        self.loopCount = loopCount
+        let directory =
+            directory ?? getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let base = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        var template = Array("\(base)/sharepipe-frames-XXXXXX".utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard descriptor >= 0 else { return }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        file = fdopen(descriptor, "w+b")
+        if file == nil { _ = close(descriptor) }
+    }
+
+    deinit { drop() }
+
+    /// Appends a frame: `picture`'s pixels in `patch` (the rectangle that differs from the previous frame's
+    /// picture), the canvas pixels that changed, and how long it is shown.
+    func append(_ picture: [UInt8], patch: GIFRect, canvasChanged: GIFRect, durationMilliseconds: Int) {
+        guard let file else { return }
+        frameCount += 1
+        written += Self.headerBytes + patch.area * 4
+        guard written <= Self.maxBytes else { return drop() }
+        var header = [Int64(durationMilliseconds)]
+        var rects = [canvasChanged, patch].flatMap {
+            [Int32($0.left), Int32($0.top), Int32($0.width), Int32($0.height)]
+        }
+        var ok = fwrite(&header, 8, 1, file) == 1 && fwrite(&rects, 4, 8, file) == 8
+        picture.withUnsafeBufferPointer { pixels in
+            for y in patch.top..<patch.bottom where ok {
+                ok =
+                    fwrite(pixels.baseAddress! + (y * size.width + patch.left) * 4, 1, patch.width * 4, file)
+                    == patch.width * 4
+            }
+        }
+        if !ok { drop() }
+    }
+
+    /// Ends writing; true when the spill holds every frame appended and can be read.
+    func finishWriting() -> Bool {
+        guard let file, fflush(file) == 0 else {
+            drop()
+            return false
+        }
+        return true
+    }
+
+    /// Closes and forgets the file.
+    private func drop() {
+        if let file { fclose(file) }
+        file = nil
+    }
+
+    /// A reader from the first frame.
+    func reader() throws -> Reader {
+        guard let file, fseek(file, 0, SEEK_SET) == 0 else { throw Unreadable() }
+        return Reader(spill: self, file: file)
+    }
+
+    /// Reads the frames in order.
+    struct Reader {
+        let spill: ResampledFrameSpill
+        let file: UnsafeMutablePointer<FILE>
+        private var index = 0
+
+        fileprivate init(spill: ResampledFrameSpill, file: UnsafeMutablePointer<FILE>) {
+            self.spill = spill
+            self.file = file
+        }
+
+        /// The next frame's duration and changed canvas pixels, with `picture` (the previous frame's, or
+        /// transparent before the first) patched to its picture; nil after the last frame.
+        mutating func next(patching picture: inout [UInt8]) throws -> (
+            canvasChanged: GIFRect, durationMilliseconds: Int
+        )? {
+            guard index < spill.frameCount else { return nil }
+            index += 1
+            var header: Int64 = 0
+            var rects = [Int32](repeating: 0, count: 8)
+            guard fread(&header, 8, 1, file) == 1, fread(&rects, 4, 8, file) == 8 else { throw Unreadable() }
+            let canvasChanged = GIFRect(
+                left: Int(rects[0]), top: Int(rects[1]), width: Int(rects[2]), height: Int(rects[3]))
+            let patch = GIFRect(left: Int(rects[4]), top: Int(rects[5]), width: Int(rects[6]), height: Int(rects[7]))
+            let width = spill.size.width
+            guard patch.isEmpty || patch.clipped(to: spill.size) == patch else { throw Unreadable() }
+            var ok = true
+            picture.withUnsafeMutableBufferPointer { pixels in
+                for y in patch.top..<patch.bottom where ok {
+                    ok =
+                        fread(pixels.baseAddress! + (y * width + patch.left) * 4, 1, patch.width * 4, file)
+                        == patch.width * 4
+                }
+            }
+            guard ok else { throw Unreadable() }
+            return (canvasChanged, Int(header))
+        }
     }
 }
 
