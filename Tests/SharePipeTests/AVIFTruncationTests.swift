@@ -5,7 +5,9 @@ import Testing
 /// Hostile AVIF inputs refused quickly (issue 19, the AVIF reader's fuzz target): every AVIF made by
 /// `AVIFTests` (a still, one with alpha, a turned one, an image sequence) cut at every box boundary — each
 /// box's start and end, at every depth of the box tree libavif reads — is refused naming the source, each in
-/// bounded time. (A huge `ispe` and 100,000 declared frames: `AVIFTests.framesAndPixelsOverTheLimitsAreRefusedFromTheHeader`.)
+/// bounded time; a sequence whose `ispe` and track header say 70000×70000, and one declaring 100,000 frames
+/// under limits that let them pass the header, end quickly. (A still's huge `ispe` and 100,000 declared frames
+/// over the limit: `AVIFTests.framesAndPixelsOverTheLimitsAreRefusedFromTheHeader`.)
 @Suite struct AVIFTruncationTests {
     /// Boxes whose payload is more boxes, and the bytes before the first child (full-box headers, entry counts,
     /// sample entry fields).
@@ -72,5 +74,52 @@ import Testing
         }
         // Each refusal reads at most the header and one frame: well under a second even in a debug build.
         #expect(slowest < 2, "\(name): slowest refusal \(slowest) s")
+    }
+
+    /// Replaces the 8 bytes at `offset` in every `type` box of `bytes`.
+    static func patchEvery(_ type: String, at offset: Int, with value: [UInt8], in bytes: inout [UInt8]) {
+        var at = 0
+        while let box = AVIFTests.box(type, in: Array(bytes[at...])).map({ $0 + at }) {
+            bytes.replaceSubrange(box + offset..<box + offset + value.count, with: value)
+            at = box + 8
+        }
+    }
+
+    @Test func aSequenceThatSaysItIsHugeIsRefusedQuickly() throws {
+        // Every ispe (the still item's and the sequence's) and the track header's 16.16 width and height say
+        // 70000×70000; the coded frames are 32×24.
+        var huge = try AVIFTests.bytes("sequence.avif")
+        Self.patchEvery("ispe", at: 12, with: [0, 1, 0x11, 0x70, 0, 1, 0x11, 0x70], in: &huge)
+        if let tkhd = AVIFTests.box("tkhd", in: huge) {
+            let fields = tkhd + (huge[tkhd + 8] == 1 ? 96 : 84)
+            huge.replaceSubrange(fields..<fields + 8, with: [0x11, 0x70, 0, 0, 0x11, 0x70, 0, 0])
+        }
+        let start = Date()
+        #expect {
+            _ = try SharePipe.prepare(.bytes(huge), options: ServiceProfile.x.options())
+        } throws: { error in
+            guard let error = error as? SharePipeError else { return false }
+            return "\(error)".hasPrefix("<memory>: ")
+        }
+        #expect(Date().timeIntervalSince(start) < 2)
+    }
+
+    @Test func a100000FrameSequenceUnderLimitsThatAllowItEndsQuickly() throws {
+        // 100,000 frames declared (stsz, stsc, stts), three in the file, and limits raised so the header passes:
+        // the frames present are the animation (or the job is refused), in bounded time, never 100,000 attempts.
+        var many = try AVIFTests.bytes("sequence.avif")
+        Self.patchEvery("stsz", at: 12, with: [0, 0, 0, 16, 0, 1, 0x86, 0xA0], in: &many)
+        Self.patchEvery("stsc", at: 20, with: [0, 1, 0x86, 0xA0], in: &many)
+        Self.patchEvery("stts", at: 16, with: [0, 1, 0x86, 0xA0], in: &many)
+        var options = ServiceProfile.x.options()
+        options.limits = ImageLimits(maxFrames: 1_000_000)
+        let start = Date()
+        do {
+            let result = try SharePipe.prepare(.bytes(many), options: options)
+            #expect(result.frameCount <= 3, "\(result.frameCount) frames written")
+        } catch let error as SharePipeError {
+            #expect("\(error)".hasPrefix("<memory>: "), "\(error)")
+        }
+        #expect(Date().timeIntervalSince(start) < 5)
     }
 }
