@@ -167,7 +167,9 @@ sp_status sp_webp_animation_open(const uint8_t *data, size_t length, sp_webp_ani
     WebPAnimDecoderOptions options;
     if (!sp_libwebpdemux.WebPAnimDecoderOptionsInitInternal(&options, WEBP_DEMUX_ABI_VERSION)) { copy_message(message, "libwebp version mismatch"); return SP_ERR_LIBRARY; }
     options.color_mode = MODE_RGBA;   // straight alpha
-    options.use_threads = 0;
+    // As for stills: libwebp's worker thread filters and outputs rows beside the entropy decoding of each
+    // lossy frame (the same pixels).
+    options.use_threads = 1;
     WebPData webp = { data, length };
     WebPAnimDecoder *decoder = sp_libwebpdemux.WebPAnimDecoderNewInternal(&webp, &options, WEBP_DEMUX_ABI_VERSION);
     if (decoder == NULL) {

@@ -196,8 +196,8 @@ struct GIFRegionResampleTests {
         }
     }
 
-    /// The nearest-colour mapper (cache, green-ordered search) finds what a scan of every entry finds: the
-    /// smallest squared distance, the lowest index among equals, never the excluded entry.
+    /// The nearest-colour mapper (cache, cell lists, green-ordered search) finds what a scan of every entry
+    /// finds: the smallest squared distance, the lowest index among equals, never the excluded entry.
     @Test func nearestColorMatchesExhaustiveSearch() {
         var rng = GIFRegionFixtures.SplitMix(seed: 7)
         for round in 0..<40 {
@@ -221,6 +221,65 @@ struct GIFRegionResampleTests {
                 #expect(found == best, "round \(round): (\(r), \(g), \(b)) → \(found), exhaustive \(best)")
                 #expect(nearest.index(r, g, b) == found, "the cached answer is the same")
                 if found != best { return }
+            }
+        }
+    }
+
+    /// The mapper's cell lists (an inverse colour map per 8×8×8 cell) and its fallback search for cells with
+    /// long lists find what a scan of every entry finds, for palettes spread out, crowded into one corner
+    /// (so far cells list many entries) and on a coarse grid (many ties), and for colours that revisit cells.
+    @Test func nearestColorCellListsMatchExhaustiveSearch() {
+        var rng = GIFRegionFixtures.SplitMix(seed: 11)
+        for round in 0..<60 {
+            let count = [2, 16, 100, 255, 256][round % 5]
+            let shape = round % 3
+            let rgb = (0..<count * 3).map { _ -> UInt8 in
+                switch shape {
+                case 0: return UInt8(100 + rng.next(24))  // crowded
+                case 1: return UInt8(rng.next(8) * 36)  // grid: equal distances everywhere
+                default: return UInt8(rng.next(256))
+                }
+            }
+            let palette = GIFPalette(rgb: rgb)
+            let excluded = round % 4 == 0 ? rng.next(count) : nil
+            let nearest = GIFNearestColor(palette: palette, excluding: excluded)
+            for sample in 0..<4000 {
+                // Every other colour near the crowded corner, so cells are listed once and used again.
+                let near = sample % 2 == 1
+                let r = UInt8(near ? 90 + rng.next(40) : rng.next(256))
+                let g = UInt8(near ? 90 + rng.next(40) : rng.next(256))
+                let b = UInt8(rng.next(256))
+                var best = -1, bestDistance = Int.max
+                for entry in 0..<count where entry != excluded {
+                    let (pr, pg, pb) = palette.color(entry)
+                    let dr = Int(pr) - Int(r), dg = Int(pg) - Int(g), db = Int(pb) - Int(b)
+                    let distance = dr * dr + dg * dg + db * db
+                    if distance < bestDistance { bestDistance = distance; best = entry }
+                }
+                let found = nearest.index(r, g, b)
+                #expect(found == best, "round \(round): (\(r), \(g), \(b)) → \(found), exhaustive \(best)")
+                if found != best { return }
+            }
+        }
+    }
+
+    /// The median cut's counting sort orders samples as a sort by (channel value, position) does.
+    @Test func medianCutCountingSortIsStable() {
+        var rng = GIFRegionFixtures.SplitMix(seed: 5)
+        for round in 0..<30 {
+            let samples = (0..<(round * 37 + 1)).map { _ in
+                GIFQuantizer.Sample(
+                    r: UInt8(rng.next(round % 2 == 0 ? 4 : 256)), g: UInt8(rng.next(256)), b: UInt8(rng.next(8)),
+                    weight: rng.next(1000))
+            }
+            for channel in 0..<3 {
+                func value(_ s: GIFQuantizer.Sample) -> UInt8 { channel == 0 ? s.r : channel == 1 ? s.g : s.b }
+                let expected = samples.indices.sorted { (value(samples[$0]), $0) < (value(samples[$1]), $1) }
+                    .map { samples[$0] }
+                let sorted = GIFQuantizer.sortedStably(samples, byChannel: channel)
+                #expect(
+                    sorted.map { [$0.r, $0.g, $0.b] } == expected.map { [$0.r, $0.g, $0.b] }
+                        && sorted.map(\.weight) == expected.map(\.weight), "round \(round), channel \(channel)")
             }
         }
     }

@@ -445,14 +445,17 @@ final class GIFAnimationEncoder {
 
     /// A palette for the frame's changed pixels: their exact colours if few enough, else a median cut.
     private func ownPalette(_ picture: Picture, rect: GIFRect, dirty: [Bool], maxColors: Int) -> GIFPalette {
-        var changed: [UInt8] = []
-        changed.reserveCapacity(rect.area * 4)
         let width = size.width
-        picture.pixels.withUnsafeBufferPointer { q in
-            for y in rect.top..<rect.bottom {
-                for x in rect.left..<rect.right where dirty[y * width + x] {
-                    let o = (y * width + x) * 4
-                    changed.append(q[o]); changed.append(q[o + 1]); changed.append(q[o + 2]); changed.append(255)
+        let changed = [UInt8](unsafeUninitializedCapacity: rect.area * 4) { out, written in
+            written = 0
+            withUnsafeBufferPointers(picture.pixels, dirty) { q, dirty in
+                for y in rect.top..<rect.bottom {
+                    for x in rect.left..<rect.right where dirty[y * width + x] {
+                        let o = (y * width + x) * 4
+                        out[written] = q[o]; out[written + 1] = q[o + 1]; out[written + 2] = q[o + 2]
+                        out[written + 3] = 255
+                        written += 4
+                    }
                 }
             }
         }

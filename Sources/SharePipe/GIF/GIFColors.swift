@@ -1,8 +1,12 @@
 /// Maps colours to the nearest entry of a palette (squared RGB distance; of equally near entries, the lowest
-/// index), with a direct-mapped cache: neighbouring pixels and successive frames repeat colours, so most
-/// lookups never search the palette. A search walks the entries in order of green outwards from the colour's
-/// green and stops once green alone is farther than the best match, which finds exactly what a scan of every
-/// entry finds.
+/// index), exactly as a scan of every entry would, but without scanning:
+/// - a direct-mapped cache of recent colours (neighbouring pixels and successive frames repeat colours);
+/// - on a miss, the colour's cell of 8×8×8 colours (5 bits a channel) lists the only entries that can be
+///   nearest to any colour in it (an inverse colour map made lazily, cell by cell): an entry whose nearest
+///   point of the cell is farther than some entry's farthest point never wins there. The list keeps index
+///   order, so the first of equally near entries is the lowest index;
+/// - cells with long lists (palettes crowded far away) are searched instead walking the entries in order of
+///   green outwards from the colour's green, stopping once green alone is farther than the best match.
 final class GIFNearestColor {
     let palette: GIFPalette
     /// An index that must never be chosen (the frame's transparent index).
@@ -17,6 +21,14 @@ final class GIFNearestColor {
     /// The candidate entries sorted by (green, index).
     private let sorted: UnsafeMutablePointer<Entry>
     private let candidates: Int
+    /// Per cell (r >> 3, g >> 3, b >> 3): 0 while not listed yet, `searchCell` when its list would be long,
+    /// else 1 + the offset of its list in `cellEntries` (count in the low 9 bits: `offset << 9 | count`).
+    private let cells: UnsafeMutablePointer<UInt32>
+    private static let searchCell = UInt32.max
+    /// Longest list a cell keeps; beyond it the cell is searched.
+    private static let longestCellList = 48
+    /// The cells' lists: entries as r, g, b, index bytes (a little-endian word).
+    private var cellEntries: [UInt32] = []
 
     init(palette: GIFPalette, excluding excluded: Int? = nil) {
         precondition(palette.count > 0 && (excluded == nil || palette.count > 1), "nothing to map to")
@@ -27,6 +39,8 @@ final class GIFNearestColor {
         keys.initialize(repeating: UInt32.max, count: slots)  // no colour has all 32 bits set
         values = .allocate(capacity: slots)
         values.initialize(repeating: 0, count: slots)
+        cells = .allocate(capacity: 32768)
+        cells.initialize(repeating: 0, count: 32768)
         var entries: [Entry] = []
         for entry in 0..<palette.count where entry != excluded {
             let (r, g, b) = palette.color(entry)
@@ -42,6 +56,7 @@ final class GIFNearestColor {
         keys.deallocate()
         values.deallocate()
         sorted.deallocate()
+        cells.deallocate()
     }
 
     /// Whether this mapper maps to `palette` without `excluded` (and so can be used again for them).
@@ -55,20 +70,84 @@ final class GIFNearestColor {
         let key = UInt32(r) << 16 | UInt32(g) << 8 | UInt32(b)
         let slot = Int((key &* 0x9E37_79B1) >> UInt32(32 - Self.cacheBits))
         if keys[slot] == key { return Int(values[slot]) }
-        let found = search(Int32(r), Int32(g), Int32(b))
+        let found = lookUp(Int32(r), Int32(g), Int32(b))
         keys[slot] = key
         values[slot] = UInt8(found)
         return found
     }
 
-    private func search(_ r: Int32, _ g: Int32, _ b: Int32) -> Int {
+    /// The nearest entry from the colour's cell list (listing the cell first), or by search.
+    private func lookUp(_ r: Int32, _ g: Int32, _ b: Int32) -> Int {
+        let cell = Int(r >> 3) << 10 | Int(g >> 3) << 5 | Int(b >> 3)
+        var list = cells[cell]
+        if list == 0 {
+            list = listCell(cell)
+            cells[cell] = list
+        }
+        if list == Self.searchCell { return Int(nearestEntry(r, g, b).index) }
+        let start = Int(list >> 9) - 1, count = Int(list & 0x1FF)
+        return cellEntries.withUnsafeBufferPointer { entries in
+            var best = Int32.max, bestIndex = 0
+            for word in entries[start..<start + count] {
+                let dr = Int32(word & 0xFF) - r, dg = Int32((word >> 8) & 0xFF) - g
+                let db = Int32((word >> 16) & 0xFF) - b
+                let d = dr * dr + dg * dg + db * db
+                // Index order: only a strictly nearer entry replaces an earlier one.
+                if d < best {
+                    best = d
+                    bestIndex = Int(word >> 24)
+                }
+            }
+            return bestIndex
+        }
+    }
+
+    /// The cell's list word (see `cells`): the entries whose nearest point of the cell is no farther than
+    /// the farthest point of the cell from the entry nearest its centre, in index order.
+    private func listCell(_ cell: Int) -> UInt32 {
+        let low = (Int32(cell >> 10) << 3, Int32((cell >> 5) & 31) << 3, Int32(cell & 31) << 3)
+        // Any colour of the cell is at most `reach` from this entry, so its nearest entry is too; an entry
+        // farther than `reach` from the whole cell is never nearest in it.
+        let centre = nearestEntry(low.0 + 4, low.1 + 4, low.2 + 4)
+        func farthest(_ e: Int32, _ low: Int32) -> Int32 { max(e - low, low + 7 - e) }
+        func nearest(_ e: Int32, _ low: Int32) -> Int32 { e < low ? low - e : e > low + 7 ? e - low - 7 : 0 }
+        let fr = farthest(centre.r, low.0), fg = farthest(centre.g, low.1), fb = farthest(centre.b, low.2)
+        let reach = fr * fr + fg * fg + fb * fb
+        // Entries by green from the first whose green can be within reach.
+        var position = 0, high = candidates
+        while position < high {
+            let mid = (position + high) / 2
+            let ng = nearest(sorted[mid].g, low.1)
+            if sorted[mid].g < low.1 && ng * ng > reach { position = mid + 1 } else { high = mid }
+        }
+        var found: [UInt32] = []
+        while position < candidates {
+            let e = sorted[position]
+            position += 1
+            let ng = nearest(e.g, low.1)
+            if e.g > low.1 && ng * ng > reach { break }
+            let nr = nearest(e.r, low.0), nb = nearest(e.b, low.2)
+            guard nr * nr + ng * ng + nb * nb <= reach else { continue }
+            if found.count == Self.longestCellList { return Self.searchCell }
+            found.append(UInt32(e.r) | UInt32(e.g) << 8 | UInt32(e.b) << 16 | UInt32(e.index) << 24)
+        }
+        found.sort { $0 >> 24 < $1 >> 24 }
+        let start = cellEntries.count
+        cellEntries += found
+        return UInt32(start + 1) << 9 | UInt32(found.count)
+    }
+
+    /// The nearest entry by a walk of the entries in order of green outwards from `g`, stopping once green
+    /// alone is farther than the best match.
+    private func nearestEntry(_ r: Int32, _ g: Int32, _ b: Int32) -> Entry {
         // The first entry with green ≥ g, then outwards in both directions.
         var low = 0, high = candidates
         while low < high {
             let mid = (low + high) / 2
             if sorted[mid].g < g { low = mid + 1 } else { high = mid }
         }
-        var best = Int32.max, bestIndex = Int32.max
+        var best = Int32.max, bestEntry = sorted[0]
+        bestEntry.index = Int32.max
         var up = low, down = low - 1
         while up < candidates || down >= 0 {
             if up < candidates {
@@ -79,7 +158,7 @@ final class GIFNearestColor {
                 } else {
                     let dr = e.r - r, db = e.b - b
                     let d = dr * dr + dg * dg + db * db
-                    if d < best || (d == best && e.index < bestIndex) { best = d; bestIndex = e.index }
+                    if d < best || (d == best && e.index < bestEntry.index) { best = d; bestEntry = e }
                     up += 1
                 }
             }
@@ -91,12 +170,12 @@ final class GIFNearestColor {
                 } else {
                     let dr = e.r - r, db = e.b - b
                     let d = dr * dr + dg * dg + db * db
-                    if d < best || (d == best && e.index < bestIndex) { best = d; bestIndex = e.index }
+                    if d < best || (d == best && e.index < bestEntry.index) { best = d; bestEntry = e }
                     down -= 1
                 }
             }
         }
-        return Int(bestIndex)
+        return bestEntry
     }
 }
 
@@ -129,27 +208,31 @@ enum GIFQuantizer {
 
     /// A 15-bit histogram (5 bits per channel) of the opaque pixels, as samples carrying their bin's mean colour.
     static func histogram(rgba pixels: UnsafeBufferPointer<UInt8>) -> [Sample] {
-        var count = [Int](repeating: 0, count: 32768)
-        var sums = [Int](repeating: 0, count: 32768 * 3)
-        var index = 0
-        while index + 3 < pixels.count {
-            if pixels[index + 3] >= 128 {
-                let r = Int(pixels[index]), g = Int(pixels[index + 1]), b = Int(pixels[index + 2])
-                let bin = (r >> 3) << 10 | (g >> 3) << 5 | (b >> 3)
-                count[bin] += 1
-                sums[bin * 3] += r
-                sums[bin * 3 + 1] += g
-                sums[bin * 3 + 2] += b
+        // Per bin: the pixel count, then the sums of red, green and blue.
+        var bins = [Int](repeating: 0, count: 32768 * 4)
+        bins.withUnsafeMutableBufferPointer { binsBuffer in
+            let bins = binsBuffer.baseAddress!
+            guard let source = pixels.baseAddress else { return }
+            var index = 0
+            while index + 3 < pixels.count {
+                if source[index + 3] >= 128 {
+                    let r = Int(source[index]), g = Int(source[index + 1]), b = Int(source[index + 2])
+                    let bin = ((r >> 3) << 10 | (g >> 3) << 5 | (b >> 3)) * 4
+                    bins[bin] += 1
+                    bins[bin + 1] += r
+                    bins[bin + 2] += g
+                    bins[bin + 3] += b
+                }
+                index += 4
             }
-            index += 4
         }
         var samples: [Sample] = []
-        for bin in 0..<32768 where count[bin] > 0 {
-            let n = count[bin]
+        for bin in stride(from: 0, to: bins.count, by: 4) where bins[bin] > 0 {
+            let n = bins[bin]
             samples.append(
                 Sample(
-                    r: UInt8((sums[bin * 3] + n / 2) / n), g: UInt8((sums[bin * 3 + 1] + n / 2) / n),
-                    b: UInt8((sums[bin * 3 + 2] + n / 2) / n), weight: n))
+                    r: UInt8((bins[bin + 1] + n / 2) / n), g: UInt8((bins[bin + 2] + n / 2) / n),
+                    b: UInt8((bins[bin + 3] + n / 2) / n), weight: n))
         }
         return samples
     }
@@ -171,13 +254,18 @@ enum GIFQuantizer {
         var boxes: [Box] = [Box(samples)]
         while boxes.count < target {
             // Split the box with the largest (widest range × √weight); stop when none can be split.
-            guard
-                let best = boxes.indices.filter({ boxes[$0].samples.count > 1 && boxes[$0].range > 0 })
-                    .max(by: { boxes[$0].score < boxes[$1].score })
-            else { break }
+            // (The first of equal scores, as `max(by:)` over the splittable boxes would find.)
+            var found: Int?, bestScore = 0.0
+            for index in boxes.indices where boxes[index].samples.count > 1 && boxes[index].range > 0 {
+                if found == nil || boxes[index].score > bestScore {
+                    found = index
+                    bestScore = boxes[index].score
+                }
+            }
+            guard let best = found else { break }
             let box = boxes[best]
             let channel = box.channel
-            let sorted = box.samples.sorted { value($0, channel) < value($1, channel) }
+            let sorted = sortedStably(box.samples, byChannel: channel)
             var running = 0, cut = 1
             for (index, sample) in sorted.enumerated() {
                 running += sample.weight
@@ -242,6 +330,22 @@ enum GIFQuantizer {
 
     private static func value(_ sample: Sample, _ channel: Int) -> UInt8 {
         channel == 0 ? sample.r : channel == 1 ? sample.g : sample.b
+    }
+
+    /// `samples` in order of one channel's value, equal values in their given order: what a stable sort gives,
+    /// as a counting sort (linear in the samples; the median cut's sorts were most of its time).
+    static func sortedStably(_ samples: [Sample], byChannel channel: Int) -> [Sample] {
+        var next = [Int](repeating: 0, count: 257)
+        for sample in samples { next[Int(value(sample, channel)) + 1] += 1 }
+        for key in 1...256 { next[key] += next[key - 1] }
+        return [Sample](unsafeUninitializedCapacity: samples.count) { buffer, initialized in
+            for sample in samples {
+                let key = Int(value(sample, channel))
+                (buffer.baseAddress! + next[key]).initialize(to: sample)
+                next[key] += 1
+            }
+            initialized = samples.count
+        }
     }
 
 }
