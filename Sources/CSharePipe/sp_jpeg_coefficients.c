@@ -23,6 +23,7 @@
 //   entropy decoders (DC first scans add to their own last_dc_val, refinement ORs a bit in), the AC first
 //   scans assign, and refinement only tests against zero (above).
 #include "sp_jpeg_coefficients.h"
+#include "sp_jpeg_band_skip.h"
 
 #include <jerror.h>
 #include <stdint.h>
@@ -287,6 +288,16 @@ static void drop_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row) {
     array->row_dc[row] = NULL;
     count_bytes(cinfo, -(long)dc_bytes);
     if (array->row_length[row] == 0) return;
+    sp_coef_store *store = store_of(cinfo);
+    if (store->skip != NULL && store->skip->active) {
+        // No later scan of this decode reads the row (each stops at the band's end): not even its map stays.
+        free(array->row_data[row]);
+        array->row_data[row] = NULL;
+        count_bytes(cinfo, -(long)array->row_capacity[row]);
+        array->row_capacity[row] = 0;
+        array->row_length[row] = 0;
+        return;
+    }
     uint64_t kept = array->kept & ~1ull;
     uint8_t *data = array->row_data[row], *out = data;
     const uint8_t *in = data;
@@ -400,6 +411,16 @@ static jvirt_barray_ptr store_request_virt_barray(j_common_ptr cinfo, int pool_i
 static void store_realize_virt_arrays(j_common_ptr cinfo) {
     sp_coef_store *store = store_of(cinfo);
     store->base_realize_virt_arrays(cinfo);
+    if (store->skip != NULL) {
+        j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+        // Only the progressive Huffman decoder's state is known (not the sequential one of a multi-scan
+        // baseline file, nor arithmetic coding's).
+        if (cinfo->is_decompressor && dinfo->progressive_mode && !dinfo->arith_code) {
+            sp_band_skip_attach(dinfo, store->skip, &store->keep_end);
+        } else {
+            store->skip->active = 0;
+        }
+    }
     for (sp_coef_array *array = store->arrays; array != NULL; array = array->next) {
         if (array->window != NULL) continue;
         // Smoothing's read-only accesses get one iMCU row beyond the request (see store_access_virt_barray).
@@ -519,6 +540,7 @@ void sp_coef_store_install(j_decompress_ptr cinfo, sp_coef_store *store, long ma
         store->refines = NULL;
         store->later = NULL;
         store->scan_capacity = 0;
+        store->skip = NULL;
         return;
     }
     memset(store, 0, sizeof *store);
@@ -545,6 +567,8 @@ void sp_coef_store_set_band(sp_coef_store *store, long budget, JDIMENSION keep_s
     store->keep_end = keep_end;
     store->min_keep_end = min_keep_end < keep_end ? min_keep_end : keep_end;
 }
+
+void sp_coef_store_set_skip(sp_coef_store *store, struct sp_band_skip *skip) { store->skip = skip; }
 
 void sp_coef_store_set_history(sp_coef_store *store, uint64_t *refines, const uint64_t *later, int scan_capacity) {
     store->refines = refines;

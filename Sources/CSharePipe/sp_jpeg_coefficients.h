@@ -18,7 +18,8 @@
 // (their values freed, their map kept) until it fits again, down to a minimal band. After the last scan the
 // rows of the band, less the margin that block smoothing and context upsampling read around an output row
 // (SP_COEF_MARGIN_BEFORE/AFTER), decode exactly; the reader (sp_jpeg_decode.c) outputs them, then decodes the file
-// again for the next band.
+// again for the next band. With the band skipper (sp_jpeg_band_skip.h, Huffman-coded progressive files) that
+// decode reads each scan over the band's rows only, so rows outside the band hold nothing at all.
 #ifndef SP_JPEG_COEFFICIENTS_H
 #define SP_JPEG_COEFFICIENTS_H
 
@@ -28,6 +29,7 @@
 #include <jpeglib.h>
 
 typedef struct sp_coef_array sp_coef_array;
+struct sp_band_skip;
 
 /// The store's state, one per decompressor; the decompressor's client_data points at it once installed.
 typedef struct {
@@ -56,6 +58,9 @@ typedef struct {
     uint64_t *refines;
     const uint64_t *later;
     int scan_capacity;          // entries of both, per component
+    // With a skipper (sp_jpeg_band_skip.h) a Huffman-coded progressive file's scans are read only over the
+    // band's rows: rows dropped from the band are freed whole (no later scan of this decode reads them).
+    struct sp_band_skip *skip;
 } sp_coef_store;
 
 /// iMCU rows around an output iMCU row whose coefficients its pixels depend on: block smoothing reads the
@@ -73,6 +78,9 @@ void sp_coef_store_install(j_decompress_ptr cinfo, sp_coef_store *store, long ma
 /// over `budget` bytes drop rows from the band's end, down to [keep_start, min_keep_end).
 void sp_coef_store_set_band(sp_coef_store *store, long budget, JDIMENSION keep_start, JDIMENSION keep_end,
                             JDIMENSION min_keep_end);
+
+/// After sp_coef_store_install: the skipper to attach when libjpeg realizes the arrays (NULL: none).
+void sp_coef_store_set_skip(sp_coef_store *store, struct sp_band_skip *skip);
 
 /// After sp_coef_store_install: where to record the refinement scans (`refines`) and, once known, what later
 /// scans refine (`later`, NULL while unknown); `scan_capacity` scan numbers each, 4 components a scan.

@@ -18,6 +18,8 @@ struct ProgressiveStoreTests {
         var pixels: [UInt8] = []
         var storePeak = 0
         var bands = 0
+        /// iMCU rows the entropy decoder read over every scan and band (-1: not counted, see sp_jpeg.h).
+        var entropyRows = -1
     }
 
     /// `bands`: decode in (at most) that many bands with a one-byte budget; 0: one decode.
@@ -62,6 +64,7 @@ struct ProgressiveStoreTests {
         result.status = status == SP_ERR_END ? SP_OK : status
         result.storePeak = sp_jpeg_reader_coefficient_store_peak(handle)
         result.bands = Int(sp_jpeg_reader_band_count(handle))
+        result.entropyRows = sp_jpeg_reader_entropy_rows(handle)
         return result
     }
 
@@ -150,6 +153,31 @@ struct ProgressiveStoreTests {
         // A budget the whole image fits in: one decode.
         let roomy = Self.decode(path, scale: 3, full: false, bands: 8, budget: 4 << 20)
         #expect(roomy.bands == 1 && roomy.pixels == whole.pixels)
+    }
+
+    @Test(
+        "a banded decode reads each scan's rows about once over all bands, keeping nothing outside the band",
+        arguments: [(2, 4), (3, 8), (1, 1000)])
+    func bandsReadEachScanOnce(scale: Int, bands: Int) throws {
+        let path = Fixtures.path("jpeg/progressive.jpg")  // 1600×1200, 4:2:0: 75 iMCU rows, 10 scans
+        let whole = Self.decode(path, scale: scale, full: false)
+        // A budget the whole image fits in: one read, every row of every scan once.
+        let once = Self.decode(path, scale: scale, full: false, bands: 8, budget: 64 << 20)
+        #expect(once.bands == 1 && once.pixels == whole.pixels)
+        #expect(once.entropyRows == 75 * 10, "rows read in one decode: \(once.entropyRows)")
+        let banded = Self.decode(path, scale: scale, full: false, bands: bands, budget: 1)
+        #expect(banded.bands > 2, "bands: \(banded.bands)")
+        #expect(banded.pixels == whole.pixels)
+        // Every read decoding every scan over the whole image would read bands × 750 rows. Each band reads
+        // its own rows, the margins around its output (9 iMCU rows at each boundary) and up to a checkpoint
+        // stride before them.
+        let boundaries = banded.bands - 1
+        #expect(banded.entropyRows >= once.entropyRows)
+        #expect(
+            banded.entropyRows <= (75 + boundaries * 16) * 10,
+            "rows read in \(banded.bands) bands: \(banded.entropyRows) (one decode: \(once.entropyRows))")
+        // Nothing outside the band: below the store of a decode keeping the non-zero map of every block.
+        #expect(banded.storePeak < whole.storePeak / 2, "store \(banded.storePeak) vs \(whole.storePeak)")
     }
 
     @Test("holds a 1600×1200 progressive file at 3/8 in a fraction of libjpeg's coefficient arrays")

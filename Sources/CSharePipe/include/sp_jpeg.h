@@ -66,19 +66,28 @@ sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_ou
 /// coefficients the chosen DCT scale reads plus a non-zero map and decodes the same pixels. For comparisons.
 void sp_jpeg_reader_use_full_coefficients(sp_jpeg_reader *reader, int full);
 /// Before sp_jpeg_reader_start: decode a multi-scan file in bands of output rows when its compact store would
-/// exceed `budget` bytes (0: never). The store then keeps the coefficients of one band and only the non-zero
-/// map elsewhere; each band is a decode of the whole file (the source re-read from its start), at most
-/// `max_bands` of them (a band is at least 1/max_bands of the image, even over the budget). The rows come
-/// out of sp_jpeg_reader_read_rows as from one decode, the same pixels. A file that cannot seek gets one band.
+/// exceed `budget` bytes (0: never). The store then keeps the coefficients of one band; each band is a read
+/// of the file (the source re-read from its start), at most `max_bands` of them (a band is at least
+/// 1/max_bands of the image, even over the budget). A Huffman-coded progressive file's reads decode each
+/// scan over their band's rows only, from checkpoints the previous read saved (sp_jpeg_band_skip.h); other
+/// multi-scan files decode every row in every read, the store keeping the non-zero map outside the band.
+/// The rows come out of sp_jpeg_reader_read_rows as from one decode, the same pixels. A file that cannot
+/// seek gets one band.
 void sp_jpeg_reader_set_band_budget(sp_jpeg_reader *reader, long budget, int max_bands);
 /// How many times the file was decoded so far (bands; 1 without).
 int sp_jpeg_reader_band_count(const sp_jpeg_reader *reader);
+/// With a band budget, for a Huffman-coded progressive file: how many iMCU rows the entropy decoder read, summed
+/// over every scan of every band's read (each scan's rows once, plus the margins the bands share); -1 otherwise.
+long sp_jpeg_reader_entropy_rows(const sp_jpeg_reader *reader);
 /// The most bytes the compact coefficient store held during this decode, over every band (0 for a
 /// single-scan file).
 size_t sp_jpeg_reader_coefficient_store_peak(const sp_jpeg_reader *reader);
 /// The most bytes the compact store keeps for one 8×8 block of a component whose IDCT produces
 /// scaled_size × scaled_size pixels (libjpeg's DCT_scaled_size, 1…16): for MemoryEstimate.
 size_t sp_jpeg_coefficient_store_block_bound(int scaled_size);
+/// The most bytes a banded decode keeps for its entropy decoder checkpoints (each scan read once over all
+/// bands) with the scan limit `max_scans`: for MemoryEstimate.
+size_t sp_jpeg_band_skip_table_bytes(int max_scans);
 /// Reads up to max_rows scanlines into buffer (rows of out_width*out_components bytes, stride row_bytes).
 sp_status sp_jpeg_reader_read_rows(sp_jpeg_reader *reader, uint8_t *buffer, size_t row_bytes, int max_rows,
                                    int *rows_read, char *message);

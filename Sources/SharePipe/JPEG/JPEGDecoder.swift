@@ -4,16 +4,20 @@ import CSharePipe
 /// into the resampler. The full-resolution image is never in memory. A progressive file's coefficients must
 /// be kept for the whole image until its last scan; the shim's compact store keeps only those the DCT scale
 /// reads plus a non-zero map (`sp_jpeg_coefficients.c`, about a fifth of libjpeg's own arrays at 3/8), within
-/// `ImageLimits.maxDecoderMemory`. Past `storeBudget` the file is decoded in bands of rows (one decode of the
-/// whole file per band, the store keeping values for the band only), so the store stays near the budget plus
-/// the non-zero maps of every block (which refinement scans read), up to `maxBands` decodes.
+/// `ImageLimits.maxDecoderMemory`. Past `storeBudget` the file is decoded in bands of rows (the file read once
+/// per band, the store keeping values for the band only), so the store stays near the budget, up to `maxBands`
+/// reads. A Huffman-coded file's reads decode each scan over their own band's rows only, starting from the
+/// entropy decoder's state the previous read saved there (`sp_jpeg_band_skip.c`): every scan is decoded about
+/// once in all, and the store keeps nothing outside the band. Other multi-scan files (arithmetic coding,
+/// multi-scan baseline) decode the whole file per band, the store keeping the non-zero map of every block.
 struct JPEGDecoder: ImageDecoder {
     /// Rows asked of libjpeg at once (each call returns at most one iMCU row); `MemoryEstimate` prices them.
     static let rowBatch = 16
     /// Bytes of the compact coefficient store past which a progressive file is decoded in bands. The bench's
-    /// 24 MP camera file at 3/8 needs 13.7 MB and decodes in one band; its 48 MP file at 2/8 needs 35 MB and
-    /// takes three (each band costs another decode of the whole file). Smaller budgets flatten the peak a little
-    /// and cost decodes: at 12 MiB the 24 MP file takes two (0.7 MB less) and the 48 MP one four (1.3 MB less).
+    /// 24 MP camera file at 3/8 needs 13.7 MB and decodes in one band; its 48 MP file at 2/8 needs 33 MB and
+    /// takes three reads, in which the entropy decoder reads 1.18 times the rows of one decode (the margins the
+    /// bands share, and early scans of rows a band drops when it passes the budget), where each read decoded
+    /// the whole file before.
     static let storeBudget = 14 << 20
     /// The most bands (decodes of the file) one image gets: past that the store exceeds the budget instead
     /// (an image so large that its non-zero map alone fills the budget would otherwise take a decode per row).

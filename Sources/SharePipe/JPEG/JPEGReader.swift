@@ -114,7 +114,8 @@ final class JPEGReader {
 
     /// Starts the DCT-scaled decode. A multi-scan file whose compact coefficient store would exceed
     /// `JPEGDecoder.storeBudget` (or half of `maxDecoderMemory`, if smaller) is decoded in bands of rows, the
-    /// file read once per band (at most `JPEGDecoder.maxBands`); `readRows` returns the rows as from one decode.
+    /// file read once per band (at most `JPEGDecoder.maxBands`; a Huffman-coded file's reads decode only their
+    /// band's rows of each scan); `readRows` returns the rows as from one decode.
     func start(scaleNumerator: Int, space: sp_jpeg_out_space) throws -> (size: PixelSize, components: Int) {
         var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
         var message = shimMessageBuffer()

@@ -362,7 +362,10 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// band to stay within the budget: it then holds the budget, or, when the non-zero map of every block
     /// (a summary byte and up to 8 map bytes each) and the smallest band (1/`maxBands` of the image plus the
     /// margins of 9 iMCU rows, up to 2 block rows each) exceed it, those; plus one window's growth between
-    /// two checks.
+    /// two checks. (A Huffman-coded file's reads keep nothing outside their band, not even the maps: each scan
+    /// is read over the band's rows only; the maps stay in the bound for arithmetic-coded and multi-scan
+    /// baseline files, which the probe does not tell apart.) A banded decode also keeps the entropy decoder's
+    /// checkpoints, at most `sp_jpeg_band_skip_table_bytes` for `JPEGReader.maxScans` scans.
     static func progressiveStoreBytes(
         _ size: PixelSize, components: Int, numerator: Int, budget: Int = 0,
         maxBands: Int = 1
@@ -379,7 +382,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         guard budget > 0, maxBands > 1 else { return whole }
         let maps = components * blocks * 9
         let smallestBand = max(full, subsampled) * (blocksHigh / maxBands + 1 + 9 * 2) / blocksHigh
-        return min(whole, max(budget, maps + smallestBand) + windows + tables)
+        let checkpoints = Int(sp_jpeg_band_skip_table_bytes(Int32(JPEGReader.maxScans)))
+        return min(whole, max(budget, maps + smallestBand) + windows + tables) + checkpoints
     }
 
     /// libjpeg's compressor with `optimize_coding` (always on in `JPEGEncoder`) keeps every coefficient of
