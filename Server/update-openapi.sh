@@ -18,3 +18,5 @@ swift = (
 )
 open("Sources/SharePipeServer/OpenAPIDocument.swift", "w", encoding="utf-8").write(swift)
 PY
+# Laid out as the rest of the tree (CI's `scripts/format --check` compares it with .swift-format).
+swift format format --in-place Sources/SharePipeServer/OpenAPIDocument.swift

@@ -315,6 +315,10 @@ struct PrepareCommand: ParsableCommand {
             throw ExitCode(walk.otherShards > 0 ? ExitStatus.success : ExitStatus.nothingDoneOrFatal)
         }
         reporter.summary()
+        // Files were found, but a folder's subfolders were not walked: say so, or they pass unnoticed.
+        if walk.subfoldersSkipped > 0 {
+            printError("note: \(walk.subfoldersSkipped) subfolder(s) not walked: use --recursive to prepare them too")
+        }
         if let status = reporter.failureStatus { throw ExitCode(status) }
     }
 
@@ -385,6 +389,10 @@ struct StandardIO {
             sink: toStandardOutput ? { try writeStandardOutput($0.bytes) } : nil)
         for each in reports { reporter.fileDone(each) }
         reporter.summary()
+        // Files were found, but a folder's subfolders were not walked: say so, or they pass unnoticed.
+        if walk.subfoldersSkipped > 0 {
+            printError("note: \(walk.subfoldersSkipped) subfolder(s) not walked: use --recursive to prepare them too")
+        }
         if let status = reporter.failureStatus { throw ExitCode(status) }
     }
 

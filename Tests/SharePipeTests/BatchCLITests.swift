@@ -267,6 +267,15 @@ import Testing
         #expect(
             nothing.status == 3 && nothing.stderr.contains("1 subfolder(s) skipped: use --recursive"),
             "\(nothing.stderr)")
+        // Files found beside subfolders that were not walked: prepared, and the skipped subfolders named.
+        // A checksum manifest beside the photos is a sidecar, not a failed image.
+        try Self.copy("jpeg/tiny-16x16.jpg", to: directory + "/in/top.jpg")
+        _ = FileManager.default.createFile(atPath: directory + "/in/MANIFEST.sha256", contents: Data("x\n".utf8))
+        let shallow = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/o2"])
+        #expect(
+            shallow.status == 0 && shallow.stdout.contains("processed 1, failed 0")
+                && shallow.stderr.contains("1 subfolder(s) not walked: use --recursive"),
+            "\(shallow.stdout)\(shallow.stderr)")
         _ = FileManager.default.createFile(atPath: directory + "/file", contents: Data())
         let fatal = try Tool.run(Tool.sharepipe, ["prepare", directory + "/in", "-r", "--out", directory + "/file/o"])
         #expect(fatal.status == 3 && fatal.stderr.split(separator: "\n").count == 1, "\(fatal.stderr)")

@@ -255,7 +255,7 @@ public struct Batch: Sendable {
     /// bytes, not their names: a JPEG called photo.png is still read as a JPEG.
     static let sidecarExtensions: Set<String> = [
         "md", "txt", "xmp", "json", "jsonl", "aae", "tsv", "csv", "html", "xml",
-        "pdf", "mov", "mp4",
+        "pdf", "mov", "mp4", "log", "md5", "sha1", "sha256", "sha512", "sig", "asc",
     ]
 
     static func isSidecar(_ path: String) -> Bool {
