@@ -88,6 +88,24 @@ private struct DiffingFrameSource: AnimationFrameSource {
         #expect(meter.currentBytes == 0, "every picture uncounted after the passes")
     }
 
+    @Test("a pass the ladder follows with a smaller size (all colours and frames, above the floor) writes no spill")
+    func noSpillWhereTheNextStepShrinks() throws {
+        let source = ImageSource.file(path: GIFFixtures.path("disposals.gif"))
+        let opens = Locked(0)
+        var pass = AnimationFramesPass(
+            open: { try DiffingFrameSource(source, opens: opens) }, metadata: [], meter: PixelMemoryMeter())
+        let size = PixelSize(width: 120, height: 90)
+        pass.dimensionFloor = 45
+        let first = try pass.run(AnimatedGIFPlan(size: size, colorBudget: nil), globalUsage: nil, checkpoint: {})
+        #expect(pass.spills?.spill == nil && opens.withLock { $0 } == 1)
+        // At the floor, or with fewer colours, the next step keeps the size: spilled, then read back.
+        let fewer = try pass.run(AnimatedGIFPlan(size: size, colorBudget: 64), globalUsage: nil, checkpoint: {})
+        #expect(pass.spills?.spill != nil && opens.withLock { $0 } == 2)
+        let fewest = try pass.run(AnimatedGIFPlan(size: size, colorBudget: 32), globalUsage: nil, checkpoint: {})
+        #expect(opens.withLock { $0 } == 2)
+        for output in [first, fewer, fewest] { #expect(try DecodedGIF(output.bytes).size == size) }
+    }
+
     @Test("the spill file is unlinked at once (nothing left in its directory) and reads back what was written")
     func spillLeavesNoFile() throws {
         let directory = Fixtures.temporaryDirectory()

@@ -39,10 +39,11 @@ enum AnimationRoute {
             run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
         case .frames(let open, _):
             warnings = info.probeWarnings
-            let pass = AnimationFramesPass(
+            var pass = AnimationFramesPass(
                 open: { try open(source, info, options.limits, meter) }, orientation: plan.orientation,
                 metadata: plan.writtenMetadata.kept, meter: meter)
-            run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
+            pass.dimensionFloor = floor
+            run = { [pass] in try pass.run($0, globalUsage: $1, checkpoint: $2) }
         }
         return AnimationLadder(
             run: run, initial: initial, frameCount: frameCount, dimensionFloor: floor,
@@ -212,7 +213,8 @@ struct AnimationLadder: LadderRunner {
 /// Decoded once per size: a pass that reads the source resamples every frame (kept or not) and spills the
 /// pictures to a temporary file as it goes (`ResampledFrameSpill`: each frame's changed rectangle of the
 /// output picture); a later pass at the same size (fewer colours, fewer frames) reads the spill back frame
-/// by frame instead of decoding and resampling again. A pass at another size reads the source again. The
+/// by frame instead of decoding and resampling again. A pass at another size reads the source again; a pass the
+/// ladder follows with a smaller size anyway (`dimensionFloor`) writes no spill. The
 /// pictures and the changed areas handed to the encoder are the same either way, so the output is too.
 ///
 /// Memory: the source's own canvas (and what its codec keeps), the resampled picture and the one after
@@ -227,6 +229,10 @@ struct AnimationFramesPass {
     let meter: PixelMemoryMeter
     /// The pictures of the last size read from the source, for the passes after it; nil: never spill.
     var spills: ResampledFrameSpill.Holder? = ResampledFrameSpill.Holder()
+    /// The ladder's first dimension floor (`AnimationLadder.dimensionFloor`): a plan with all its colours and
+    /// frames above it is not spilled, since the ladder's next step changes its size (so a job whose first
+    /// attempt fits writes no spill). nil: every pass from the source spills.
+    var dimensionFloor: Int?
 
     func run(_ plan: AnimatedGIFPlan, globalUsage: [Int]?, checkpoint: Pipeline.Checkpoint) throws
         -> AnimatedGIFPass.Output
@@ -241,8 +247,10 @@ struct AnimationFramesPass {
         spills?.spill = nil
         var frames = try open()
         defer { frames.close() }  // an early exit (error, cancelled job) uncounts the source's canvases too
+        let nextStepShrinks =
+            dimensionFloor.map { plan.colorBudget == nil && plan.keepEvery == 1 && plan.size.shortEdge > $0 } ?? false
         let spill =
-            spills == nil
+            spills == nil || nextStepShrinks
             ? nil : ResampledFrameSpill(size: plan.size, canvasSize: frames.canvasSize, loopCount: frames.loopCount)
         let writer = try GIFWriter()
         try writer.begin(container(plan, loopCount: frames.loopCount))
