@@ -48,56 +48,86 @@ static void init_library(void) {
     if (init_error == DE265_OK) sp_libde265.de265_set_verbosity(0);
 }
 
-/// Decodes one tile and copies its visible part. Returns SP_OK or fills `message`.
-static sp_status decode_tile(sp_hevc_tile *tile, int index, char *message) {
-    de265_decoder_context *decoder = sp_libde265.de265_new_decoder();
-    if (decoder == NULL) { snprintf(message, SP_MESSAGE_LENGTH, "tile %d: out of memory for the HEVC decoder", index); return SP_ERR_MEMORY; }
-    sp_status result = SP_OK;
-    const uint8_t *data = tile->data;
+/// Loads libde265 and initialises it once for the process. Returns SP_OK or fills `message`.
+static sp_status require_library(char *message) {
+    sp_status loaded = sp_libde265_require(message);
+    if (loaded != SP_OK) return loaded;
+    pthread_once(&init_once, init_library);
+    if (init_error != DE265_OK) { sp_copy_message(message, sp_libde265.de265_get_error_text(init_error)); return SP_ERR_LIBRARY; }
+    return SP_OK;
+}
+
+/// Pushes `data`'s NAL units (each after its 4-byte big-endian length) into `decoder`. `what` names the data
+/// in messages ("tile 3", "image"), `whose` its owner ("tile's", "image's"). Returns SP_OK or fills `message`.
+static sp_status push_nal_units(de265_decoder_context *decoder, const uint8_t *data, size_t length, const char *what,
+                                const char *whose, char *message) {
     size_t position = 0;
-    while (position < tile->length) {
-        if (tile->length - position < 4) {
-            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: coded data ends inside a NAL unit length", index);
-            result = SP_ERR_LIBRARY;
-            break;
+    while (position < length) {
+        if (length - position < 4) {
+            snprintf(message, SP_MESSAGE_LENGTH, "%s: coded data ends inside a NAL unit length", what);
+            return SP_ERR_LIBRARY;
         }
         uint32_t size = (uint32_t)data[position] << 24 | (uint32_t)data[position + 1] << 16
                       | (uint32_t)data[position + 2] << 8 | (uint32_t)data[position + 3];
         position += 4;
         if (size > (uint32_t)INT_MAX) {   // de265_push_NAL takes an int
-            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: NAL unit of %u bytes is too large", index, size);
-            result = SP_ERR_LIBRARY;
-            break;
+            snprintf(message, SP_MESSAGE_LENGTH, "%s: NAL unit of %u bytes is too large", what, size);
+            return SP_ERR_LIBRARY;
         }
-        if (size > tile->length - position) {
-            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: NAL unit of %u bytes runs past the tile's data", index, size);
-            result = SP_ERR_LIBRARY;
-            break;
+        if (size > length - position) {
+            snprintf(message, SP_MESSAGE_LENGTH, "%s: NAL unit of %u bytes runs past the %s data", what, size, whose);
+            return SP_ERR_LIBRARY;
         }
         de265_error error = sp_libde265.de265_push_NAL(decoder, data + position, (int)size, 0, NULL);
         if (error != DE265_OK) {
-            snprintf(message, SP_MESSAGE_LENGTH, "tile %d: %s", index, sp_libde265.de265_get_error_text(error));
-            result = error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
-            break;
+            snprintf(message, SP_MESSAGE_LENGTH, "%s: %s", what, sp_libde265.de265_get_error_text(error));
+            return error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
         }
         position += size;
     }
+    return SP_OK;
+}
+
+/// One turn of libde265's decoding loop after de265_flush_data: the next picture, or NULL. With NULL, `*status`
+/// is SP_OK when this turn gave no picture (call again while `*more`) or the flushed data has ended (`*more` 0);
+/// otherwise the failure, with `message` filled naming `what`, and `*more` 0.
+static const struct de265_image *decode_step(de265_decoder_context *decoder, int *more, const char *what,
+                                             sp_status *status, char *message) {
+    *more = 0;
+    *status = SP_OK;
+    de265_error error = sp_libde265.de265_decode(decoder, more);
+    if (error != DE265_OK) {
+        *more = 0;
+        // WAITING_FOR_INPUT_DATA at the end of the flushed data is the normal end.
+        if (error != DE265_ERROR_WAITING_FOR_INPUT_DATA) {
+            snprintf(message, SP_MESSAGE_LENGTH, "%s: %s", what, sp_libde265.de265_get_error_text(error));
+            *status = error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+        }
+        return NULL;
+    }
+    return sp_libde265.de265_get_next_picture(decoder);
+}
+
+/// Decodes one tile and copies its visible part. Returns SP_OK or fills `message`.
+static sp_status decode_tile(sp_hevc_tile *tile, int index, char *message) {
+    de265_decoder_context *decoder = sp_libde265.de265_new_decoder();
+    if (decoder == NULL) { snprintf(message, SP_MESSAGE_LENGTH, "tile %d: out of memory for the HEVC decoder", index); return SP_ERR_MEMORY; }
+    char what[32];
+    snprintf(what, sizeof what, "tile %d", index);
+    sp_status result = push_nal_units(decoder, tile->data, tile->length, what, "tile's", message);
     int pictures = 0;
     if (result == SP_OK) {
         sp_libde265.de265_flush_data(decoder);
         int more = 0;
         do {
-            more = 0;
-            de265_error error = sp_libde265.de265_decode(decoder, &more);
-            if (error != DE265_OK) {
-                // WAITING_FOR_INPUT_DATA at the end of the flushed data is the normal end.
-                if (error != DE265_ERROR_WAITING_FOR_INPUT_DATA && pictures == 0) {
-                    snprintf(message, SP_MESSAGE_LENGTH, "tile %d: %s", index, sp_libde265.de265_get_error_text(error));
-                    result = error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
-                }
+            sp_status step = SP_OK;
+            char step_message[SP_MESSAGE_LENGTH] = {0};
+            const struct de265_image *image = decode_step(decoder, &more, what, &step, step_message);
+            if (step != SP_OK) {
+                // A failure once a picture has come ends the loop but not the tile.
+                if (pictures == 0) { result = step; sp_copy_message(message, step_message); }
                 break;
             }
-            const struct de265_image *image = sp_libde265.de265_get_next_picture(decoder);
             if (image == NULL) continue;
             pictures++;
             int width = sp_libde265.de265_get_image_width(image, 0), height = sp_libde265.de265_get_image_height(image, 0);
@@ -188,10 +218,8 @@ sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char
         }
         tile->full_range = tile->color_primaries = tile->transfer_characteristics = tile->matrix_coefficients = -1;
     }
-    sp_status loaded = sp_libde265_require(message);
+    sp_status loaded = require_library(message);
     if (loaded != SP_OK) return loaded;
-    pthread_once(&init_once, init_library);
-    if (init_error != DE265_OK) { sp_copy_message(message, sp_libde265.de265_get_error_text(init_error)); return SP_ERR_LIBRARY; }
     work_queue queue = { .tiles = tiles, .count = count, .next = 0, .result = SP_OK };
     pthread_mutex_init(&queue.lock, NULL);
     int helpers = threads - 1 < count - 1 ? threads - 1 : count - 1;
@@ -214,44 +242,14 @@ sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char
 static sp_status decode_first_picture(de265_decoder_context *decoder, const uint8_t *data, size_t length,
                                       const struct de265_image **picture, char *message) {
     *picture = NULL;
-    size_t position = 0;
-    while (position < length) {
-        if (length - position < 4) {
-            sp_copy_message(message, "image: coded data ends inside a NAL unit length");
-            return SP_ERR_LIBRARY;
-        }
-        uint32_t size = (uint32_t)data[position] << 24 | (uint32_t)data[position + 1] << 16
-                      | (uint32_t)data[position + 2] << 8 | (uint32_t)data[position + 3];
-        position += 4;
-        if (size > (uint32_t)INT_MAX) {   // de265_push_NAL takes an int
-            snprintf(message, SP_MESSAGE_LENGTH, "image: NAL unit of %u bytes is too large", size);
-            return SP_ERR_LIBRARY;
-        }
-        if (size > length - position) {
-            snprintf(message, SP_MESSAGE_LENGTH, "image: NAL unit of %u bytes runs past the image's data", size);
-            return SP_ERR_LIBRARY;
-        }
-        de265_error error = sp_libde265.de265_push_NAL(decoder, data + position, (int)size, 0, NULL);
-        if (error != DE265_OK) {
-            snprintf(message, SP_MESSAGE_LENGTH, "image: %s", sp_libde265.de265_get_error_text(error));
-            return error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
-        }
-        position += size;
-    }
+    sp_status pushed = push_nal_units(decoder, data, length, "image", "image's", message);
+    if (pushed != SP_OK) return pushed;
     sp_libde265.de265_flush_data(decoder);
     int more = 0;
     do {
-        more = 0;
-        de265_error error = sp_libde265.de265_decode(decoder, &more);
-        if (error != DE265_OK) {
-            // WAITING_FOR_INPUT_DATA at the end of the flushed data is the normal end.
-            if (error != DE265_ERROR_WAITING_FOR_INPUT_DATA) {
-                snprintf(message, SP_MESSAGE_LENGTH, "image: %s", sp_libde265.de265_get_error_text(error));
-                return error == DE265_ERROR_OUT_OF_MEMORY ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
-            }
-            break;
-        }
-        *picture = sp_libde265.de265_get_next_picture(decoder);
+        sp_status step = SP_OK;
+        *picture = decode_step(decoder, &more, "image", &step, message);
+        if (step != SP_OK) return step;
         if (*picture != NULL) return SP_OK;
     } while (more);
     sp_copy_message(message, "image: no picture decoded");
@@ -271,10 +269,8 @@ sp_status sp_hevc_decode_image(const uint8_t *data, size_t length, int width, in
         sp_copy_message(message, "image: bad arguments");
         return SP_ERR_ARGUMENT;
     }
-    sp_status loaded = sp_libde265_require(message);
+    sp_status loaded = require_library(message);
     if (loaded != SP_OK) return loaded;
-    pthread_once(&init_once, init_library);
-    if (init_error != DE265_OK) { sp_copy_message(message, sp_libde265.de265_get_error_text(init_error)); return SP_ERR_LIBRARY; }
     sp_hevc_image *image = calloc(1, sizeof *image);
     if (image == NULL) { sp_copy_message(message, "image: out of memory"); return SP_ERR_MEMORY; }
     image->decoder = sp_libde265.de265_new_decoder();

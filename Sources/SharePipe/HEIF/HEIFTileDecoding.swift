@@ -91,9 +91,7 @@ enum HEIFTileDecoding {
         let xShift = grid.chroma == 3 ? 0 : 1
 
         // Resampled as coded; the transforms turn the small result.
-        let shown = PixelSize(
-            width: min(target.width, grid.displayedSize.width), height: min(target.height, grid.displayedSize.height))
-        let codedTarget = grid.orientation.swapsAxes ? shown.transposed : shown
+        let codedTarget = codedTarget(grid, target)
 
         meter.allocate(estimate)
         defer { meter.release(estimate) }
@@ -159,29 +157,23 @@ enum HEIFTileDecoding {
             for tile in decoded {
                 try checkColour(
                     grid,
-                    decoded: HEIFGrid.Colour(
-                        primaries: Int(tile.color_primaries),
-                        transfer: Int(tile.transfer_characteristics),
-                        matrix: Int(tile.matrix_coefficients), fullRange: tile.full_range != 0),
+                    decoded: decodedColour(
+                        tile.color_primaries, tile.transfer_characteristics, tile.matrix_coefficients,
+                        tile.full_range),
                     what: "grid tile \(tile.index)", file: name)
             }
             let rowMatrix = matrix
             try withUnsafeBufferPointers(luma, cb, cr) { y, cbPlane, crPlane in
-                var planes = sp_heif_planes()
-                planes.width = Int32(width)
-                planes.height = Int32(tileHeight)  // the whole buffer: the converter infers subsampling from it
-                planes.chroma = grid.chroma
-                planes.bits = 8
-                planes.chroma_bits = 8
-                planes.y = y.baseAddress
-                planes.cb = cbPlane.baseAddress
-                planes.cr = crPlane.baseAddress
-                planes.y_stride = Int32(width)
-                planes.cb_stride = Int32(chromaWidth)
-                planes.cr_stride = Int32(chromaWidth)
-                planes.chroma_width = Int32(chromaWidth)
-                planes.chroma_height = Int32(chromaHeight)
-                let converter = HEIFRowConverter(planes: planes, matrix: rowMatrix, premultiplied: false)
+                var buffers = sp_hevc_planes()
+                buffers.y = y.baseAddress
+                buffers.cb = cbPlane.baseAddress
+                buffers.cr = crPlane.baseAddress
+                buffers.y_stride = Int32(width)
+                (buffers.cb_stride, buffers.cr_stride) = (Int32(chromaWidth), Int32(chromaWidth))
+                (buffers.chroma_width, buffers.chroma_height) = (Int32(chromaWidth), Int32(chromaHeight))
+                // The whole buffer's height: the converter infers the subsampling from it.
+                let converter = converter(
+                    buffers, size: PixelSize(width: width, height: tileHeight), chroma: grid.chroma, matrix: rowMatrix)
                 try row.withUnsafeMutableBufferPointer { buffer in
                     for y in 0..<rowsHere {
                         converter.convertRow(y, into: buffer.baseAddress!)
@@ -191,6 +183,43 @@ enum HEIFTileDecoding {
             }
         }
         return oriented(try resampler.finish(), grid: grid, meter: meter)
+    }
+
+    /// The size to resample to, as coded: `target` (as displayed, at most the displayed size) before the
+    /// grid's transforms.
+    private static func codedTarget(_ grid: HEIFGrid, _ target: PixelSize) -> PixelSize {
+        let shown = PixelSize(
+            width: min(target.width, grid.displayedSize.width), height: min(target.height, grid.displayedSize.height))
+        return grid.orientation.swapsAxes ? shown.transposed : shown
+    }
+
+    /// The row converter of 8-bit planes as libde265 decodes them (`size`: the luma plane's).
+    private static func converter(
+        _ decoded: sp_hevc_planes, size: PixelSize, chroma: Int32, matrix: YCbCrMatrix
+    ) -> HEIFRowConverter {
+        var planes = sp_heif_planes()
+        planes.width = Int32(size.width)
+        planes.height = Int32(size.height)
+        planes.chroma = chroma
+        planes.bits = 8
+        planes.chroma_bits = 8
+        planes.y = decoded.y
+        planes.cb = decoded.cb
+        planes.cr = decoded.cr
+        planes.y_stride = decoded.y_stride
+        planes.cb_stride = decoded.cb_stride
+        planes.cr_stride = decoded.cr_stride
+        planes.chroma_width = decoded.chroma_width
+        planes.chroma_height = decoded.chroma_height
+        return HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: false)
+    }
+
+    /// The colour a decoded picture says it has (libde265's VUI values).
+    private static func decodedColour(_ primaries: Int32, _ transfer: Int32, _ matrix: Int32, _ fullRange: Int32)
+        -> HEIFGrid.Colour
+    {
+        HEIFGrid.Colour(
+            primaries: Int(primaries), transfer: Int(transfer), matrix: Int(matrix), fullRange: fullRange != 0)
     }
 
     /// The small result turned by the grid's transforms.
@@ -244,9 +273,7 @@ enum HEIFTileDecoding {
         guard let colour = grid.colour, let matrix = matrix(colour) else {
             throw SharePipeError.internalError(file: name, reason: "HEIF image colour the plan did not settle")
         }
-        let shown = PixelSize(
-            width: min(target.width, grid.displayedSize.width), height: min(target.height, grid.displayedSize.height))
-        let codedTarget = grid.orientation.swapsAxes ? shown.transposed : shown
+        let codedTarget = codedTarget(grid, target)
         meter.allocate(estimate)
         defer { meter.release(estimate) }
         var image: OpaquePointer?
@@ -266,26 +293,11 @@ enum HEIFTileDecoding {
         try checkShim(status, message, file: name, phase: .decode)
         try checkColour(
             grid,
-            decoded: HEIFGrid.Colour(
-                primaries: Int(decoded.color_primaries),
-                transfer: Int(decoded.transfer_characteristics),
-                matrix: Int(decoded.matrix_coefficients), fullRange: decoded.full_range != 0),
+            decoded: decodedColour(
+                decoded.color_primaries, decoded.transfer_characteristics, decoded.matrix_coefficients,
+                decoded.full_range),
             what: "image", file: name)
-        var planes = sp_heif_planes()
-        planes.width = Int32(grid.size.width)
-        planes.height = Int32(grid.size.height)
-        planes.chroma = grid.chroma
-        planes.bits = 8
-        planes.chroma_bits = 8
-        planes.y = decoded.y
-        planes.cb = decoded.cb
-        planes.cr = decoded.cr
-        planes.y_stride = decoded.y_stride
-        planes.cb_stride = decoded.cb_stride
-        planes.cr_stride = decoded.cr_stride
-        planes.chroma_width = decoded.chroma_width
-        planes.chroma_height = decoded.chroma_height
-        let converter = HEIFRowConverter(planes: planes, matrix: matrix, premultiplied: false)
+        let converter = converter(decoded, size: grid.size, chroma: grid.chroma, matrix: matrix)
         return oriented(
             try converter.resampled(size: grid.size, to: codedTarget, meter: meter), grid: grid, meter: meter)
     }
