@@ -41,6 +41,8 @@ struct PNGFitTests {
         let sizes = try encodedSizes("photo-160x120.png")
         let limit = 20_000
         try #require(sizes.zlib9 > limit)
+        // More than 10 % over at zlib 3: zlib 9 (a few per cent smaller at best) is not tried at this size.
+        try #require(Double(sizes.first) > Double(limit) * LosslessLadder.strongerEffortReach)
         let result = try Pipeline.prepare(
             PNGFixtures.source("photo-160x120.png"),
             options: PrepareOptions(maxBytes: limit, allowFormatChange: true))
@@ -49,8 +51,8 @@ struct PNGFitTests {
         #expect(result.byteCount <= limit)
         #expect(result.adjustments == ["PNG → JPEG"])
         #expect(result.quality != nil)
-        #expect(result.attempts.prefix(2).map(\.note) == ["zlib 3", "zlib 9"])
-        #expect(result.attempts.dropFirst(2).allSatisfy { $0.format == .jpeg && $0.note == "PNG → JPEG" })
+        #expect(result.attempts.first?.note == "zlib 3")
+        #expect(result.attempts.dropFirst().allSatisfy { $0.format == .jpeg && $0.note == "PNG → JPEG" })
         #expect(ImageFormat.sniff(result.bytes) == .jpeg)
         #expect(try Decode.bitmap(result.bytes).size == PixelSize(width: 160, height: 120))
     }
@@ -58,6 +60,8 @@ struct PNGFitTests {
     @Test("without a format change the PNG gets smaller dimensions, at the strongest setting")
     func smallerDimensions() throws {
         let limit = 20_000
+        let sizes = try encodedSizes("photo-160x120.png")
+        try #require(Double(sizes.first) > Double(limit) * LosslessLadder.strongerEffortReach)
         let result = try Pipeline.prepare(
             PNGFixtures.source("photo-160x120.png"),
             options: PrepareOptions(maxBytes: limit, allowFormatChange: false))
@@ -66,7 +70,9 @@ struct PNGFitTests {
         #expect(result.size.width < 160 && result.size.height < 120)
         #expect(result.adjustments == ["zlib 9", "dimensions reduced to fit"])
         #expect(result.attempts.allSatisfy { $0.format == .png })
-        #expect(result.attempts.dropFirst(2).allSatisfy { $0.note == "zlib 9" }, "smaller sizes start at zlib 9")
+        // Far over the limit at zlib 3, so no zlib 9 at the first size; the smaller sizes start at zlib 9.
+        #expect(result.attempts.first?.note == "zlib 3")
+        #expect(result.attempts.dropFirst().allSatisfy { $0.note == "zlib 9" }, "smaller sizes start at zlib 9")
         #expect(try Decode.bitmap(result.bytes).size == result.size)
     }
 

@@ -10,4 +10,5 @@
 #include "sp_hevc.h"
 #include "sp_webp.h"
 #include "sp_color.h"
+#include "sp_resample.h"
 #endif

@@ -1,5 +1,7 @@
 /// `FittingLadder.lossless`: for each size, cheapest loss first:
-///   1. the lossless encoder at each effort (the default zlib level, then the strongest settings: "zlib 9");
+///   1. the lossless encoder at each effort (the default zlib level, then the strongest settings: "zlib 9"),
+///      the stronger ones only when the first encode is within `strongerEffortReach` of the limit (zlib 9
+///      saves a few per cent over zlib 3 on photos, at several times its time);
 ///   2. where a format change is allowed and the image has no meaningful alpha (every pixel opaque at
 ///      this size), the changed format searched over its quality range: "PNG → JPEG";
 ///   3. otherwise a smaller size, by about sqrt(limit / bytes) of the smallest encode at this size.
@@ -18,6 +20,10 @@ struct LosslessLadder: LadderRunner {
     /// The first effort: a fit there is no adjustment.
     let defaultEffort: Int?
     private var changesFormat = false
+    /// How far over the limit (limit × this) the first effort's encode may be for the stronger efforts to be
+    /// tried at the same size: above what zlib 9 saved over zlib 3 on the photos measured (issue 22: the 30
+    /// RGBA PNGs of bench/compare's batch at 1080 short edge, 0.6–6.4 %).
+    static let strongerEffortReach = 1.10
 
     init(
         sizes: StillSizes, encoder: any ImageEncoder, efforts: [Int], strongest: Int, quality: Int, progressive: Bool,
@@ -49,6 +55,9 @@ struct LosslessLadder: LadderRunner {
                     return FittingDriver.Fit(
                         bytes: bytes, format: encoder.format, size: oriented.size, quality: nil,
                         metadata: metadata, adjustments: effortNote + sizes.adjustments)
+                }
+                if effort == defaultEffort && Double(bytes.count) > Double(log.limit) * Self.strongerEffortReach {
+                    break
                 }
             }
             efforts = [strongest]

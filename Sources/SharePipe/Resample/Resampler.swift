@@ -1,3 +1,5 @@
+import CSharePipe
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -15,6 +17,10 @@
 /// 0...255 scale, 16-bit sources keeping their fraction, or 8-bit rows; straight alpha), and `finish()` gives
 /// the small output bitmap. Only a window of rows is ever held, never the whole decoded image.
 ///
+/// Opaque layouts (gray, RGB) filter in fixed point, as libvips and pillow-simd do: int16 samples and
+/// weights, int32 sums, SSE2 kernels in the shim (`sp_resample.h`); the ring between the passes keeps six
+/// fraction bits. Layouts with alpha filter in Float (premultiplied), with the kernels the GIF picture
+/// resampler shares (`ResampleKernels`), so its pictures stay exactly what this resampler makes.
 struct LanczosResampler {
     let source: PixelSize
     let target: PixelSize
@@ -22,10 +28,22 @@ struct LanczosResampler {
     private let channels: Int
     private let horizontal: FilterWeights
     private let vertical: FilterWeights
+    /// Gray and RGB: fixed point (`fixedRing`, `expandedRow`, the `fixed…` weights); with alpha: Float (`ring`).
+    private let fixedPoint: Bool
     private var ring: [Float]
     private let ringRows: Int
+    /// Float input rows (always with alpha; in fixed point only for Float pushes, allocated on the first).
     private var inputRow: [Float]
+    /// Horizontal sums: with alpha, the vertical pass's sums; in fixed point, a Float row's horizontal pass.
     private var accumulator: [Float]
+    private let fixedHorizontal: FixedFilterWeights?
+    private let fixedVertical: FixedFilterWeights?
+    /// Fixed point: `ringRows` rows of `ringStride` int16 samples (one spare sample each, see
+    /// `sp_resample_horizontal`).
+    private var fixedRing: [Int16]
+    private let ringStride: Int
+    /// Fixed point: the 8-bit row expanded for the horizontal kernel (allocated on the first 8-bit push).
+    private var expandedRow: [Int16] = []
     private var output: [UInt8]
     private var rowsIn = 0
     private var rowsOut = 0
@@ -34,8 +52,13 @@ struct LanczosResampler {
     /// Whether `countedBytes` are still in the meter (until `finish` or `discard`).
     private var counted = true
 
-    init(from source: PixelSize, to target: PixelSize, layout: PixelLayout, meter: PixelMemoryMeter) {
+    /// `fixedPoint`: nil (the pipeline) picks fixed point for the opaque layouts; tests compare both.
+    init(
+        from source: PixelSize, to target: PixelSize, layout: PixelLayout, meter: PixelMemoryMeter,
+        fixedPoint: Bool? = nil
+    ) {
         precondition(target.width >= 1 && target.height >= 1 && source.width >= 1 && source.height >= 1)
+        precondition(fixedPoint != true || !layout.hasAlpha, "fixed point filters opaque layouts only")
         self.source = source
         self.target = target
         self.layout = layout
@@ -43,17 +66,37 @@ struct LanczosResampler {
         self.horizontal = FilterWeights(inputSize: source.width, outputSize: target.width)
         self.vertical = FilterWeights(inputSize: source.height, outputSize: target.height)
         self.ringRows = vertical.maxTaps
-        self.ring = [Float](repeating: 0, count: ringRows * target.width * layout.channels)
-        self.inputRow = [Float](repeating: 0, count: source.width * layout.channels)
-        self.accumulator = [Float](repeating: 0, count: target.width * layout.channels)
+        let rowLength = target.width * layout.channels
+        let fixedPoint = fixedPoint ?? !layout.hasAlpha
+        self.fixedPoint = fixedPoint
+        if fixedPoint {
+            self.fixedHorizontal = horizontal.fixedPoint()
+            self.fixedVertical = vertical.fixedPoint()
+            self.ringStride = rowLength + 1
+            self.fixedRing = [Int16](repeating: 0, count: ringRows * (rowLength + 1))
+            self.ring = []
+            self.inputRow = []
+            self.accumulator = []
+        } else {
+            self.fixedHorizontal = nil
+            self.fixedVertical = nil
+            self.ringStride = rowLength
+            self.fixedRing = []
+            self.ring = [Float](repeating: 0, count: ringRows * rowLength)
+            self.inputRow = [Float](repeating: 0, count: source.width * layout.channels)
+            self.accumulator = [Float](repeating: 0, count: rowLength)
+        }
         self.output = [UInt8](repeating: 0, count: target.area * layout.channels)
         self.meter = meter
-        self.countedBytes =
-            (ring.count + inputRow.count + accumulator.count) * MemoryLayout<Float>.stride + output.count
+        // What the Float resampler holds, for every layout: the fixed-point buffers (an int16 ring, and either
+        // an expanded int16 row or a Float row and its horizontal sums) never hold more, so the estimate and the
+        // meter stay what they were.
+        self.countedBytes = Self.memoryEstimate(from: source, to: target, channels: layout.channels)
         meter.allocate(countedBytes)
     }
 
-    /// What a resampler for these sizes counts in the meter (for memory estimates).
+    /// What a resampler for these sizes counts in the meter (for memory estimates): its Float buffers, an upper
+    /// bound for the fixed-point ones.
     static func memoryEstimate(from source: PixelSize, to target: PixelSize, channels: Int) -> Int {
         let taps = FilterWeights(inputSize: source.height, outputSize: target.height).maxTaps
         let floats = (taps * target.width + source.width + target.width) * channels
@@ -65,6 +108,10 @@ struct LanczosResampler {
     mutating func push(row: UnsafeBufferPointer<UInt8>) throws {
         if rowsIn % PixelMemoryMeter.rowsPerCheck == 0 { try meter.checkCancellation() }
         precondition(row.count >= source.width * channels)
+        if fixedPoint {
+            consumeFixedRow(row.baseAddress!)
+            return
+        }
         let count = source.width * channels
         inputRow.withUnsafeMutableBufferPointer { floats in
             ResampleKernels.load(row.baseAddress!, count: count, into: floats.baseAddress!)
@@ -77,10 +124,91 @@ struct LanczosResampler {
         if rowsIn % PixelMemoryMeter.rowsPerCheck == 0 { try meter.checkCancellation() }
         precondition(row.count >= source.width * channels)
         let count = source.width * channels
+        if inputRow.isEmpty {
+            inputRow = [Float](repeating: 0, count: count)
+            accumulator = [Float](repeating: 0, count: target.width * channels)
+        }
         inputRow.withUnsafeMutableBufferPointer { floats in
             floats.baseAddress!.update(from: row.baseAddress!, count: count)
         }
+        if fixedPoint {
+            consumeFixedFloatRow()
+            return
+        }
         consumeInputRow()
+    }
+
+    /// Fixed point, an 8-bit row: expanded to int16, then the horizontal kernel into the ring.
+    private mutating func consumeFixedRow(_ row: UnsafePointer<UInt8>) {
+        guard rowsIn < source.height, let weights = fixedHorizontal else { return }
+        let samplesPerPixel = channels == 3 ? 4 : channels
+        if expandedRow.isEmpty {
+            expandedRow = [Int16](
+                repeating: 0, count: (source.width + Int(SP_RESAMPLE_ROW_PADDING)) * samplesPerPixel)
+        }
+        let slot = rowsIn % ringRows
+        let ringStride = self.ringStride, channels = self.channels, width = source.width
+        expandedRow.withUnsafeMutableBufferPointer { expanded in
+            sp_resample_expand_row(row, Int32(width), Int32(channels), expanded.baseAddress!)
+            fixedRing.withUnsafeMutableBufferPointer { ringBuffer in
+                weights.horizontal(
+                    UnsafePointer(expanded.baseAddress!), channels: channels,
+                    into: ringBuffer.baseAddress! + slot * ringStride)
+            }
+        }
+        rowsIn += 1
+        emitReadyRows()
+    }
+
+    /// Fixed point, a Float row (16-bit sources): the horizontal pass in Float, its sums rounded to the ring's
+    /// fraction bits.
+    private mutating func consumeFixedFloatRow() {
+        guard rowsIn < source.height else { return }
+        let slot = rowsIn % ringRows
+        let rowLength = target.width * channels
+        let ringStride = self.ringStride, channels = self.channels, horizontal = self.horizontal
+        inputRow.withUnsafeBufferPointer { input in
+            accumulator.withUnsafeMutableBufferPointer { sums in
+                horizontal.apply(input: input.baseAddress!, output: sums.baseAddress!, channels: channels)
+                fixedRing.withUnsafeMutableBufferPointer { ringBuffer in
+                    let out = ringBuffer.baseAddress! + slot * ringStride
+                    let scale = Float(1 << SP_RESAMPLE_RING_BITS)
+                    for i in 0..<rowLength {
+                        out[i] = Int16(min(max((sums[i] * scale).rounded(), -32768), 32767))
+                    }
+                }
+            }
+        }
+        rowsIn += 1
+        emitReadyRows()
+    }
+
+    private mutating func emitReadyRows() {
+        while rowsOut < target.height && vertical.end(rowsOut) <= rowsIn {
+            if fixedPoint { emitFixedOutputRow() } else { emitOutputRow() }
+        }
+    }
+
+    private mutating func emitFixedOutputRow() {
+        guard let weights = fixedVertical else { return }
+        let y = rowsOut
+        let rowLength = target.width * channels
+        let start = vertical.start(y), taps = vertical.count(y)
+        let ringRows = self.ringRows, ringStride = self.ringStride
+        fixedRing.withUnsafeBufferPointer { ringBuffer in
+            output.withUnsafeMutableBufferPointer { out in
+                withUnsafeTemporaryAllocation(of: UnsafePointer<Int16>?.self, capacity: taps) { rows in
+                    for t in 0..<taps {
+                        rows[t] = ringBuffer.baseAddress! + ((start + t) % ringRows) * ringStride
+                    }
+                    weights.withWeights(of: y) { w in
+                        sp_resample_vertical(
+                            rows.baseAddress!, w, Int32(taps), Int32(rowLength), out.baseAddress! + y * rowLength)
+                    }
+                }
+            }
+        }
+        rowsOut += 1
     }
 
     private mutating func consumeInputRow() {
@@ -99,9 +227,7 @@ struct LanczosResampler {
             }
         }
         rowsIn += 1
-        while rowsOut < target.height && vertical.end(rowsOut) <= rowsIn {
-            emitOutputRow()
-        }
+        emitReadyRows()
     }
 
     // The per-row functions here (and `FilterWeights.apply`) nest their own `withUnsafe…` closures rather
@@ -403,5 +529,62 @@ struct FilterWeights: Sendable {
                 }
             }
         }
+    }
+}
+
+/// `FilterWeights` in fixed point for the shim's kernels (`sp_resample.h`): each output's weights rounded to
+/// int16 with `SP_RESAMPLE_WEIGHT_BITS` fraction bits, the rounding error put on its largest weight so they
+/// sum to exactly 1 (a flat area stays flat), zeros after its taps up to `stride` (a multiple of 8).
+struct FixedFilterWeights: Sendable {
+    let stride: Int
+    let starts: [Int32]
+    let counts: [Int32]
+    let weights: [Int16]
+
+    init(starts: [Int], counts: [Int], weights: (Int, Int) -> Float, outputs: Int, maxTaps: Int) {
+        let stride = (maxTaps + 7) / 8 * 8
+        let one = 1 << Int(SP_RESAMPLE_WEIGHT_BITS)
+        var fixed = [Int16](repeating: 0, count: outputs * stride)
+        for i in 0..<outputs {
+            var total = 0, largest = 0
+            for t in 0..<counts[i] {
+                let value = Int((Double(weights(i, t)) * Double(one)).rounded())
+                fixed[i * stride + t] = Int16(clamping: value)
+                total += Int(fixed[i * stride + t])
+                if abs(Int(fixed[i * stride + t])) > abs(Int(fixed[i * stride + largest])) { largest = t }
+            }
+            fixed[i * stride + largest] = Int16(clamping: Int(fixed[i * stride + largest]) + one - total)
+        }
+        self.stride = stride
+        self.starts = starts.map { Int32($0) }
+        self.counts = counts.map { Int32($0) }
+        self.weights = fixed
+    }
+
+    /// The horizontal pass over one row expanded by `sp_resample_expand_row` (and padded).
+    func horizontal(_ expanded: UnsafePointer<Int16>, channels: Int, into out: UnsafeMutablePointer<Int16>) {
+        starts.withUnsafeBufferPointer { starts in
+            counts.withUnsafeBufferPointer { counts in
+                weights.withUnsafeBufferPointer { weights in
+                    sp_resample_horizontal(
+                        expanded, Int32(channels), starts.baseAddress!, counts.baseAddress!, weights.baseAddress!,
+                        Int32(stride), Int32(starts.count), out)
+                }
+            }
+        }
+    }
+
+    /// Calls `body` with the weights of output `i`.
+    func withWeights<R>(of i: Int, _ body: (UnsafePointer<Int16>) throws -> R) rethrows -> R {
+        try weights.withUnsafeBufferPointer { try body($0.baseAddress! + i * stride) }
+    }
+}
+
+extension FilterWeights {
+    /// These weights in fixed point.
+    func fixedPoint() -> FixedFilterWeights {
+        FixedFilterWeights(
+            starts: starts, counts: counts, weights: { i, t in self.weights[i * self.maxTaps + t] },
+            outputs: outputSize, maxTaps: maxTaps)
     }
 }
