@@ -6,6 +6,7 @@
 
 #include "sp_lazy.h"
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,15 +237,46 @@ sp_status sp_hevc_decode_tiles(sp_hevc_tile *tiles, int count, int threads, char
     return queue.result;
 }
 
-/// Decodes the image of `data` (4-byte length-prefixed NAL units) with `decoder` as decode_tile does, up to
-/// its first picture, which stays in the decoder (not released). Returns SP_OK with `*picture` set, or fills
-/// `message`.
-static sp_status decode_first_picture(de265_decoder_context *decoder, const uint8_t *data, size_t length,
-                                      const struct de265_image **picture, char *message) {
+struct sp_hevc_image {
+    de265_decoder_context *decoder;
+    int width, height, chroma;  // what the picture must be
+};
+
+sp_status sp_hevc_image_open(const uint8_t *data, size_t length, int width, int height, int chroma,
+                             sp_hevc_image **out, char *message) {
+    if (out == NULL) { sp_copy_message(message, "no output"); return SP_ERR_ARGUMENT; }
+    *out = NULL;
+    if (data == NULL || length == 0 || width <= 0 || height <= 0 || chroma < 1 || chroma > 3) {
+        sp_copy_message(message, "image: bad arguments");
+        return SP_ERR_ARGUMENT;
+    }
+    sp_status loaded = require_library(message);
+    if (loaded != SP_OK) return loaded;
+    sp_hevc_image *image = calloc(1, sizeof *image);
+    if (image == NULL) { sp_copy_message(message, "image: out of memory"); return SP_ERR_MEMORY; }
+    image->width = width;
+    image->height = height;
+    image->chroma = chroma;
+    image->decoder = sp_libde265.de265_new_decoder();
+    if (image->decoder == NULL) {
+        sp_hevc_image_free(image);
+        sp_copy_message(message, "image: out of memory for the HEVC decoder");
+        return SP_ERR_MEMORY;
+    }
+    sp_status pushed = push_nal_units(image->decoder, data, length, "image", "image's", message);
+    if (pushed != SP_OK) {
+        sp_hevc_image_free(image);
+        return pushed;
+    }
+    sp_libde265.de265_flush_data(image->decoder);
+    *out = image;
+    return SP_OK;
+}
+
+/// Decodes up to the decoder's first picture, which stays in the decoder (not released). Returns SP_OK with
+/// `*picture` set, or fills `message`.
+static sp_status decode_first_picture(de265_decoder_context *decoder, const struct de265_image **picture, char *message) {
     *picture = NULL;
-    sp_status pushed = push_nal_units(decoder, data, length, "image", "image's", message);
-    if (pushed != SP_OK) return pushed;
-    sp_libde265.de265_flush_data(decoder);
     int more = 0;
     do {
         sp_status step = SP_OK;
@@ -256,50 +288,30 @@ static sp_status decode_first_picture(de265_decoder_context *decoder, const uint
     return SP_ERR_LIBRARY;
 }
 
-struct sp_hevc_image {
-    de265_decoder_context *decoder;
-};
-
-sp_status sp_hevc_decode_image(const uint8_t *data, size_t length, int width, int height, int chroma,
-                               sp_hevc_image **out, sp_hevc_planes *planes, char *message) {
-    if (out == NULL || planes == NULL) { sp_copy_message(message, "no output"); return SP_ERR_ARGUMENT; }
-    *out = NULL;
+sp_status sp_hevc_image_decode(sp_hevc_image *image, sp_hevc_planes *planes, char *message) {
+    if (planes == NULL) { sp_copy_message(message, "no output"); return SP_ERR_ARGUMENT; }
     memset(planes, 0, sizeof *planes);
-    if (data == NULL || length == 0 || width <= 0 || height <= 0 || chroma < 1 || chroma > 3) {
-        sp_copy_message(message, "image: bad arguments");
-        return SP_ERR_ARGUMENT;
-    }
-    sp_status loaded = require_library(message);
-    if (loaded != SP_OK) return loaded;
-    sp_hevc_image *image = calloc(1, sizeof *image);
-    if (image == NULL) { sp_copy_message(message, "image: out of memory"); return SP_ERR_MEMORY; }
-    image->decoder = sp_libde265.de265_new_decoder();
-    if (image->decoder == NULL) {
-        free(image);
-        sp_copy_message(message, "image: out of memory for the HEVC decoder");
-        return SP_ERR_MEMORY;
-    }
+    if (image == NULL || image->decoder == NULL) { sp_copy_message(message, "image: not opened"); return SP_ERR_ARGUMENT; }
+    // The caller's copy of the coded data, freed after sp_hevc_image_open, is usually in glibc's heap (its mmap
+    // threshold grows past such sizes once a larger block was freed), where its pages would stay resident
+    // through the decode's peak: hand them back first.
+    malloc_trim(0);
     const struct de265_image *picture = NULL;
-    sp_status result = decode_first_picture(image->decoder, data, length, &picture, message);
-    if (result == SP_OK) {
-        int decoded_width = sp_libde265.de265_get_image_width(picture, 0), decoded_height = sp_libde265.de265_get_image_height(picture, 0);
-        int decoded_chroma = (int)sp_libde265.de265_get_chroma_format(picture);
-        if (decoded_width != width || decoded_height != height || decoded_chroma != chroma) {
-            snprintf(message, SP_MESSAGE_LENGTH, "image decodes to %d×%d (chroma %d), its boxes say %d×%d (chroma %d)",
-                     decoded_width, decoded_height, decoded_chroma, width, height, chroma);
-            result = SP_ERR_LIBRARY;
-        }
-        for (int c = 0; c < 3 && result == SP_OK; c++) {
-            if (sp_libde265.de265_get_bits_per_pixel(picture, c) != 8) {
-                snprintf(message, SP_MESSAGE_LENGTH, "image: %d bits per sample (8 expected)",
-                         sp_libde265.de265_get_bits_per_pixel(picture, c));
-                result = SP_ERR_LIBRARY;
-            }
-        }
+    sp_status result = decode_first_picture(image->decoder, &picture, message);
+    if (result != SP_OK) return result;
+    int decoded_width = sp_libde265.de265_get_image_width(picture, 0), decoded_height = sp_libde265.de265_get_image_height(picture, 0);
+    int decoded_chroma = (int)sp_libde265.de265_get_chroma_format(picture);
+    if (decoded_width != image->width || decoded_height != image->height || decoded_chroma != image->chroma) {
+        snprintf(message, SP_MESSAGE_LENGTH, "image decodes to %d×%d (chroma %d), its boxes say %d×%d (chroma %d)",
+                 decoded_width, decoded_height, decoded_chroma, image->width, image->height, image->chroma);
+        return SP_ERR_LIBRARY;
     }
-    if (result != SP_OK) {
-        sp_hevc_image_free(image);
-        return result;
+    for (int c = 0; c < 3; c++) {
+        if (sp_libde265.de265_get_bits_per_pixel(picture, c) != 8) {
+            snprintf(message, SP_MESSAGE_LENGTH, "image: %d bits per sample (8 expected)",
+                     sp_libde265.de265_get_bits_per_pixel(picture, c));
+            return SP_ERR_LIBRARY;
+        }
     }
     // The picture stays in the decoder's output queue (not released) until the decoder is freed.
     planes->y = sp_libde265.de265_get_image_plane(picture, 0, &planes->y_stride);
@@ -312,13 +324,12 @@ sp_status sp_hevc_decode_image(const uint8_t *data, size_t length, int width, in
     planes->transfer_characteristics = sp_libde265.de265_get_image_transfer_characteristics(picture);
     planes->matrix_coefficients = sp_libde265.de265_get_image_matrix_coefficients(picture);
     if (planes->y == NULL || planes->cb == NULL || planes->cr == NULL
-        || planes->chroma_width != sp_hevc_chroma_width(chroma, width) || planes->chroma_height != sp_hevc_chroma_height(chroma, height)) {
+        || planes->chroma_width != sp_hevc_chroma_width(image->chroma, image->width)
+        || planes->chroma_height != sp_hevc_chroma_height(image->chroma, image->height)) {
         sp_copy_message(message, "image: libde265 gave planes that do not match the picture");
-        sp_hevc_image_free(image);
         memset(planes, 0, sizeof *planes);
         return SP_ERR_LIBRARY;
     }
-    *out = image;
     return SP_OK;
 }
 

@@ -180,6 +180,137 @@ import Testing
         #expect(info.metadataKinds.contains(.icc) == expectICC, "\(name): \(info.metadataKinds)")
     }
 
+    /// The planes of `name`'s image decoded by libde265 (`sp_hevc_image_open`, then `sp_hevc_image_decode`), row
+    /// by row without stride padding. `overwrite`: the coded data is zeroed between the two calls, as the
+    /// route frees its copy there.
+    static func decodedPlanes(_ name: String, overwrite: Bool) throws -> [[UInt8]] {
+        let source = ImageSource.file(path: try path(name))
+        let grid = try #require(try HEIFDecoding.probe(source, limits: ImageLimits()).grid)
+        var data = try HEIFTileDecoding.codedData(grid, tile: 0, file: try HEIFFileBytes(source))
+        var image: OpaquePointer?
+        var message = shimMessageBuffer()
+        let opened = data.withUnsafeBufferPointer { buffer in
+            sp_hevc_image_open(
+                buffer.baseAddress, buffer.count, Int32(grid.size.width), Int32(grid.size.height), grid.chroma,
+                &image, &message)
+        }
+        defer { sp_hevc_image_free(image) }
+        try #require(opened == SP_OK, "\(name): \(shimText(message))")
+        if overwrite { data.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
+        var decoded = sp_hevc_planes()
+        try #require(sp_hevc_image_decode(image, &decoded, &message) == SP_OK, "\(name): \(shimText(message))")
+        let chroma = HEIFTileDecoding.chromaSize(grid.size, chroma: grid.chroma)
+        func rows(_ plane: UnsafePointer<UInt8>, stride: Int32, _ size: PixelSize) -> [UInt8] {
+            (0..<size.height).flatMap { y in
+                Array(UnsafeBufferPointer(start: plane + y * Int(stride), count: size.width))
+            }
+        }
+        return [
+            rows(decoded.y, stride: decoded.y_stride, grid.size), rows(decoded.cb, stride: decoded.cb_stride, chroma),
+            rows(decoded.cr, stride: decoded.cr_stride, chroma),
+        ]
+    }
+
+    /// The route frees its copy of the coded data once `sp_hevc_image_open` returns (libde265 holds its own
+    /// copy of every NAL unit), so the copy is not held through the decode: with the caller's bytes zeroed
+    /// after opening, the decode gives the same samples, plane for plane.
+    @Test(arguments: generated + committed)
+    func codedDataIsNotNeededAfterOpening(name: String) throws {
+        let zeroed = try Self.decodedPlanes(name, overwrite: true)
+        let kept = try Self.decodedPlanes(name, overwrite: false)
+        for plane in 0..<3 {
+            #expect(zeroed[plane].count > 0 && zeroed[plane] == kept[plane], "\(name): plane \(plane) differs")
+        }
+    }
+
+    /// A decode that fails after opening (the slice data cut short, its bytes flipped) leaves the decoder to
+    /// `sp_hevc_image_free` (ASan: scripts/sanitize --subset runs this suite): every copy is an error or a
+    /// picture, never a crash or a leak.
+    @Test func failedDecodeAfterOpeningIsFreed() throws {
+        let source = ImageSource.file(path: try Self.path("single.heic"))
+        let grid = try #require(try HEIFDecoding.probe(source, limits: ImageLimits()).grid)
+        let data = try HEIFTileDecoding.codedData(grid, tile: 0, file: try HEIFFileBytes(source))
+        var failures = 0
+        for damaged in Fixtures.damagedCopies(of: data, cuts: 6, flips: 12, seed: 19) where !damaged.isEmpty {
+            var image: OpaquePointer?
+            var message = shimMessageBuffer()
+            var status = damaged.withUnsafeBufferPointer { buffer in
+                sp_hevc_image_open(
+                    buffer.baseAddress, buffer.count, Int32(grid.size.width), Int32(grid.size.height), grid.chroma,
+                    &image, &message)
+            }
+            var decoded = sp_hevc_planes()
+            if status == SP_OK { status = sp_hevc_image_decode(image, &decoded, &message) }
+            sp_hevc_image_free(image)
+            if status != SP_OK {
+                failures += 1
+                #expect(
+                    (status == SP_ERR_LIBRARY || status == SP_ERR_MEMORY) && shimText(message).hasPrefix("image"),
+                    "\(shimText(message))")
+            }
+        }
+        #expect(failures > 0)
+    }
+
+    /// 8-bit rows go through the converter's per-sample tables (`HEIFRowConverter`): every luma value against
+    /// Cb and Cr over their whole range gives exactly the per-pixel formula's Float values (BT.601 limited and
+    /// BT.709 full range, 4:4:4 so that every pixel has its own chroma).
+    @Test(arguments: [(Int32(6), false), (Int32(1), true)])
+    func eightBitTablesGiveTheFormulasValues(matrix: Int32, fullRange: Bool) throws {
+        var nclx = sp_heif_nclx()
+        nclx.present = 1
+        nclx.matrix_coefficients = matrix
+        nclx.full_range = fullRange ? 1 : 0
+        let ycbcr = try #require(YCbCrMatrix(nclx: nclx))
+        guard case .luma(let kr, let kb) = ycbcr.kind else {
+            Issue.record("matrix \(matrix) is not a luma-weights matrix")
+            return
+        }
+        let size = 256
+        let luma = (0..<size * size).map { UInt8($0 % size) }
+        let cb = (0..<size * size).map { UInt8(($0 % size + 7 * ($0 / size)) % size) }
+        let cr = (0..<size * size).map { UInt8((3 * ($0 % size) + $0 / size) % size) }
+        let yScale: Float = fullRange ? 255 / Float(255) : 255 / (219 * Float(1))
+        let yOffset: Float = fullRange ? 0 : 16, cOffset: Float = 128
+        let cScale: Float = fullRange ? 255 / Float(255) : 255 / (224 * Float(1))
+        let kg = 1 - kr - kb
+        let rCr = 2 * (1 - kr), bCb = 2 * (1 - kb)
+        let gCb = -2 * kb * (1 - kb) / kg, gCr = -2 * kr * (1 - kr) / kg
+        var row = [Float](repeating: 0, count: size * 3)
+        var mismatches = 0
+        withUnsafeBufferPointers(luma, cb, cr) { y, cbPlane, crPlane in
+            var planes = sp_heif_planes()
+            planes.width = Int32(size)
+            planes.height = Int32(size)
+            planes.chroma = 3
+            planes.bits = 8
+            planes.chroma_bits = 8
+            planes.y = y.baseAddress
+            planes.cb = cbPlane.baseAddress
+            planes.cr = crPlane.baseAddress
+            planes.y_stride = Int32(size)
+            planes.cb_stride = Int32(size)
+            planes.cr_stride = Int32(size)
+            planes.chroma_width = Int32(size)
+            planes.chroma_height = Int32(size)
+            let converter = HEIFRowConverter(planes: planes, matrix: ycbcr, premultiplied: false)
+            for line in 0..<size {
+                row.withUnsafeMutableBufferPointer { converter.convertRow(line, into: $0.baseAddress!) }
+                for x in 0..<size {
+                    let i = line * size + x
+                    let l = (Float(luma[i]) - yOffset) * yScale
+                    let b = (Float(cb[i]) - cOffset) * cScale, r = (Float(cr[i]) - cOffset) * cScale
+                    let expected = [
+                        min(max(l + rCr * r, 0), 255), min(max(l + gCb * b + gCr * r, 0), 255),
+                        min(max(l + bCb * b, 0), 255),
+                    ]
+                    if Array(row[(3 * x)..<(3 * x + 3)]) != expected { mismatches += 1 }
+                }
+            }
+        }
+        #expect(mismatches == 0)
+    }
+
     /// A damaged coded image is an error naming the file, never a crash: cut short, or its slice data flipped.
     @Test func damagedImageDataIsAnErrorNamingTheFile() throws {
         let whole = try Fixtures.bytes(try Self.path("single.heic"))

@@ -45,12 +45,17 @@ typedef struct {
     int full_range, color_primaries, transfer_characteristics, matrix_coefficients;
 } sp_hevc_planes;
 
-/// Decodes the one image whose parameter sets and coded data are `data` (NAL units each preceded by its
-/// length in 4 big-endian bytes, as for a tile) with one libde265 decoder. The picture must be `width`×`height`
-/// at chroma_format_idc `chroma` with 8-bit samples, else SP_ERR_LIBRARY naming what differs. On success
-/// `*out` holds the decoder and its picture and `planes` points into it; free with sp_hevc_image_free.
-sp_status sp_hevc_decode_image(const uint8_t *data, size_t length, int width, int height, int chroma,
-                               sp_hevc_image **out, sp_hevc_planes *planes, char *message);
+/// Starts decoding the one image whose parameter sets and coded data are `data` (NAL units each preceded by
+/// its length in 4 big-endian bytes, as for a tile): makes a libde265 decoder and gives it every NAL unit
+/// (libde265 copies them, so the caller may free `data` on return). The picture must be `width`×`height` at
+/// chroma_format_idc `chroma` with 8-bit samples (checked by sp_hevc_image_decode). On success `*out` holds
+/// the decoder; free it with sp_hevc_image_free, also after a failure of sp_hevc_image_decode.
+sp_status sp_hevc_image_open(const uint8_t *data, size_t length, int width, int height, int chroma,
+                             sp_hevc_image **out, char *message);
+/// Decodes the opened image's first picture, else SP_ERR_LIBRARY naming what differs from the expected size,
+/// chroma format or bit depth. On success `planes` points into the picture, valid until sp_hevc_image_free.
+/// Free the coded data before: this returns the heap's free pages to the system (malloc_trim) first.
+sp_status sp_hevc_image_decode(sp_hevc_image *image, sp_hevc_planes *planes, char *message);
 /// Frees the decoder and its picture (NULL is allowed).
 void sp_hevc_image_free(sp_hevc_image *image);
 

@@ -82,6 +82,11 @@ struct HEIFRowConverter {
     private let yScale: Float, yOffset: Float, cScale: Float, cOffset: Float
     private let alphaScale: Float
     private let xShift: Int, yShift: Int
+    /// 8-bit YCbCr with luma weights: every sample value's term of the conversion, computed once with the
+    /// per-pixel formula's own Float operations (so each output equals the formula's): luma, then R's Cr, G's
+    /// Cb, G's Cr and B's Cb terms, 256 each. A row is then lookups and adds (a 12 MP 4:2:0 image: 915 M → 525 M
+    /// instructions, callgrind). nil for other depths and matrices.
+    private let eightBitTerms: [Float]?
 
     init(planes: sp_heif_planes, matrix: YCbCrMatrix, premultiplied: Bool) {
         self.planes = planes
@@ -104,6 +109,20 @@ struct HEIFRowConverter {
         alphaScale = alpha ? 255 / Float((1 << Int(planes.alpha_bits)) - 1) : 1
         xShift = !monochrome && planes.chroma_width < planes.width ? 1 : 0
         yShift = !monochrome && planes.chroma_height < planes.height ? 1 : 0
+        if !monochrome, bits == 8, chromaBits == 8, case .luma(let kr, let kb) = matrix.kind {
+            let yScale = yScale, yOffset = yOffset, cScale = cScale, cOffset = cOffset
+            let kg = 1 - kr - kb
+            let rCr = 2 * (1 - kr), bCb = 2 * (1 - kb)
+            let gCb = -2 * kb * (1 - kb) / kg, gCr = -2 * kr * (1 - kr) / kg
+            let values = (0..<256).map { Float($0) }
+            let luma = values.map { ($0 - yOffset) * yScale }
+            let chroma = values.map { ($0 - cOffset) * cScale }
+            eightBitTerms =
+                luma + chroma.map { rCr * $0 } + chroma.map { gCb * $0 } + chroma.map { gCr * $0 }
+                + chroma.map { bCb * $0 }
+        } else {
+            eightBitTerms = nil
+        }
     }
 
     /// Whether the planes are laid out as this converter can read them.
@@ -140,6 +159,19 @@ struct HEIFRowConverter {
             let chromaWide = planes.chroma_bits > 8
             let yScale = self.yScale, yOffset = self.yOffset, cScale = self.cScale, cOffset = self.cOffset
             switch matrix.kind {
+            case .luma where eightBitTerms != nil:
+                eightBitTerms!.withUnsafeBufferPointer { terms in
+                    let luma = terms.baseAddress!, rCr = luma + 256, gCb = luma + 512, gCr = luma + 768
+                    let bCb = luma + 1024
+                    for x in 0..<width {
+                        let l = luma[Int(lumaRow[x])]
+                        let cb = Int(cbRow[x >> xShift]), cr = Int(crRow[x >> xShift])
+                        let o = out + x * channels
+                        o[0] = min(max(l + rCr[cr], 0), 255)
+                        o[1] = min(max(l + gCb[cb] + gCr[cr], 0), 255)
+                        o[2] = min(max(l + bCb[cb], 0), 255)
+                    }
+                }
             case .luma(let kr, let kb):
                 let kg = 1 - kr - kb
                 let rCr = 2 * (1 - kr), bCb = 2 * (1 - kb)

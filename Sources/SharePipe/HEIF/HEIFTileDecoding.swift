@@ -230,7 +230,7 @@ enum HEIFTileDecoding {
     }
 
     /// Tile `index`'s coded data: its parameter sets, then its own NAL units, read from `file`.
-    private static func codedData(_ grid: HEIFGrid, tile index: Int, file: HEIFFileBytes) throws -> [UInt8] {
+    static func codedData(_ grid: HEIFGrid, tile index: Int, file: HEIFFileBytes) throws -> [UInt8] {
         var data = grid.parameterSets[grid.tileParameterSets[index]]
         let start = data.count
         for extent in grid.tileExtents[index] { try file.append(at: extent.offset, count: extent.length, to: &data) }
@@ -279,13 +279,14 @@ enum HEIFTileDecoding {
         var image: OpaquePointer?
         var decoded = sp_hevc_planes()
         var message = shimMessageBuffer()
-        // The coded data lives only while libde265 reads it.
-        let status: sp_status = try codedData(grid, tile: 0, file: file).withUnsafeBufferPointer { data in
-            sp_hevc_decode_image(
+        // Our copy of the coded data is gone before the decode: libde265 keeps its own copy of each NAL unit.
+        var status: sp_status = try codedData(grid, tile: 0, file: file).withUnsafeBufferPointer { data in
+            sp_hevc_image_open(
                 data.baseAddress, data.count, Int32(grid.size.width), Int32(grid.size.height), grid.chroma,
-                &image, &decoded, &message)
+                &image, &message)
         }
         defer { sp_hevc_image_free(image) }
+        if status == SP_OK { status = sp_hevc_image_decode(image, &decoded, &message) }
         // An image libde265 cannot decode: libheif's libde265 plugin would fail on it too.
         if status == SP_ERR_LIBRARY {
             throw SharePipeError.corrupt(file: name, phase: .decode, reason: "HEIF \(shimText(message))")
