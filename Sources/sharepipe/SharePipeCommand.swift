@@ -389,10 +389,6 @@ struct StandardIO {
             sink: toStandardOutput ? { try writeStandardOutput($0.bytes) } : nil)
         for each in reports { reporter.fileDone(each) }
         reporter.summary()
-        // Files were found, but a folder's subfolders were not walked: say so, or they pass unnoticed.
-        if walk.subfoldersSkipped > 0 {
-            printError("note: \(walk.subfoldersSkipped) subfolder(s) not walked: use --recursive to prepare them too")
-        }
         if let status = reporter.failureStatus { throw ExitCode(status) }
     }
 
