@@ -135,6 +135,20 @@ sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_set
                                 const sp_jpeg_marker *markers, int marker_count,
                                 uint8_t **out, size_t *out_length, char *message);
 
+/// How far an encode is from the RGB bitmap it was made from (`sp_jpeg_distance`): the mean squared error
+/// of each opponent-space part (per pixel, 8-bit units).
+typedef struct {
+    double luma;          // 0.299 R + 0.587 G + 0.114 B
+    double red_green;     // R − G
+    double blue_yellow;   // B − (R + G) / 2
+} sp_jpeg_distance_result;
+
+/// Decodes `jpeg` (3 components, `width` × `height`) 8 rows at a time and measures it against `pixels`
+/// (RGB, 8-bit, tightly packed): memory for 8 decoded rows and libjpeg's decompressor, never the whole image
+/// (a progressive file needs libjpeg's whole-image coefficients: measure its baseline twin instead).
+sp_status sp_jpeg_distance(const uint8_t *jpeg, size_t length, const uint8_t *pixels, int width, int height,
+                           sp_jpeg_distance_result *result, char *message);
+
 /// For tests: the `nth` allocation of the compressor's coefficient store on the calling thread (counted from
 /// this call) fails as a failed malloc would; 0 turns it off. The encode then returns SP_ERR_MEMORY.
 void sp_jpeg_encode_store_fail_allocation(int nth);

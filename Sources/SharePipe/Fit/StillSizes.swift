@@ -36,7 +36,11 @@ struct StillSizes {
     /// the meter counts the bitmap, then the planes. Under `cpuFirst` the render is kept for later sizes
     /// (it may be the bitmap itself), so the bitmap is encoded as it is.
     mutating func renderStaged(for encoder: any ImageEncoder) throws -> StagedBitmap {
-        let oriented = try render()
+        try stage(render(), for: encoder)
+    }
+
+    /// Stages a bitmap `render` made (and the meter counts) for `encoder`, as `renderStaged` does.
+    func stage(_ oriented: consuming Bitmap, for encoder: any ImageEncoder) throws -> StagedBitmap {
         if renderer.cache != nil { return StagedBitmap(oriented, encoder: encoder) }
         let bitmapBytes = oriented.byteCount
         let staged: StagedBitmap

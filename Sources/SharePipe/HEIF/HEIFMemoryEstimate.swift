@@ -36,8 +36,9 @@ extension MemoryEstimate {
                 grid.orientation == .up ? 0 : 2 * out.area * channels)
             decoder = 1 << 20
         }
-        var encoder = jpegEncoderBytes(out, channels: channels >= 3 ? 3 : 1)
-        var output = jpegOutputBytes(out, channels: channels >= 3 ? 3 : 1, keptMetadata: keptMetadata)
+        let capped = plan.byteLimit != nil
+        var encoder = jpegEncoderBytes(out, channels: channels >= 3 ? 3 : 1, capped: capped)
+        var output = jpegOutputBytes(out, channels: channels >= 3 ? 3 : 1, keptMetadata: keptMetadata, capped: capped)
         var unmetered = 0
         if plan.outputFormat == .png {
             // As a PNG input's encode: the stored-image copies, deflate state, candidate files.

@@ -224,8 +224,12 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
 
         return Parts(
             decodedSize: main.decoded, renderedSize: main.output, channels: channels, metered: metered,
-            unmetered: 0, decoder: decoder, encoder: jpegEncoderBytes(main.output, channels: channels),
-            output: max(jpegOutputBytes(main.output, channels: channels, keptMetadata: keptMetadata), rewriteOutput))
+            unmetered: 0, decoder: decoder,
+            encoder: jpegEncoderBytes(main.output, channels: channels, capped: plan.byteLimit != nil),
+            output: max(
+                jpegOutputBytes(
+                    main.output, channels: channels, keptMetadata: keptMetadata, capped: plan.byteLimit != nil),
+                rewriteOutput))
     }
 
     /// PNG (`PNGDecoder.render`): no shrink-on-load; one row at a time, or for Adam7 the even rows
@@ -389,22 +393,31 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// libjpeg's compressor with `optimize_coding` (always on in `JPEGEncoder`) keeps every coefficient of
     /// the output for its second pass: 4:2:0 is 6 blocks of 128 bytes per 16×16 MCU (≈ w × h × 1.5 × 2
     /// bytes), gray one block per 8×8. Plus its strip buffers and fixed tables.
-    static func jpegEncoderBytes(_ out: PixelSize, channels: Int) -> Int {
+    /// `capped` (a colour output under a byte limit, `QualityLadder`): the 4:4:4 search's encodes, 3 blocks per
+    /// 8×8 (twice 4:2:0's), and `JPEGEncoder.distance`'s decoder (its fixed tables and a strip of rows).
+    static func jpegEncoderBytes(_ out: PixelSize, channels: Int, capped: Bool = false) -> Int {
         // The coefficients live in the shim's compact store (`sp_jpeg_encode_store.c`): usually a fraction of
         // libjpeg's 128 bytes a block, at worst (every coefficient non-zero) a 64-bit map beside all 64, plus
         // a window of one iMCU row of full blocks.
+        let blocksWide = (out.width + 7) / 8, blocksHigh = (out.height + 7) / 8
         let coefficients =
             channels == 1
-            ? ((out.width + 7) / 8) * ((out.height + 7) / 8) * 136 + ((out.width + 7) / 8) * 128
-            : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 136 + ((out.width + 15) / 16) * 6 * 128
-        return jpegFixedBytes + coefficients + (out.width + 16) * channels * jpegStripRows
+            ? blocksWide * blocksHigh * 136 + blocksWide * 128
+            : capped
+                ? blocksWide * blocksHigh * 3 * 136 + blocksWide * 3 * 128
+                : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 136 + ((out.width + 15) / 16) * 6 * 128
+        let distanceDecoder = capped && channels == 3 ? jpegFixedBytes + (out.width + 16) * 3 * jpegStripRows : 0
+        return jpegFixedBytes + coefficients + (out.width + 16) * channels * jpegStripRows + distanceDecoder
     }
 
     /// Encoded JPEGs held at once: the quality search can hold the ceiling's, the floor's and the best fit's
     /// while a fourth is copied out of libjpeg's destination buffer (which doubles: 2×) — 6 outputs. One
     /// output is bounded by one byte per coded sample (4:2:0: 1.5 per pixel): noise at quality 100 measures
     /// 0.45 (`ServiceMemoryTests.noiseAtQuality100FitsTheOutputAllowance`).
-    static func jpegOutputBytes(_ out: PixelSize, channels: Int, keptMetadata: Int) -> Int {
+    /// `capped` (a colour output under a byte limit): the 4:4:4 search holds its 6 beside the 4:2:0 answer, each
+    /// bounded by 3 bytes a pixel (and at the end the two fits and their two baseline twins: fewer).
+    static func jpegOutputBytes(_ out: PixelSize, channels: Int, keptMetadata: Int, capped: Bool = false) -> Int {
+        if capped && channels == 3 { return 7 * max(out.area * 3 + keptMetadata + 4096, 64 << 10) }
         let samples = channels == 1 ? out.area : (out.area * 3 + 1) / 2
         return 6 * max(samples + keptMetadata + 4096, 64 << 10)
     }
