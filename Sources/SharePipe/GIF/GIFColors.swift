@@ -2,11 +2,12 @@
 /// index), exactly as a scan of every entry would, but without scanning:
 /// - a direct-mapped cache of recent colours (neighbouring pixels and successive frames repeat colours);
 /// - on a miss, the colour's cell of 8×8×8 colours (5 bits a channel) lists the only entries that can be
-///   nearest to any colour in it (an inverse colour map made lazily, cell by cell): an entry whose nearest
-///   point of the cell is farther than some entry's farthest point never wins there. The list keeps index
-///   order, so the first of equally near entries is the lowest index;
-/// - cells with long lists (palettes crowded far away) are searched instead walking the entries in order of
-///   green outwards from the colour's green, stopping once green alone is farther than the best match.
+///   nearest to any colour in it (an inverse colour map made lazily, cell by cell, as in Heckbert's locally
+///   sorted search): an entry whose nearest point of the cell is farther than some entry's farthest point
+///   never wins there. The list is in order of that nearest-point distance, so a lookup stops at the first
+///   entry that cannot be nearer than the best so far;
+/// - cells with long lists (palettes crowded far away) are searched instead, walking the entries in order
+///   of green outwards from the colour's green and stopping once green alone is farther than the best match.
 final class GIFNearestColor {
     let palette: GIFPalette
     /// An index that must never be chosen (the frame's transparent index).
@@ -22,13 +23,15 @@ final class GIFNearestColor {
     private let sorted: UnsafeMutablePointer<Entry>
     private let candidates: Int
     /// Per cell (r >> 3, g >> 3, b >> 3): 0 while not listed yet, `searchCell` when its list would be long,
-    /// else 1 + the offset of its list in `cellEntries` (count in the low 9 bits: `offset << 9 | count`).
+    /// else `(offset + 1) << 6 | count` of its list in `lists`.
     private let cells: UnsafeMutablePointer<UInt32>
     private static let searchCell = UInt32.max
     /// Longest list a cell keeps; beyond it the cell is searched.
     private static let longestCellList = 48
-    /// The cells' lists: entries as r, g, b, index bytes (a little-endian word).
-    private var cellEntries: [UInt32] = []
+    /// The cells' lists, one word per entry: the squared distance from the cell to the entry in the high 32
+    /// bits, then index, blue, green, red bytes; each list sorted by distance, then index.
+    private var lists: UnsafeMutablePointer<UInt64>
+    private var listsCount = 0, listsCapacity = 4096
 
     init(palette: GIFPalette, excluding excluded: Int? = nil) {
         precondition(palette.count > 0 && (excluded == nil || palette.count > 1), "nothing to map to")
@@ -41,6 +44,7 @@ final class GIFNearestColor {
         values.initialize(repeating: 0, count: slots)
         cells = .allocate(capacity: 32768)
         cells.initialize(repeating: 0, count: 32768)
+        lists = .allocate(capacity: listsCapacity)
         var entries: [Entry] = []
         for entry in 0..<palette.count where entry != excluded {
             let (r, g, b) = palette.color(entry)
@@ -57,6 +61,7 @@ final class GIFNearestColor {
         values.deallocate()
         sorted.deallocate()
         cells.deallocate()
+        lists.deallocate()
     }
 
     /// Whether this mapper maps to `palette` without `excluded` (and so can be used again for them).
@@ -85,56 +90,73 @@ final class GIFNearestColor {
             cells[cell] = list
         }
         if list == Self.searchCell { return Int(nearestEntry(r, g, b).index) }
-        let start = Int(list >> 9) - 1, count = Int(list & 0x1FF)
-        return cellEntries.withUnsafeBufferPointer { entries in
-            var best = Int32.max, bestIndex = 0
-            for word in entries[start..<start + count] {
-                let dr = Int32(word & 0xFF) - r, dg = Int32((word >> 8) & 0xFF) - g
-                let db = Int32((word >> 16) & 0xFF) - b
-                let d = dr * dr + dg * dg + db * db
-                // Index order: only a strictly nearer entry replaces an earlier one.
-                if d < best {
-                    best = d
-                    bestIndex = Int(word >> 24)
-                }
+        let start = Int(list >> 6) - 1, count = Int(list & 63)
+        var best = Int32.max, bestIndex = Int32.max
+        for word in UnsafeBufferPointer(start: lists + start, count: count) {
+            // No later entry of the list can be nearer, nor as near (its distance to the cell is a floor).
+            if Int32(truncatingIfNeeded: word >> 32) > best { break }
+            let dr = Int32(word & 0xFF) - r, dg = Int32((word >> 8) & 0xFF) - g
+            let db = Int32((word >> 16) & 0xFF) - b
+            let d = dr * dr + dg * dg + db * db
+            let index = Int32((word >> 24) & 0xFF)
+            if d < best || (d == best && index < bestIndex) {
+                best = d
+                bestIndex = index
             }
-            return bestIndex
         }
+        return Int(bestIndex)
     }
 
     /// The cell's list word (see `cells`): the entries whose nearest point of the cell is no farther than
-    /// the farthest point of the cell from the entry nearest its centre, in index order.
+    /// the farthest point of the cell from the entry nearest its centre.
     private func listCell(_ cell: Int) -> UInt32 {
-        let low = (Int32(cell >> 10) << 3, Int32((cell >> 5) & 31) << 3, Int32(cell & 31) << 3)
+        let lowR = Int32(cell >> 10) << 3, lowG = Int32((cell >> 5) & 31) << 3, lowB = Int32(cell & 31) << 3
         // Any colour of the cell is at most `reach` from this entry, so its nearest entry is too; an entry
         // farther than `reach` from the whole cell is never nearest in it.
-        let centre = nearestEntry(low.0 + 4, low.1 + 4, low.2 + 4)
-        func farthest(_ e: Int32, _ low: Int32) -> Int32 { max(e - low, low + 7 - e) }
-        func nearest(_ e: Int32, _ low: Int32) -> Int32 { e < low ? low - e : e > low + 7 ? e - low - 7 : 0 }
-        let fr = farthest(centre.r, low.0), fg = farthest(centre.g, low.1), fb = farthest(centre.b, low.2)
+        let centre = nearestEntry(lowR + 4, lowG + 4, lowB + 4)
+        let fr = max(centre.r - lowR, lowR + 7 - centre.r), fg = max(centre.g - lowG, lowG + 7 - centre.g)
+        let fb = max(centre.b - lowB, lowB + 7 - centre.b)
         let reach = fr * fr + fg * fg + fb * fb
-        // Entries by green from the first whose green can be within reach.
+        if listsCount + Self.longestCellList > listsCapacity {
+            let grown = UnsafeMutablePointer<UInt64>.allocate(capacity: listsCapacity * 2)
+            grown.moveInitialize(from: lists, count: listsCount)
+            lists.deallocate()
+            lists = grown
+            listsCapacity *= 2
+        }
+        let list = lists + listsCount
+        var count = 0
+        // Entries by green from the first whose green can be within reach of the cell.
         var position = 0, high = candidates
         while position < high {
             let mid = (position + high) / 2
-            let ng = nearest(sorted[mid].g, low.1)
-            if sorted[mid].g < low.1 && ng * ng > reach { position = mid + 1 } else { high = mid }
+            let below = lowG - sorted[mid].g
+            if below > 0 && below * below > reach { position = mid + 1 } else { high = mid }
         }
-        var found: [UInt32] = []
         while position < candidates {
             let e = sorted[position]
             position += 1
-            let ng = nearest(e.g, low.1)
-            if e.g > low.1 && ng * ng > reach { break }
-            let nr = nearest(e.r, low.0), nb = nearest(e.b, low.2)
-            guard nr * nr + ng * ng + nb * nb <= reach else { continue }
-            if found.count == Self.longestCellList { return Self.searchCell }
-            found.append(UInt32(e.r) | UInt32(e.g) << 8 | UInt32(e.b) << 16 | UInt32(e.index) << 24)
+            let ng = e.g < lowG ? lowG - e.g : e.g > lowG + 7 ? e.g - lowG - 7 : 0
+            if e.g > lowG && ng * ng > reach { break }
+            let nr = e.r < lowR ? lowR - e.r : e.r > lowR + 7 ? e.r - lowR - 7 : 0
+            let nb = e.b < lowB ? lowB - e.b : e.b > lowB + 7 ? e.b - lowB - 7 : 0
+            let distance = nr * nr + ng * ng + nb * nb
+            guard distance <= reach else { continue }
+            if count == Self.longestCellList { return Self.searchCell }
+            // Insert in order of (distance, index): the key is the word itself.
+            let word =
+                UInt64(distance) << 32 | UInt64(e.index) << 24 | UInt64(e.b) << 16 | UInt64(e.g) << 8 | UInt64(e.r)
+            var slot = count
+            while slot > 0 && list[slot - 1] > word {
+                list[slot] = list[slot - 1]
+                slot -= 1
+            }
+            list[slot] = word
+            count += 1
         }
-        found.sort { $0 >> 24 < $1 >> 24 }
-        let start = cellEntries.count
-        cellEntries += found
-        return UInt32(start + 1) << 9 | UInt32(found.count)
+        let start = listsCount
+        listsCount += count
+        return UInt32(start + 1) << 6 | UInt32(count)
     }
 
     /// The nearest entry by a walk of the entries in order of green outwards from `g`, stopping once green
