@@ -615,21 +615,23 @@ class FullQueue(unittest.TestCase):
     def refuse_during_upload(self, server):
         slow = images()["slow"]
         answers = []
-        # Each fitted under 300 kB: noise takes several encodes and smaller sizes, so the first job runs long
-        # enough for the second to be seen waiting behind it.
+        # Each fitted under 300 kB: noise takes several encodes (~0.6 s on a quiet machine). The second upload
+        # starts only once the first job runs, so it arrives while that job still holds the one slot, and waits.
         fitted = PREPARE + "&max_bytes=300000"
         threads = [threading.Thread(target=lambda: answers.append(http(server.port, "POST", fitted, slow, timeout=120).status))
                    for _ in range(2)]
-        for t in threads:
-            t.start()
-            time.sleep(0.3)
         deadline = time.monotonic() + 30
+        threads[0].start()
+        while metric(metrics(server.port), "sharepipe_jobs_running") < 1:
+            self.assertLess(time.monotonic(), deadline, "the first job never started")
+            time.sleep(0.01)
+        threads[1].start()
         while True:   # one job running, one waiting: the queue is full
             values = metrics(server.port)
             if metric(values, "sharepipe_jobs_running") >= 1 and metric(values, "sharepipe_queue_waiting") >= 1:
                 break
             self.assertLess(time.monotonic(), deadline, "the queue never filled")
-            time.sleep(0.05)
+            time.sleep(0.01)
         start = time.monotonic()
         try:
             response = http(server.port, "POST", PREPARE, slow, timeout=20)   # 36 MB: more than the socket buffers hold
