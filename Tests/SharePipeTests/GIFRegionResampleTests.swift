@@ -210,13 +210,7 @@ struct GIFRegionResampleTests {
             let nearest = GIFNearestColor(palette: palette, excluding: excluded)
             for _ in 0..<3000 {
                 let r = UInt8(rng.next(256)), g = UInt8(rng.next(256)), b = UInt8(rng.next(256))
-                var best = -1, bestDistance = Int.max
-                for entry in 0..<count where entry != excluded {
-                    let (pr, pg, pb) = palette.color(entry)
-                    let dr = Int(pr) - Int(r), dg = Int(pg) - Int(g), db = Int(pb) - Int(b)
-                    let distance = dr * dr + dg * dg + db * db
-                    if distance < bestDistance { bestDistance = distance; best = entry }
-                }
+                let best = Self.exhaustiveNearest(palette, count: count, excluding: excluded, r, g, b)
                 let found = nearest.index(r, g, b)
                 #expect(found == best, "round \(round): (\(r), \(g), \(b)) → \(found), exhaustive \(best)")
                 #expect(nearest.index(r, g, b) == found, "the cached answer is the same")
@@ -249,13 +243,7 @@ struct GIFRegionResampleTests {
                 let r = UInt8(near ? 90 + rng.next(40) : rng.next(256))
                 let g = UInt8(near ? 90 + rng.next(40) : rng.next(256))
                 let b = UInt8(rng.next(256))
-                var best = -1, bestDistance = Int.max
-                for entry in 0..<count where entry != excluded {
-                    let (pr, pg, pb) = palette.color(entry)
-                    let dr = Int(pr) - Int(r), dg = Int(pg) - Int(g), db = Int(pb) - Int(b)
-                    let distance = dr * dr + dg * dg + db * db
-                    if distance < bestDistance { bestDistance = distance; best = entry }
-                }
+                let best = Self.exhaustiveNearest(palette, count: count, excluding: excluded, r, g, b)
                 let found = nearest.index(r, g, b)
                 #expect(found == best, "round \(round): (\(r), \(g), \(b)) → \(found), exhaustive \(best)")
                 if found != best { return }
@@ -314,5 +302,19 @@ struct GIFRegionResampleTests {
         let decoded = try DecodedGIF(output.bytes)
         #expect(decoded.frames.count == 2)
         #expect(decoded.pictures[1] == decoded.pictures[0])
+    }
+
+    /// The nearest entry by a scan of every entry (the lowest index among equals): what the mapper must find.
+    static func exhaustiveNearest(
+        _ palette: GIFPalette, count: Int, excluding excluded: Int?, _ r: UInt8, _ g: UInt8, _ b: UInt8
+    ) -> Int {
+        var best = -1, bestDistance = Int.max
+        for entry in 0..<count where entry != excluded {
+            let (pr, pg, pb) = palette.color(entry)
+            let dr = Int(pr) - Int(r), dg = Int(pg) - Int(g), db = Int(pb) - Int(b)
+            let distance = dr * dr + dg * dg + db * db
+            if distance < bestDistance { bestDistance = distance; best = entry }
+        }
+        return best
     }
 }

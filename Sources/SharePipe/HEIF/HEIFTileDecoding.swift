@@ -149,11 +149,7 @@ enum HEIFTileDecoding {
                     }
                 }
             }
-            // A tile libde265 cannot decode: libheif's libde265 plugin would fail on it too.
-            if status == SP_ERR_LIBRARY {
-                throw SharePipeError.corrupt(file: name, phase: .decode, reason: "HEIF grid \(shimText(message))")
-            }
-            try checkShim(status, message, file: name, phase: .decode)
+            try checkDecoded(status, message, what: "HEIF grid", file: name)
             for tile in decoded {
                 try checkColour(
                     grid,
@@ -250,6 +246,15 @@ enum HEIFTileDecoding {
         return data
     }
 
+    /// A libde265 decode's status: a picture libde265 cannot decode is corrupt (libheif's libde265 plugin would
+    /// fail on it too), named `what` ("HEIF grid", "HEIF"); other failures as `checkShim` maps them.
+    private static func checkDecoded(_ status: sp_status, _ message: [CChar], what: String, file: String) throws {
+        if status == SP_ERR_LIBRARY {
+            throw SharePipeError.corrupt(file: file, phase: .decode, reason: "\(what) \(shimText(message))")
+        }
+        try checkShim(status, message, file: file, phase: .decode)
+    }
+
     /// The decoded picture's matrix and range (what the conversion uses) are the SPS's the plan read (the
     /// hvcC's, the only parameter sets the tiles have); anything else would be a parse of ours libde265
     /// disagrees with: never a guessed colour. (Primaries and transfer: libde265 versions replace different
@@ -287,11 +292,7 @@ enum HEIFTileDecoding {
         }
         defer { sp_hevc_image_free(image) }
         if status == SP_OK { status = sp_hevc_image_decode(image, &decoded, &message) }
-        // An image libde265 cannot decode: libheif's libde265 plugin would fail on it too.
-        if status == SP_ERR_LIBRARY {
-            throw SharePipeError.corrupt(file: name, phase: .decode, reason: "HEIF \(shimText(message))")
-        }
-        try checkShim(status, message, file: name, phase: .decode)
+        try checkDecoded(status, message, what: "HEIF", file: name)
         try checkColour(
             grid,
             decoded: decodedColour(
