@@ -283,7 +283,18 @@ import Testing
         let logs = CapturedLogs()
         var pipeline = try Self.pipeline(budget: 1 << 30, logs: logs)
         let checkpoints = TestCounter()
-        pipeline.hooks.checkpoint = { _ = checkpoints.increment() }
+        // The cancelled run is cancelled by its own 20th checkpoint: well into the decode, whatever the load
+        // (a test that polled for it could see it only after the job's last checkpoint, and the job succeeded).
+        let cancelAtCheckpoint = Locked<Int?>(nil)
+        let cancelled = TaskBox()
+        let cancelledAt = Locked<(checkpoint: Int, time: ContinuousClock.Instant)?>(nil)
+        pipeline.hooks.checkpoint = {
+            let count = checkpoints.increment()
+            if count == cancelAtCheckpoint.withLock({ $0 }) {
+                cancelledAt.withLock { $0 = (count, ContinuousClock.now) }
+                cancelled.cancel()  // raises the job's flag at once (its cancellation handler)
+            }
+        }
         let watched = pipeline
         // The whole job once, for the time a cancellation used to wait for (the next step's checkpoint).
         let whole = ContinuousClock.now
@@ -294,16 +305,14 @@ import Testing
         #expect(checkpointsInAJob > 200, "row checkpoints: \(checkpointsInAJob)")
 
         let before = checkpoints.value
-        let task = Task { try await watched.prepare(.file(path: path), named: "cancelled.png", for: [.x]) }
-        // Wait until the decode is well under way (rows flowing into the resampler), then cancel.
-        #expect(await eventually { checkpoints.value - before >= 20 })
-        let cancelledAt = ContinuousClock.now
-        task.cancel()  // raises the job's flag at once (its cancellation handler)
-        let atCancel = checkpoints.value
-        let outcome = await task.result
-        let returnedAfter = ContinuousClock.now - cancelledAt
+        cancelAtCheckpoint.withLock { $0 = before + 20 }
+        cancelled.set(Task { _ = try await watched.prepare(.file(path: path), named: "cancelled.png", for: [.x]) })
+        let outcome = await cancelled.result()
+        let cancellation = try #require(cancelledAt.withLock { $0 }, "the job never reached its 20th checkpoint")
+        let atCancel = cancellation.checkpoint
+        let returnedAfter = ContinuousClock.now - cancellation.time
         #expect(await eventually { await pipeline.budget.usage.reservedBytes == 0 })
-        let freedAfter = ContinuousClock.now - cancelledAt
+        let freedAfter = ContinuousClock.now - cancellation.time
         guard case .failure(let error) = outcome else { Issue.record("a cancelled job must not succeed"); return }
         #expect(error as? SharePipeError == .cancelled(file: "cancelled.png"))
         // The next row checkpoint after the cancellation threw: at most the one in progress ran after it.
