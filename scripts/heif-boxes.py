@@ -5,7 +5,7 @@ heif-enc (libheif 1.15) cannot write an `irot`/`imir` transform or an nclx-only 
 scripts/make-test-images.sh writes them here:
 
     heif-boxes.py IN OUT [--irot N] [--imir AXIS] [--nclx PRIMARIES,TRANSFER,MATRIX,FULLRANGE]
-                         [--top-box TYPE:FILE ...] [--mime-item CONTENT_TYPE:FILE]
+                         [--top-box TYPE:FILE ...] [--mime-item CONTENT_TYPE:FILE] [--sample-entry-box TYPE:FILE ...]
 
 Each property is appended to `ipco` and associated (essential for the transforms, in the order given:
 irot, then imir, then colr) with the primary item in `ipma`. Every box that encloses the change (meta,
@@ -13,7 +13,9 @@ iprp, ipco, ipma) gets its new size, and the `iloc` offsets of item data stored 
 the number of bytes inserted. `--top-box` appends a top-level box holding FILE's bytes at the end of the
 file (nothing moves): TYPE is a four-character code, or `c2pa` for the C2PA manifest store's `uuid` box
 (extended type D8FEC3D6-1B0E-483C-9297-5828877EC481), as the privacy tests plant them; `--mime-item` adds a
-`mime` item (an `application/c2pa` manifest, say) that describes the primary image. Standard library only.
+`mime` item (an `application/c2pa` manifest, say) that describes the primary image; `--sample-entry-box` adds
+a box to every track's visual sample entry (an image sequence's `clli` or `mdcv`, which avifenc 0.11 does not
+write), chunk and item offsets moved. Standard library only.
 """
 import argparse
 import struct
@@ -46,6 +48,42 @@ def find(data, start, end, kind):
 
 def read_uint(data, position, size):
     return int.from_bytes(data[position:position + size], "big") if size else 0
+
+
+def move_iloc_offsets(data, position, threshold, growth):
+    """Moves by `growth` every file offset in the iloc box whose full-box header (version) is at `position` in
+    `data` that points at or past `threshold` (construction method 0: the base offset when there is one, else
+    each extent's offset)."""
+    version = data[position]
+    if version not in (0, 1, 2):
+        raise SystemExit("iloc version %d is not handled" % version)
+    position += 4
+    offset_size, length_size = data[position] >> 4, data[position] & 15
+    base_size, index_size = data[position + 1] >> 4, (data[position + 1] & 15) if version in (1, 2) else 0
+    position += 2
+    item_count = read_uint(data, position, 2 if version < 2 else 4)
+    position += 2 if version < 2 else 4
+    for _ in range(item_count):
+        position += 2 if version < 2 else 4
+        method = 0
+        if version in (1, 2):
+            method = read_uint(data, position, 2) & 15
+            position += 2
+        position += 2  # data_reference_index
+        base_position = position
+        base = read_uint(data, position, base_size)
+        position += base_size
+        extents = read_uint(data, position, 2)
+        position += 2
+        for _ in range(extents):
+            position += index_size
+            offset_position = position
+            offset = read_uint(data, position, offset_size)
+            position += offset_size + length_size
+            if method == 0 and base_size == 0 and offset >= threshold:
+                data[offset_position:offset_position + offset_size] = (offset + growth).to_bytes(offset_size, "big")
+        if method == 0 and base_size and base >= threshold:
+            data[base_position:base_position + base_size] = (base + growth).to_bytes(base_size, "big")
 
 
 def add_mime_item(data, content_type, payload):
@@ -95,25 +133,8 @@ def add_mime_item(data, content_type, payload):
     body = b"".join(bytes(child) for _, child in children)
     new_meta = struct.pack(">I4s", 8 + 4 + len(body), b"meta") + data[meta_start + 8:children_start] + body
     growth = len(new_meta) - (meta_end - meta_start)
-    # Old items stored after meta move by `growth` (construction method 0, no base offset).
-    position, method = 16, 0
-    for _ in range(item_count):
-        position += 2
-        if version == 1:
-            method = read_uint(iloc, position, 2) & 15
-            position += 2
-        position += 2
-        base = read_uint(iloc, position, base_size)
-        if method == 0 and base_size and base >= meta_end:
-            iloc[position:position + base_size] = (base + growth).to_bytes(base_size, "big")
-        position += base_size
-        extents = read_uint(iloc, position, 2)
-        position += 2
-        for _ in range(extents):
-            offset = read_uint(iloc, position, offset_size)
-            if method == 0 and not base_size and offset >= meta_end:
-                iloc[position:position + offset_size] = (offset + growth).to_bytes(offset_size, "big")
-            position += offset_size + length_size
+    # Old items stored after meta move by `growth` (construction method 0, file offsets).
+    move_iloc_offsets(iloc, 8, meta_end, growth)
     out = bytearray(data[:meta_start]) + new_meta + data[meta_end:]
     payload_at = len(out) + 8  # in an mdat box of its own at the end
     offset_at = new_entry_at + 2 + (2 if version == 1 else 0) + 2 + base_size + 2
@@ -121,6 +142,70 @@ def add_mime_item(data, content_type, payload):
     body = b"".join(bytes(child) for _, child in children)
     new_meta = struct.pack(">I4s", 8 + 4 + len(body), b"meta") + data[meta_start + 8:children_start] + body
     return bytearray(data[:meta_start]) + new_meta + data[meta_end:] + struct.pack(">I4s", 8 + len(payload), b"mdat") + payload
+
+
+# Boxes on the way from `moov` to a track's sample descriptions, and the visual sample entries whose child
+# boxes (after the 78 bytes of VisualSampleEntry fields after the box header) describe the coded pictures.
+TRACK_CONTAINERS = ("moov", "trak", "mdia", "minf", "stbl")
+VISUAL_SAMPLE_ENTRIES = ("av01", "hvc1", "hev1")
+
+
+def add_sample_entry_box(data, kind, payload):
+    """Appends a box of `kind` holding `payload` to the child boxes of every visual sample entry (`av01`,
+    `hvc1`) in every track's `stsd` but an auxiliary track's (one with `auxi`: alpha, depth), as a writer puts an
+    image sequence's `clli` or `mdcv` there. Every box on the way grows; chunk offsets (`stco`, `co64`) and `iloc` offsets (construction method 0) of data after
+    `moov` move by as much."""
+    added = struct.pack(">I4s", 8 + len(payload), kind.encode("latin-1")) + payload
+
+    def rebuilt(start, end):
+        out, count = b"", 0
+        for child, box_start, header, box_end in boxes(data, start, end):
+            if header != 8:
+                raise SystemExit("64-bit box sizes are not handled")
+            if child in TRACK_CONTAINERS:
+                body, found = rebuilt(box_start + 8, box_end)
+            elif child == "stsd":
+                body, found = bytes(data[box_start + 8:box_start + 16]), 0  # version, flags, entry_count
+                for entry, entry_start, _, entry_end in boxes(data, box_start + 16, box_end):
+                    colour = entry in VISUAL_SAMPLE_ENTRIES and not any(
+                        inner == "auxi" for inner, _, _, _ in boxes(data, entry_start + 8 + 78, entry_end))
+                    grown = bytes(data[entry_start + 8:entry_end]) + added if colour else b""
+                    found += 1 if grown else 0
+                    body += (struct.pack(">I4s", 8 + len(grown), entry.encode("latin-1")) + grown if grown
+                             else bytes(data[entry_start:entry_end]))
+            else:
+                out += bytes(data[box_start:box_end])
+                continue
+            out += struct.pack(">I4s", 8 + len(body), child.encode("latin-1")) + body
+            count += found
+        return out, count
+
+    _, moov_start, moov_header, moov_end = find(data, 0, len(data), "moov")
+    moov_body, count = rebuilt(moov_start + moov_header, moov_end)
+    if count == 0:
+        raise SystemExit("no visual sample entry in moov")
+    moov = struct.pack(">I4s", 8 + len(moov_body), b"moov") + moov_body
+    growth = len(moov) - (moov_end - moov_start)
+    out = bytearray(data[:moov_start]) + moov + data[moov_end:]
+
+    def move_chunk_offsets(start, end):
+        for child, box_start, header, box_end in boxes(out, start, end):
+            if child in TRACK_CONTAINERS:
+                move_chunk_offsets(box_start + header, box_end)
+            elif child in ("stco", "co64"):
+                size = 4 if child == "stco" else 8
+                entries = read_uint(out, box_start + 12, 4)
+                for at in range(box_start + 16, box_start + 16 + entries * size, size):
+                    offset = read_uint(out, at, size)
+                    if offset >= moov_end:
+                        out[at:at + size] = (offset + growth).to_bytes(size, "big")
+
+    move_chunk_offsets(moov_start + 8, moov_start + len(moov))
+    for meta_kind, meta_start, meta_header, meta_end in boxes(out, 0, len(out)):
+        if meta_kind == "meta":
+            _, iloc_start, iloc_header, _ = find(out, meta_start + meta_header + 4, meta_end, "iloc")
+            move_iloc_offsets(out, iloc_start + iloc_header, moov_end, growth)
+    return out
 
 
 def main():
@@ -134,14 +219,18 @@ def main():
                         help="append a top-level box (TYPE 'c2pa': the C2PA uuid box) holding FILE's bytes")
     parser.add_argument("--mime-item", metavar="CONTENT_TYPE:FILE",
                         help="add a 'mime' item with FILE's bytes, describing the primary image (cdsc)")
+    parser.add_argument("--sample-entry-box", action="append", default=[], metavar="TYPE:FILE",
+                        help="add a box holding FILE's bytes to every track's visual sample entry (clli, mdcv)")
     args = parser.parse_args()
     data = bytearray(open(args.input, "rb").read())
+    for spec in args.sample_entry_box:
+        kind, _, path = spec.partition(":")
+        if len(kind) != 4:
+            raise SystemExit("box type %r is not four characters" % kind)
+        data = add_sample_entry_box(data, kind, open(path, "rb").read())
     if args.mime_item:
         content_type, _, path = args.mime_item.partition(":")
         data = add_mime_item(data, content_type, open(path, "rb").read())
-        if not args.top_box and args.irot is None and args.imir is None and not args.nclx:
-            open(args.output, "wb").write(data)
-            return
     for spec in args.top_box:
         kind, _, path = spec.partition(":")
         payload = open(path, "rb").read()
@@ -151,9 +240,6 @@ def main():
         if len(kind) != 4:
             raise SystemExit("box type %r is not four characters" % kind)
         data += struct.pack(">I4s", 8 + len(payload), kind.encode("latin-1")) + payload
-    if args.top_box and args.irot is None and args.imir is None and not args.nclx:
-        open(args.output, "wb").write(data)
-        return
 
     new_properties = []
     if args.irot is not None:
@@ -165,7 +251,10 @@ def main():
         new_properties.append((struct.pack(">I4s4sHHHB", 19, b"colr", b"nclx", primaries, transfer, matrix,
                                            0x80 if full else 0), False))
     if not new_properties:
-        raise SystemExit("nothing to add")
+        if not (args.sample_entry_box or args.mime_item or args.top_box):
+            raise SystemExit("nothing to add")
+        open(args.output, "wb").write(data)
+        return
 
     _, meta_start, meta_header, meta_end = find(data, 0, len(data), "meta")
     children = meta_start + meta_header + 4  # meta is a full box
@@ -225,35 +314,7 @@ def main():
     # Move the iloc offsets of data stored after meta (construction method 0, file offsets).
     meta_end += growth
     _, iloc_start, iloc_header, _ = find(data, children, meta_end, "iloc")
-    position = iloc_start + iloc_header
-    version = data[position]
-    position += 4
-    offset_size, length_size = data[position] >> 4, data[position] & 15
-    base_size, index_size = data[position + 1] >> 4, (data[position + 1] & 15) if version in (1, 2) else 0
-    position += 2
-    item_count = read_uint(data, position, 2 if version < 2 else 4)
-    position += 2 if version < 2 else 4
-    for _ in range(item_count):
-        position += 2 if version < 2 else 4
-        method = 0
-        if version in (1, 2):
-            method = read_uint(data, position, 2) & 15
-            position += 2
-        position += 2  # data_reference_index
-        base_position = position
-        base = read_uint(data, position, base_size)
-        position += base_size
-        extents = read_uint(data, position, 2)
-        position += 2
-        for _ in range(extents):
-            position += index_size
-            offset_position = position
-            offset = read_uint(data, position, offset_size)
-            position += offset_size + length_size
-            if method == 0 and base_size == 0 and offset >= meta_end - growth:
-                data[offset_position:offset_position + offset_size] = (offset + growth).to_bytes(offset_size, "big")
-        if method == 0 and base_size and base >= meta_end - growth:
-            data[base_position:base_position + base_size] = (base + growth).to_bytes(base_size, "big")
+    move_iloc_offsets(data, iloc_start + iloc_header, meta_end - growth, growth)
     open(args.output, "wb").write(data)
 
 

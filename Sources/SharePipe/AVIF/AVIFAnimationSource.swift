@@ -41,7 +41,7 @@ final class AVIFAnimationSource: AnimationFrameSource {
         header = try reader.info()
         let size = PixelSize(width: Int(header.width), height: Int(header.height))
         try limits.check(width: size.width, height: size.height, file: reader.file)
-        hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
+        hdr = try HEIFHDRBoxes.readAVIF(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
         frameCount = max(Int(header.image_count), 1)
         try limits.checkAnimation(frames: frameCount, canvas: size, file: reader.file)
         let needed = Self.meteredBytes(info)

@@ -55,7 +55,7 @@ struct AVIFDecoder: ImageDecoder {
                 bitDepth: max(Int(header.depth), 8), progressive: false,
                 orientation: AVIFDecoding.orientation(header), storedOrientationValue: nil,
                 frameCount: frames, hasAlpha: alpha, metadata: metadata, byteCount: byteCount)
-            let hdr = try HEIFHDRBoxes.read(file, maxBytes: limits.maxMetadataBytes)
+            let hdr = try HEIFHDRBoxes.readAVIF(file, maxBytes: limits.maxMetadataBytes)
             if let toneMap = AVIFDecoding.toneMap(header.nclx, header: header, boxes: hdr) {
                 info.probeAdjustments.append(toneMap.description)
             }
@@ -86,7 +86,7 @@ struct AVIFDecoder: ImageDecoder {
             guard let image = try reader.nextImage() else {
                 throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "the AVIF has no image")
             }
-            let hdr = try HEIFHDRBoxes.read(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
+            let hdr = try HEIFHDRBoxes.readAVIF(try HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
             let converter = try AVIFDecoding.converter(image.planes, header: header, hdr: hdr, file: reader.file)
             let bitmap = try converter.resampled(size: size, to: target, meter: meter)
             return RenderedImage(bitmap: bitmap, warnings: AVIFDecoding.warnings(header))

@@ -8,11 +8,12 @@ import Foundation
 /// used for an image without tone-mapping metadata) works in linear light relative to HDR reference white,
 /// 203 cd/m² (ITU-R BT.2408): PQ is decoded to cd/m² and divided by 203; HLG is decoded with its inverse
 /// OETF and the BT.2100 OOTF of a 1000 cd/m² display (system gamma 1.2), then divided by 203. The content's
-/// headroom H = log2(peak / 203) uses the peak of the `clli` box (MaxCLL), else of `mdcv`, else 1000 cd/m²
-/// (HLG: always 1000). In BT.2020 linear light, the largest of R, G and B (x) is mapped by a curve that is
-/// a straight line below reference white (y = w·x, w = 1 − ½·min(H / log2(1000/203), 1): reference white
-/// lands at half the SDR range for a 1000 cd/m² image) and a quadratic Bézier from (1, w) to (2^H, 1) above
-/// it (middle control point 65% of the way to where the line meets y = 1); R, G and B are scaled by
+/// headroom H = log2(peak / 203) uses the peak of the `clli` box (MaxCLL: the item's, or an AVIF sequence's
+/// sample entry's), else 1000 cd/m² (HLG: always 1000; an `mdcv` alone does not count, as in Chromium). In
+/// BT.2020 linear light, the largest of R, G and B (x) is mapped by a curve that is a straight line below
+/// reference white (y = w·x, w = 1 − ½·min(H / log2(1000/203), 1): reference white lands at half the SDR
+/// range for a 1000 cd/m² image) and a quadratic Bézier from (1, w) to (2^H, 1) above it (middle control
+/// point 65% of the way to where the line meets y = 1); R, G and B are scaled by
 /// y / x, so hue is kept. The result is converted to the output primaries, clipped to 0…1 and encoded with
 /// the sRGB curve. Measured against Chromium 156's rendering of generated 128-step grey ramps (PQ 1…10000
 /// cd/m², HLG 0…1): within 1 of 255 at every step; colour patches within 4 (`HDRTests`).
@@ -79,7 +80,7 @@ struct HDRToneMap: Sendable, Equatable {
     private let decodeTable: Table, encodeTable: Table
 
     /// The tone map for an image with colour description `nclx` and no ICC profile; nil when the transfer is
-    /// not PQ or HLG. `peak`: the content's MaxCLL or mastering peak in cd/m², if the file gives one.
+    /// not PQ or HLG. `peak`: the content's MaxCLL in cd/m², if the file gives one.
     init?(nclx: sp_heif_nclx, peak filePeak: Float?) {
         guard let transfer = Transfer(nclx) else { return nil }
         self.transfer = transfer

@@ -75,27 +75,35 @@ final class HEIFFileBytes {
     /// The body of the top-level `meta` box after its version and flags, nil when there is none or it is
     /// larger than `maxBytes`.
     func metaBody(maxBytes: Int) throws -> [UInt8]? {
-        var position = 0
-        while position <= size - 8 {
+        var found: (body: Int, size: Int)?
+        try forEachBox(in: 0..<size) { type, body, length in
+            if type == "meta" { found = (body, length) }
+            return found == nil
+        }
+        guard let (body, bodySize) = found, bodySize >= 4, bodySize - 4 <= maxBytes else { return nil }
+        return try read(at: body + 4, count: bodySize - 4)
+    }
+
+    /// Calls `visit` with the type, body offset and body size of each box in `range` (the top level: `0..<size`)
+    /// until it returns false. The walk ends at a box that runs past the range: the decoders decide whether the
+    /// file is whole.
+    func forEachBox(in range: Range<Int>, _ visit: (String, Int, Int) throws -> Bool) throws {
+        var position = range.lowerBound
+        while position <= range.upperBound - 8 {
             let header = try read(at: position, count: 8)
             var boxSize = header[0..<4].reduce(0) { $0 << 8 | Int($1) }
             let type = String(decoding: header[4..<8], as: UTF8.self)
             var headerSize = 8
             if boxSize == 1 {
-                guard position <= size - 16 else { return nil }
+                guard position <= range.upperBound - 16 else { return }
                 boxSize = try read(at: position + 8, count: 8).reduce(0) { ($0 << 8) | Int($1) }
                 headerSize = 16
             } else if boxSize == 0 {
-                boxSize = size - position
+                boxSize = range.upperBound - position
             }
-            guard boxSize >= headerSize, boxSize <= size - position else { return nil }
-            if type == "meta" {
-                let body = boxSize - headerSize
-                guard body >= 4, body - 4 <= maxBytes else { return nil }
-                return try read(at: position + headerSize + 4, count: body - 4)
-            }
+            guard boxSize >= headerSize, boxSize <= range.upperBound - position else { return }
+            guard try visit(type, position + headerSize, boxSize - headerSize) else { return }
             position += boxSize
         }
-        return nil
     }
 }

@@ -1,13 +1,16 @@
-/// What a HEIF/AVIF file's `meta` box says about HDR beyond the nclx: the content light level (`clli`) or
-/// mastering display (`mdcv`) properties, and a gain map (an ISO 21496-1 `tmap` derived item, or an
-/// auxiliary image whose `auxC` type names an HDR gain map, as Apple's and Samsung's HEICs carry).
+/// What a HEIF/AVIF file says about HDR beyond the nclx: the content light level (`clli`: the primary item's
+/// property, or an AVIF image sequence's colour track's, in its `av01` sample entry), and a gain map (an
+/// ISO 21496-1 `tmap` derived item, or an auxiliary image whose `auxC` type names an HDR gain map, as Apple's
+/// and Samsung's HEICs carry).
 ///
 /// Neither libheif 1.15 nor libavif 0.11.1 reads them: their decoders show the primary image, which in a
 /// gain-map file is the SDR base. So the gain map is never applied, and the job says it was removed.
-/// `clli` and `mdcv` count only where `ipma` associates them with the primary item (`pitm`): a gain map's or
-/// a thumbnail's own light levels say nothing about the image shown.
+/// `clli` counts only where `ipma` associates it with the primary item (`pitm`): a gain map's or a
+/// thumbnail's own light levels say nothing about the image shown. The mastering display (`mdcv`) does not
+/// count: Chromium 156 shows a PQ AVIF with only an `mdcv` (peak 400 or 4000 cd/m², on the item or in a
+/// sequence's sample entry) exactly as one without, at the default peak (measured with browser_frames.py).
 struct HEIFHDRBoxes: Equatable {
-    /// MaxCLL (`clli`), else the mastering display's peak (`mdcv`), in cd/m²; nil when neither is present.
+    /// MaxCLL (`clli`) in cd/m²; nil when there is none (or it is 0).
     var peakLuminance: Float?
     /// How the gain map is stored, for the report; nil when there is none.
     var gainMap: String?
@@ -25,8 +28,8 @@ struct HEIFHDRBoxes: Equatable {
         var result = HEIFHDRBoxes()
         guard let meta = try file.metaBody(maxBytes: maxBytes) else { return result }
         var cursor = HEIFGrid.Cursor(meta)
-        /// `clli` MaxCLL and `mdcv` peak (0.0001 cd/m²) by their 1-based `ipco` index.
-        var lightLevels: [Int: Int] = [:], masteringPeaks: [Int: Int] = [:]
+        /// `clli` MaxCLL by its 1-based `ipco` index.
+        var lightLevels: [Int: Int] = [:]
         var primary: Int?
         var associations: [Int: [Int]] = [:]
         do {
@@ -63,9 +66,6 @@ struct HEIFHDRBoxes: Equatable {
                                 }
                             case "clli":
                                 lightLevels[index] = try content.u16()
-                            case "mdcv":
-                                try content.skip(16)  // display primaries and white point
-                                masteringPeaks[index] = try content.u32()  // 0.0001 cd/m²
                             default:
                                 break
                             }
@@ -80,13 +80,69 @@ struct HEIFHDRBoxes: Equatable {
         }
         let primaryProperties = primary.flatMap { associations[$0] } ?? []
         let maxCLL = primaryProperties.lazy.compactMap { lightLevels[$0] }.first
-        let masteringPeak = primaryProperties.lazy.compactMap { masteringPeaks[$0] }.first
-        if let maxCLL, maxCLL > 0 {
-            result.peakLuminance = Float(maxCLL)
-        } else if let masteringPeak, masteringPeak > 0 {
-            result.peakLuminance = Float(masteringPeak) / 10000
-        }
+        result.peakLuminance = maxCLL.flatMap { $0 > 0 ? Float($0) : nil }
         return result
+    }
+
+    /// `read`, for an AVIF as libavif 0.11.1 and Chromium read it: where the image shown is the file's track
+    /// (libavif's automatic choice: major brand `avis`, or neither `avif` nor `avis` and a `moov`), the light
+    /// level is the colour track's own, `clli` in its `av01` sample entry; the still item's says nothing about
+    /// the track. Chromium 156 shows a PQ sequence whose sample entry says MaxCLL 400 brighter, and 4000 dimmer
+    /// above reference white, than one that says nothing (measured with browser_frames.py).
+    static func readAVIF(_ file: HEIFFileBytes, maxBytes: Int) throws -> HEIFHDRBoxes {
+        var result = try read(file, maxBytes: maxBytes)
+        var majorBrand: [UInt8] = []
+        var movie: Range<Int>?
+        try file.forEachBox(in: 0..<file.size) { type, body, length in
+            if type == "ftyp", majorBrand.isEmpty, length >= 4 { majorBrand = try file.read(at: body, count: 4) }
+            if type == "moov", movie == nil { movie = body..<body + length }
+            return majorBrand.isEmpty || movie == nil
+        }
+        guard let movie, majorBrand != Array("avif".utf8) else { return result }
+        result.peakLuminance = try colourTrackMaxCLL(file, movie: movie)
+        return result
+    }
+
+    /// The `clli` MaxCLL of the first colour track's `av01` sample entry, as libavif and Chromium pick that
+    /// track: a `pict` track with AV1 samples that is no other track's auxiliary (`tref` `auxl`, as alpha is).
+    private static func colourTrackMaxCLL(_ file: HEIFFileBytes, movie: Range<Int>) throws -> Float? {
+        /// The first box of `type` in `range`, as its body's range.
+        func child(_ type: String, in range: Range<Int>) throws -> Range<Int>? {
+            var found: Range<Int>?
+            try file.forEachBox(in: range) { kind, body, length in
+                if kind == type { found = body..<body + length }
+                return found == nil
+            }
+            return found
+        }
+        var tracks: [Range<Int>] = []
+        try file.forEachBox(in: movie) { type, body, length in
+            if type == "trak" { tracks.append(body..<body + length) }
+            return true
+        }
+        for track in tracks {
+            if try child("tref", in: track).map({ try child("auxl", in: $0) != nil }) == true { continue }
+            guard let media = try child("mdia", in: track), let handler = try child("hdlr", in: media),
+                handler.count >= 12, try file.read(at: handler.lowerBound + 8, count: 4) == Array("pict".utf8),
+                let information = try child("minf", in: media), let table = try child("stbl", in: information),
+                let descriptions = try child("stsd", in: table), descriptions.count >= 8
+            else { continue }
+            // stsd: version and flags, entry count, then the sample entries; the first decides the track.
+            var entry: (type: String, body: Range<Int>)?
+            try file.forEachBox(in: descriptions.lowerBound + 8..<descriptions.upperBound) { type, body, length in
+                entry = (type, body..<body + length)
+                return false
+            }
+            guard let entry, entry.type == "av01" else { continue }
+            // A VisualSampleEntry's fields take 78 bytes before its child boxes.
+            guard entry.body.count >= 78,
+                let light = try child("clli", in: entry.body.lowerBound + 78..<entry.body.upperBound),
+                light.count >= 2
+            else { return nil }
+            let maxCLL = try file.read(at: light.lowerBound, count: 2).reduce(0) { $0 << 8 | Int($1) }
+            return maxCLL > 0 ? Float(maxCLL) : nil
+        }
+        return nil
     }
 
     /// Adds an `ipma` box's associations (item → 1-based `ipco` indices, in order) to `associations`.
