@@ -4,12 +4,13 @@
 /// with progressive scans (smaller than baseline at the same quality, so a step or so higher under the same
 /// limit) on the size rendered again, sharp where the plan says (`PreparePlan.sharpRenderWhenCapped`,
 /// `ImageDecoder.renderSharp`: a JPEG source decoded at twice the size or more); then, for a colour image,
-/// that render is searched at 4:4:4 chroma below the 4:2:0 answer's quality, and of the two fits the one closer to the render (`JPEGEncoder.distance`, 4:4:4 by a margin) is
-/// written: 4:4:4 keeps saturated colour edges that 4:2:0 blurs whatever its quality, 4:2:0 spends the bytes
-/// on detail where colour is plain. Without a limit that bites, the ceiling's encode is written as it always
-/// was (from the render's 4:2:0 planes). Both searches encode the sharp render itself (3 bytes a pixel: the
-/// bitmap the first size's planes were made from, counted again in the meter once the planes are gone), so
-/// the meter's peak is the larger of the two renders' (`MemoryEstimate.jpeg` prices the sharp one).
+/// that render is searched at 4:4:4 chroma below the 4:2:0 answer's quality, and of the two fits the one
+/// closer to the render (`JPEGEncoder.distance`, 4:4:4 by a margin) is written: 4:4:4 keeps saturated colour
+/// edges that 4:2:0 blurs whatever its quality, 4:2:0 spends the bytes on detail where colour is plain.
+/// Without a limit that bites, the ceiling's encode is written as it always was (from the render's 4:2:0
+/// planes). Both searches encode the second render itself (3 bytes a pixel: the bitmap the first size's
+/// planes were made from, counted again in the meter once the planes are gone), so the meter's peak is the
+/// larger of the two renders' (`MemoryEstimate.jpeg` prices the sharp one).
 struct QualityLadder: LadderRunner {
     var sizes: StillSizes
     let encoder: any ImageEncoder
