@@ -3,7 +3,8 @@ import Testing
 @testable import SharePipe
 
 /// The JPEG quality ladder under a byte limit that bites (`QualityLadder`): the ceiling as requested first,
-/// then progressive scans, then a 4:4:4 search kept where it is closer to the render than the 4:2:0 fit.
+/// then, on a sharp render, progressive scans, then a 4:4:4 search kept where it is closer to the render than
+/// the 4:2:0 fit.
 struct JPEGByteCapTests {
     /// Each component's sampling factors (horizontal, vertical) and whether the frame is progressive, read
     /// from the file's SOF0 or SOF2 segment.
@@ -99,6 +100,52 @@ struct JPEGByteCapTests {
         // The 4:2:0 fit it was weighed against got at least as high a quality.
         let subsampled = capped.attempts.filter { $0.note == QualityLadder.progressiveNote && $0.fits }
         #expect(subsampled.contains { ($0.quality ?? 0) >= quality })
+    }
+
+    /// Root mean square difference of two RGB bitmaps of one size, in levels.
+    static func rms(_ a: Bitmap, _ b: Bitmap) -> Double {
+        precondition(a.size == b.size && a.layout == b.layout)
+        var sum = 0.0
+        for i in 0..<a.pixels.count {
+            let d = Double(a.pixels[i]) - Double(b.pixels[i])
+            sum += d * d
+        }
+        return (sum / Double(a.pixels.count)).squareRoot()
+    }
+
+    /// The render under a biting limit (`JPEGDecoder.renderSharp`) decodes at twice the target or more (here
+    /// 6/8 where the plain render takes 3/8), so the Lanczos resampler makes the reduction, not the DCT
+    /// scale: against the whole image reduced by the same resampler it is much closer than the plain render.
+    @Test func theSharpRenderIsCloserToTheWholeImageReduced() throws {
+        let size = PixelSize(width: 1800, height: 1200)
+        let input = try Self.cameraJPEG(Self.scene(size, saturatedEdges: true, seed: 5))
+        let source = ImageSource.bytes(input)
+        let info = try SharePipe.inspect(source)
+        let target = PixelSize(width: 600, height: 400)
+        #expect(ScalePlan.jpegScaleNumerator(stored: size, target: target) == 3)
+        #expect(ScalePlan.sharpJPEGScaleNumerator(stored: size, target: target) == 6)
+        let meter = PixelMemoryMeter()
+        let decoder = JPEGDecoder()
+        let plain = try decoder.render(source, info: info, target: target, limits: ImageLimits(), meter: meter)
+        let sharp = try decoder.renderSharp(source, info: info, target: target, limits: ImageLimits(), meter: meter)
+        #expect(plain.bitmap.size == target && sharp.bitmap.size == target)
+        let reference = try InMemoryResample.resize(try Decode.bitmap(input), to: target, meter: meter)
+        let plainDistance = Self.rms(plain.bitmap, reference), sharpDistance = Self.rms(sharp.bitmap, reference)
+        print("rms to the whole image reduced: plain \(plainDistance), sharp \(sharpDistance)")
+        #expect(sharpDistance < 0.5 * plainDistance, "plain \(plainDistance), sharp \(sharpDistance)")
+    }
+
+    /// Sharp only where a DCT scale is chosen: a source under twice the target decodes whole either way.
+    @Test func theSharpScaleLeavesAFactorOfTwo() {
+        let camera = PixelSize(width: 4000, height: 3000)
+        #expect(ScalePlan.jpegScaleNumerator(stored: camera, target: PixelSize(width: 1440, height: 1080)) == 3)
+        #expect(ScalePlan.sharpJPEGScaleNumerator(stored: camera, target: PixelSize(width: 1440, height: 1080)) == 6)
+        #expect(ScalePlan.sharpJPEGScaleNumerator(stored: camera, target: PixelSize(width: 400, height: 300)) == 2)
+        let photo = PixelSize(width: 3600, height: 2400)
+        #expect(ScalePlan.jpegScaleNumerator(stored: photo, target: PixelSize(width: 1620, height: 1080)) == 4)
+        #expect(ScalePlan.sharpJPEGScaleNumerator(stored: photo, target: PixelSize(width: 1620, height: 1080)) == 8)
+        let small = PixelSize(width: 1800, height: 1200)
+        #expect(ScalePlan.sharpJPEGScaleNumerator(stored: small, target: PixelSize(width: 1620, height: 1080)) == 8)
     }
 
     @Test func aLimitThatDoesNotBiteWritesTheSameBytes() throws {

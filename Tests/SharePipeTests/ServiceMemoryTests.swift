@@ -62,6 +62,13 @@ import Testing
                 name: "12 MP progressive JPEG", info: info(.jpeg, 4000, 3000, progressive: true),
                 decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
                 metered: window((1500, 1125), (1440, 1080), 3) + 1500 * 3 * 16),
+            // Under a byte limit the JPEG output is rendered again, sharp: scale 6/8 decodes 3000×2250, and its
+            // resampler and row batch are what the meter can reach (the decode reported is the first, 3/8).
+            Case(
+                name: "12 MP JPEG under a byte limit", info: info(.jpeg, 4000, 3000),
+                options: PrepareOptions(maxBytes: 200_000),
+                decoded: PixelSize(width: 1500, height: 1125), target: PixelSize(width: 1440, height: 1080),
+                metered: window((3000, 2250), (1440, 1080), 3) + 3000 * 3 * 16),
             // 8000×6000 → 1440×1080: scale 2/8 decodes 2000×1500.
             Case(
                 name: "48 MP baseline JPEG", info: info(.jpeg, 8000, 6000, bytes: 12_000_000),

@@ -20,10 +20,11 @@ struct StillSizes {
     /// "dimensions reduced to fit" once the size is below the target.
     var adjustments: [String] { size == target ? [] : ["dimensions reduced to fit"] }
 
-    /// Renders the current size upright and counts it in the meter until `release`.
-    mutating func render() throws -> Bitmap {
+    /// Renders the current size upright and counts it in the meter until `release`; `sharp`: with
+    /// `ImageDecoder.renderSharp`.
+    mutating func render(sharp: Bool = false) throws -> Bitmap {
         smallestAtSize = Int.max
-        let oriented = try renderer.oriented(size, warnings: &warnings)
+        let oriented = try renderer.oriented(size, sharp: sharp, warnings: &warnings)
         renderer.meter.allocate(oriented.byteCount)
         return oriented
     }

@@ -96,10 +96,28 @@ struct JPEGDecoder: ImageDecoder {
         _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
         meter: PixelMemoryMeter
     ) throws -> RenderedImage {
+        try render(source, info: info, target: target, sharp: false, limits: limits, meter: meter)
+    }
+
+    /// Decoded at the DCT scale that leaves the resampler a factor of two (`ScalePlan.sharpJPEGScaleNumerator`).
+    func renderSharp(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
+        try render(source, info: info, target: target, sharp: true, limits: limits, meter: meter)
+    }
+
+    private func render(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, sharp: Bool, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
         try JPEGReader.with(source, limits: limits) { reader in
             let header = try reader.readHeader(saveMarkers: false)
             let stored = PixelSize(width: Int(header.width), height: Int(header.height))
-            let numerator = ScalePlan.jpegScaleNumerator(stored: stored, target: target)
+            let numerator =
+                sharp
+                ? ScalePlan.sharpJPEGScaleNumerator(stored: stored, target: target)
+                : ScalePlan.jpegScaleNumerator(stored: stored, target: target)
             let isCMYK = info.colorModel == .cmyk || info.colorModel == .ycck
             let space: sp_jpeg_out_space =
                 info.colorModel == .gray ? SP_JPEG_OUT_GRAY : isCMYK ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB

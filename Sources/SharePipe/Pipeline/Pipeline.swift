@@ -255,7 +255,8 @@ enum Pipeline {
             var ladder = QualityLadder(
                 sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
                 encoder: encoder, range: range, progressive: options.progressive,
-                metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" })
+                metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" },
+                sharpRender: plan.sharpRenderWhenCapped)
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .lossless(let efforts, let strongest, let change, let minShortEdge):
             var ladder = LosslessLadder(
@@ -294,15 +295,19 @@ struct StillRenderer {
     /// Under `cpuFirst`, the render kept for later sizes and services; nil under `memoryFirst`.
     let cache: RenderCache?
 
-    /// The image at `size` (stored orientation), upright.
-    func oriented(_ size: PixelSize, warnings: inout [String]) throws -> Bitmap {
+    /// The image at `size` (stored orientation), upright. `sharp`: decoded with `ImageDecoder.renderSharp`
+    /// (under `memoryFirst`; `cpuFirst` resamples the render it keeps, as for any size).
+    func oriented(_ size: PixelSize, sharp: Bool = false, warnings: inout [String]) throws -> Bitmap {
         // Decode and resample: a fresh decode of the source, shrinking on load, its rows streamed into the
         // resampler (`ImageDecoder.render`); under `cpuFirst`, a resample of the render kept in memory.
         let bitmap: Bitmap
         if let cached = cache?.bitmap(covering: size) {
             bitmap = try InMemoryResample.resize(cached, to: size, meter: meter)
         } else {
-            let rendered = try decoder.render(source, info: info, target: size, limits: limits, meter: meter)
+            let rendered =
+                sharp && cache == nil
+                ? try decoder.renderSharp(source, info: info, target: size, limits: limits, meter: meter)
+                : try decoder.render(source, info: info, target: size, limits: limits, meter: meter)
             warnings += rendered.warnings
             bitmap = rendered.bitmap
             cache?.keep(bitmap)

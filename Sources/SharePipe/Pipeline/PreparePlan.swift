@@ -46,6 +46,10 @@ struct PreparePlan: Sendable, Equatable {
     /// no frame change, so its metadata-only copy is tried first (the animation is written anew only when
     /// the rewriter declines it or the copy is over the byte limit).
     var metadataCopyFirst = false
+    /// A JPEG output whose byte limit bites is rendered again sharp (`QualityLadder`, `ImageDecoder.renderSharp`):
+    /// under `memoryFirst` (`cpuFirst` resamples the render it keeps) and for an image within the pixel limit
+    /// (a larger one is taken on its streamed cost, which prices the plain render).
+    var sharpRenderWhenCapped = false
     /// The ladder searches quality in the input's own format, so the source's quality would cap it: only then
     /// is it worth reading (`Pipeline` reads it and calls `capQuality(atSource:options:)`).
     private(set) var capsAtSourceQuality = false
@@ -96,6 +100,9 @@ struct PreparePlan: Sendable, Equatable {
         let output = FormatRegistry.descriptor(for: outputFormat)
         orientation = info.orientation
         byteLimit = options.maxBytes
+        sharpRenderWhenCapped =
+            options.maxBytes != nil && outputFormat == .jpeg && options.strategy == .memoryFirst
+            && info.size.area <= options.limits.maxPixels
         writtenMetadata = output.writableMetadata(decided, info.metadataKinds)
         // Caps apply to the image as displayed; decoding works in stored orientation.
         let displayed = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)

@@ -10,6 +10,22 @@ protocol ImageDecoder: Sendable {
         _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
         meter: PixelMemoryMeter
     ) throws -> RenderedImage
+    /// `render`, sharper and slower: where the decoder shrinks on load, it leaves the resampler at least a
+    /// factor of two (JPEG: `ScalePlan.sharpJPEGScaleNumerator`). For a byte limit that bites, where every
+    /// byte goes to detail that should be there. By default `render`.
+    func renderSharp(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage
+}
+
+extension ImageDecoder {
+    func renderSharp(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits,
+        meter: PixelMemoryMeter
+    ) throws -> RenderedImage {
+        try render(source, info: info, target: target, limits: limits, meter: meter)
+    }
 }
 
 /// What a decoder's render produced.

@@ -175,19 +175,32 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         let channels = info.colorModel == .gray ? 1 : 3
 
         // What `JPEGDecoder.render` meters for one target: the resampler, the row batch, the CMYK row.
-        func render(_ wanted: PixelSize) -> (decoded: PixelSize, output: PixelSize, metered: Int) {
-            let numerator = ScalePlan.jpegScaleNumerator(stored: info.size, target: wanted)
+        func render(_ wanted: PixelSize, sharp: Bool = false)
+            -> (numerator: Int, decoded: PixelSize, output: PixelSize, metered: Int)
+        {
+            let numerator =
+                sharp
+                ? ScalePlan.sharpJPEGScaleNumerator(stored: info.size, target: wanted)
+                : ScalePlan.jpegScaleNumerator(stored: info.size, target: wanted)
             let decoded = PixelSize(
                 width: (info.size.width * numerator + 7) / 8,
                 height: (info.size.height * numerator + 7) / 8)
             let output = PixelSize(width: min(wanted.width, decoded.width), height: min(wanted.height, decoded.height))
             let resampler = LanczosResampler.memoryEstimate(from: decoded, to: output, channels: channels)
             let rows = decoded.width * components * JPEGDecoder.rowBatch + (isCMYK ? decoded.width * 3 : 0)
-            return (decoded, output, resampler + rows)
+            return (numerator, decoded, output, resampler + rows)
         }
 
         let main = render(target)
         var metered = main.metered
+        // A JPEG output under a byte limit that bites is rendered again, sharp (`PreparePlan.sharpRenderWhenCapped`):
+        // a larger DCT scale, so a wider decode, a taller resampler window and, for a progressive file, more
+        // coefficients kept.
+        var decode = main
+        if plan.sharpRenderWhenCapped {
+            decode = render(target, sharp: true)
+            metered = max(metered, decode.metered)
+        }
         var rewriteOutput = 0
         if plan.route == .metadataRewrite {
             // The metadata-only path first proves the data whole with a 1/8-scale decode.
@@ -206,11 +219,11 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             ? min(
                 progressiveStoreBytes(
                     info.size, components: components,
-                    numerator: ScalePlan.jpegScaleNumerator(stored: info.size, target: target),
+                    numerator: decode.numerator,
                     budget: min(JPEGDecoder.storeBudget, options.limits.maxDecoderMemory / 2),
                     maxBands: JPEGDecoder.maxBands),
                 options.limits.maxDecoderMemory) : 0
-        var decoder = jpegFixedBytes + coefficients + (main.decoded.width + 16) * components * jpegStripRows
+        var decoder = jpegFixedBytes + coefficients + (decode.decoded.width + 16) * components * jpegStripRows
         if plan.route == .losslessTurn {
             // `JPEGTurner` (it falls back to the still route, priced above): the input read whole, TurboJPEG's
             // source coefficient arrays and the turned ones (128 bytes per block, blocks padded to the MCU),
