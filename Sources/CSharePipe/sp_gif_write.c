@@ -1,22 +1,60 @@
-// giflib's encoder (EGif*) behind status + message, writing into a growable memory buffer. giflib never
-// longjmps: each call returns GIF_ERROR and leaves a code in GifFile->Error; every failure is turned into a
-// status and a message naming the step (and "out of memory for the output" when the buffer could not grow).
+// giflib's encoder (EGif*) behind status + message, writing into a growable memory buffer or, through a
+// fixed buffer, into a file descriptor the caller owns. giflib never longjmps: each call returns GIF_ERROR
+// and leaves a code in GifFile->Error; every failure is turned into a status and a message naming the step
+// ("out of memory for the output" when the buffer could not grow, the system's reason when a write failed).
 #include "sp_gif_private.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/// The buffer in front of a file descriptor: the output goes out in pieces of this size.
+#define SP_GIF_FILE_BUFFER (64 * 1024)
 
 struct sp_gif_writer {
     GifFileType *gif;
     uint8_t *buffer;
     size_t capacity;
-    size_t length;
+    size_t length;      // bytes in `buffer`
     int out_of_memory;
+    int descriptor;     // -1: the whole output stays in `buffer`
+    size_t flushed;     // bytes already written to `descriptor`
+    int write_error;    // errno of the write that failed, 0 if none
 };
+
+// Writes `count` bytes to the descriptor, whole (through short writes and EINTR); 0 on failure.
+static int write_all(sp_gif_writer *writer, const uint8_t *bytes, size_t count) {
+    size_t done = 0;
+    while (done < count) {
+        ssize_t wrote = write(writer->descriptor, bytes + done, count - done);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) {
+            writer->write_error = wrote < 0 ? errno : EIO;
+            return 0;
+        }
+        done += (size_t)wrote;
+    }
+    writer->flushed += count;
+    return 1;
+}
+
+static int flush_buffer(sp_gif_writer *writer) {
+    if (!write_all(writer, writer->buffer, writer->length)) return 0;
+    writer->length = 0;
+    return 1;
+}
 
 static int write_output(GifFileType *gif, const GifByteType *bytes, int count) {
     sp_gif_writer *writer = (sp_gif_writer *)gif->UserData;
     if (count <= 0) return 0;
+    if (writer->descriptor >= 0) {
+        if (writer->length + (size_t)count > writer->capacity && !flush_buffer(writer)) return 0;
+        if ((size_t)count > writer->capacity) return write_all(writer, bytes, (size_t)count) ? count : 0;
+        memcpy(writer->buffer + writer->length, bytes, (size_t)count);
+        writer->length += (size_t)count;
+        return count;
+    }
     if (writer->length + (size_t)count > writer->capacity) {
         size_t capacity = writer->capacity * 2;
         while (capacity < writer->length + (size_t)count) capacity *= 2;
@@ -30,12 +68,20 @@ static int write_output(GifFileType *gif, const GifByteType *bytes, int count) {
     return count;
 }
 
+// Whether the output could not grow or be written (sticky: the writes after a failed one may succeed).
+static int output_failed(const sp_gif_writer *writer) { return writer->out_of_memory || writer->write_error != 0; }
+
 static sp_status writer_failure(sp_gif_writer *writer, const char *what, char *message) {
     char text[SP_MESSAGE_LENGTH];
     if (writer->out_of_memory) {
         snprintf(text, sizeof(text), "%s: out of memory for the output", what);
         copy_message(message, text);
         return SP_ERR_MEMORY;
+    }
+    if (writer->write_error != 0) {
+        snprintf(text, sizeof(text), "%s: cannot write the output: %s", what, strerror(writer->write_error));
+        copy_message(message, text);
+        return SP_ERR_IO;
     }
     int code = writer->gif != NULL ? writer->gif->Error : 0;
     snprintf(text, sizeof(text), "%s: %s", what, error_text(code));
@@ -60,10 +106,11 @@ static ColorMapObject *make_map(const uint8_t *colors, int count, int sorted) {
     return map;
 }
 
-sp_status sp_gif_writer_open(sp_gif_writer **out, char *message) {
+static sp_status open_writer(int descriptor, sp_gif_writer **out, char *message) {
     sp_gif_writer *writer = calloc(1, sizeof(sp_gif_writer));
     if (writer == NULL) { copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
-    writer->capacity = 65536;
+    writer->descriptor = descriptor;
+    writer->capacity = SP_GIF_FILE_BUFFER;
     writer->buffer = malloc(writer->capacity);
     if (writer->buffer == NULL) { free(writer); copy_message(message, "out of memory"); return SP_ERR_MEMORY; }
     int error = 0;
@@ -78,6 +125,13 @@ sp_status sp_gif_writer_open(sp_gif_writer **out, char *message) {
     EGifSetGifVersion(writer->gif, true);
     *out = writer;
     return SP_OK;
+}
+
+sp_status sp_gif_writer_open(sp_gif_writer **out, char *message) { return open_writer(-1, out, message); }
+
+sp_status sp_gif_writer_open_descriptor(int descriptor, sp_gif_writer **out, char *message) {
+    if (descriptor < 0) { copy_message(message, "no file to write the GIF to"); return SP_ERR_ARGUMENT; }
+    return open_writer(descriptor, out, message);
 }
 
 sp_status sp_gif_writer_put_screen(sp_gif_writer *writer, int width, int height, int color_resolution,
@@ -100,9 +154,10 @@ sp_status sp_gif_writer_put_screen(sp_gif_writer *writer, int width, int height,
     writer->gif->AspectByte = (GifByteType)aspect_byte;
     int result = EGifPutScreenDesc(writer->gif, width, height, color_resolution, background_index & 0xFF, map);
     GifFreeMapObject(map);
-    if (result == GIF_ERROR || writer->out_of_memory) return writer_failure(writer, "writing the screen descriptor", message);
-    // Older giflib writes 0 for the pixel aspect ratio; it is byte 12 ("GIF89a", 2+2 size, flags, background).
-    if (writer->length >= 13) writer->buffer[12] = (uint8_t)aspect_byte;
+    if (result == GIF_ERROR || output_failed(writer)) return writer_failure(writer, "writing the screen descriptor", message);
+    // Older giflib writes 0 for the pixel aspect ratio; it is byte 12 ("GIF89a", 2+2 size, flags, background),
+    // still in the buffer (a file writer's buffer goes out only once it is full).
+    if (writer->flushed == 0 && writer->length >= 13) writer->buffer[12] = (uint8_t)aspect_byte;
     return SP_OK;
 }
 
@@ -129,7 +184,7 @@ sp_status sp_gif_writer_put_extension(sp_gif_writer *writer, int label, const ui
         }
         position += 1 + (size_t)block;
     }
-    if (EGifPutExtensionTrailer(writer->gif) == GIF_ERROR || writer->out_of_memory) {
+    if (EGifPutExtensionTrailer(writer->gif) == GIF_ERROR || output_failed(writer)) {
         return writer_failure(writer, "writing an extension", message);
     }
     return SP_OK;
@@ -157,13 +212,13 @@ sp_status sp_gif_writer_put_image(sp_gif_writer *writer, int left, int top, int 
     }
     int result = EGifPutImageDesc(gif, left, top, width, height, interlaced ? true : false, map);
     GifFreeMapObject(map);
-    if (result == GIF_ERROR || writer->out_of_memory) return writer_failure(writer, "writing an image descriptor", message);
+    if (result == GIF_ERROR || output_failed(writer)) return writer_failure(writer, "writing an image descriptor", message);
     return SP_OK;
 }
 
 sp_status sp_gif_writer_put_line(sp_gif_writer *writer, uint8_t *line, int length, char *message) {
     if (line == NULL || length <= 0) { copy_message(message, "row buffer is empty"); return SP_ERR_ARGUMENT; }
-    if (EGifPutLine(writer->gif, line, length) == GIF_ERROR || writer->out_of_memory) {
+    if (EGifPutLine(writer->gif, line, length) == GIF_ERROR || output_failed(writer)) {
         return writer_failure(writer, "compressing image data", message);
     }
     return SP_OK;
@@ -174,11 +229,20 @@ sp_status sp_gif_writer_finish(sp_gif_writer *writer, uint8_t **out, size_t *out
     int error = 0;
     int result = EGifCloseFile(writer->gif, &error);  // writes the trailer and frees giflib's state
     writer->gif = NULL;
-    if (result == GIF_ERROR || writer->out_of_memory) {
+    if (result != GIF_ERROR && writer->descriptor >= 0) flush_buffer(writer);
+    if (result == GIF_ERROR || output_failed(writer)) {
         char text[SP_MESSAGE_LENGTH];
-        snprintf(text, sizeof(text), "finishing the GIF: %s", writer->out_of_memory ? "out of memory" : error_text(error));
+        snprintf(text, sizeof(text), "finishing the GIF: %s",
+                 writer->out_of_memory ? "out of memory"
+                 : writer->write_error != 0 ? strerror(writer->write_error)
+                 : error_text(error));
         copy_message(message, text);
-        return writer->out_of_memory ? SP_ERR_MEMORY : SP_ERR_LIBRARY;
+        return writer->out_of_memory ? SP_ERR_MEMORY : writer->write_error != 0 ? SP_ERR_IO : SP_ERR_LIBRARY;
+    }
+    if (writer->descriptor >= 0) {
+        *out = NULL;
+        *out_length = writer->flushed;
+        return SP_OK;
     }
     *out = writer->buffer;
     *out_length = writer->length;

@@ -128,3 +128,60 @@ private struct DiffingFrameSource: AnimationFrameSource {
         #expect(try reader.next(patching: &read) == nil)
     }
 }
+
+@Suite struct AnimationSpillLeftoverTests {
+    @Test("the ladder's first plan writes no spill, even at the dimension floor; the next pass at its size spills")
+    func firstPlanWritesNoSpill() throws {
+        let source = ImageSource.file(path: GIFFixtures.path("disposals.gif"))
+        let opens = Locked(0)
+        var pass = AnimationFramesPass(
+            open: { try DiffingFrameSource(source, opens: opens) }, metadata: [], meter: PixelMemoryMeter())
+        let size = PixelSize(width: 120, height: 90)
+        let first = AnimatedGIFPlan(size: size, colorBudget: nil)
+        pass.dimensionFloor = size.shortEdge  // a small animation: its first size is its floor
+        pass.initialPlan = first
+        let fitted = try pass.run(first, globalUsage: nil, checkpoint: {})
+        #expect(pass.spills?.spill == nil && opens.withLock { $0 } == 1)
+        let fewer = try pass.run(AnimatedGIFPlan(size: size, colorBudget: 128), globalUsage: nil, checkpoint: {})
+        #expect(pass.spills?.spill != nil && opens.withLock { $0 } == 2)
+        let fewest = try pass.run(AnimatedGIFPlan(size: size, colorBudget: 64), globalUsage: nil, checkpoint: {})
+        #expect(opens.withLock { $0 } == 2, "read back from the spill")
+        // The same bytes as passes that never spill.
+        var fresh = AnimationFramesPass(
+            open: { try DiffingFrameSource(source, opens: Locked(0)) }, metadata: [], meter: PixelMemoryMeter())
+        fresh.spills = nil
+        for (output, budget) in [(fitted, nil), (fewer, 128), (fewest, 64)] as [(AnimatedGIFPass.Output, Int?)] {
+            let reference = try fresh.run(
+                AnimatedGIFPlan(size: size, colorBudget: budget), globalUsage: nil, checkpoint: {})
+            #expect(output.bytes == reference.bytes, "\(String(describing: budget))")
+        }
+    }
+
+    /// Jobs that drop frames from the start (the service's frame limit): their passes hold the last kept picture
+    /// while the resampler goes on through the dropped frames, and the meter counts it; the estimate bounds it.
+    @Test(arguments: ["webp/animated.webp", "webp/disposals-mixed.webp", "apng/dispose-blend.png", "avif sequence"])
+    func frameDroppingPassesStayWithinTheEstimate(_ input: String) throws {
+        let source =
+            input == "avif sequence"
+            ? ImageSource.bytes(try #require(try AVIFTests.sequences().first).bytes)
+            : .file(path: Fixtures.path(input))
+        let info = try SharePipe.inspect(source)
+        try #require(info.frameCount >= 3, "\(input): \(info.frameCount) frames")
+        var options = ServiceProfile.x.options()
+        options.animation.maxFrames = info.frameCount - 1
+        let result = try SharePipe.prepare(source, options: options)
+        #expect(result.format == .gif && result.frameCount < info.frameCount, "\(input): \(result.adjustments)")
+        let estimate = try MemoryEstimate(info: info, options: options)
+        let picture = result.size.area * 4
+        #expect(
+            result.peakPixelBytes <= estimate.meteredPixelBytes,
+            "\(input): peak \(result.peakPixelBytes), \(estimate)")
+        // The same job keeping every frame peaks lower by that picture (give or take the encoder's indices,
+        // sized by each written frame's rectangle: at most one byte a pixel).
+        var everyFrame = options
+        everyFrame.animation.maxFrames = nil
+        let whole = try SharePipe.prepare(source, options: everyFrame)
+        #expect(whole.size == result.size)
+        #expect(result.peakPixelBytes >= whole.peakPixelBytes + picture - result.size.area, "\(input)")
+    }
+}

@@ -72,11 +72,14 @@ long sp_gif_reader_offset(const sp_gif_reader *reader);
 /// Closes giflib and the file, if any.
 void sp_gif_reader_free(sp_gif_reader *reader);
 
-/// A giflib encoder writing into a growable memory buffer; opaque to Swift.
+/// A giflib encoder writing into a growable memory buffer or a file descriptor; opaque to Swift.
 typedef struct sp_gif_writer sp_gif_writer;
 
 /// Starts a GIF89a stream in memory.
 sp_status sp_gif_writer_open(sp_gif_writer **out, char *message);
+/// Starts a GIF89a stream written to `descriptor` (the caller's; never closed here) through a 64 KiB buffer,
+/// so the output is never held whole. A failed write is SP_ERR_IO with the system's reason.
+sp_status sp_gif_writer_open_descriptor(int descriptor, sp_gif_writer **out, char *message);
 /// Writes the header, the logical screen descriptor and the global colour table (color_count 0: none;
 /// otherwise a power of two 2...256). The aspect byte is written as given.
 sp_status sp_gif_writer_put_screen(sp_gif_writer *writer, int width, int height, int color_resolution,
@@ -93,8 +96,9 @@ sp_status sp_gif_writer_put_image(sp_gif_writer *writer, int left, int top, int 
 /// Compresses one row of palette indices (EGifPutLine), `length` = the image width. For an interlaced
 /// image the caller passes rows in pass order. giflib masks the buffer's values in place.
 sp_status sp_gif_writer_put_line(sp_gif_writer *writer, uint8_t *line, int length, char *message);
-/// Writes the trailer and closes giflib; on success *out is malloc'ed (free with sp_free) and the writer
-/// no longer owns it. The writer must still be freed.
+/// Writes the trailer and closes giflib; on success *out_length is the whole output's length and, in memory,
+/// *out is malloc'ed (free with sp_free) and the writer no longer owns it; written to a descriptor, the rest
+/// of the buffer is written out and *out is NULL. The writer must still be freed.
 sp_status sp_gif_writer_finish(sp_gif_writer *writer, uint8_t **out, size_t *out_length, char *message);
 /// Frees the writer (and its buffer, unless handed out by sp_gif_writer_finish).
 void sp_gif_writer_free(sp_gif_writer *writer);

@@ -142,7 +142,8 @@ public struct Batch: Sendable {
             }
             return reports
         }
-        let results = Pipeline.prepare(.file(path: item.input), forEach: options)
+        // Outputs written to temporary files (animations) are copied to their place, never held whole.
+        let results = Pipeline.prepare(.file(path: item.input), forEach: options, keepingOutputFiles: true)
         for (index, result) in zip(pending, results) {
             write(result, for: item, target: targets[index], into: &reports[index])
         }
@@ -163,7 +164,7 @@ public struct Batch: Sendable {
         sink: ((PreparedImage) throws -> Void)? = nil
     ) -> [BatchReport] {
         let item = BatchItem(input: name, relativeName: BatchItem.lastComponent(name))
-        let results = Pipeline.prepare(source, forEach: Self.checked(targets))
+        let results = Pipeline.prepare(source, forEach: Self.checked(targets), keepingOutputFiles: sink == nil)
         return zip(targets, results).map { target, result in
             var report = BatchReport(input: name, service: target.service)
             report.inputBytes = try? source.byteCount()
@@ -175,8 +176,8 @@ public struct Batch: Sendable {
                 var prepared = try result.get()
                 try sink(prepared)
                 report.output = "-"
-                report.bytes = prepared.bytes.count
-                prepared.bytes = []
+                report.bytes = prepared.byteCount
+                prepared.dropOutput()
                 report.result = prepared
             } catch let error as SharePipeError {
                 report.error = error
@@ -222,10 +223,10 @@ public struct Batch: Sendable {
             let output = outputPath(item, target, format: result.format)
             try checkOwnership(output, item: item)
             try FileIO.makeDirectories(FileIO.parentDirectory(of: output))
-            try FileIO.writeAtomically(result.bytes, to: output)
+            try FileIO.writeAtomically(result, to: output)
             report.output = output
-            report.bytes = result.bytes.count
-            result.bytes = []
+            report.bytes = result.byteCount
+            result.dropOutput()
             report.result = result
         } catch {
             report.error = .from(error, file: item.input)

@@ -93,13 +93,25 @@ enum FileIO {
     /// file, and a crash right after the rename cannot leave an empty one. A full disk or a failing write
     /// removes the temporary file and throws `unwritable` with the system's reason.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        try writeAtomically(to: path) { handle in
+            bytes.withUnsafeBytes({ fwrite($0.baseAddress, 1, $0.count, handle) }) == bytes.count ? nil : errnoText()
+        }
+    }
+
+    /// The same for a prepared image's output, from its temporary file when it is in one (copied through a
+    /// small buffer: the output is never held whole), else from its bytes.
+    static func writeAtomically(_ prepared: PreparedImage, to path: String) throws {
+        guard let file = prepared.outputFile else { return try writeAtomically(prepared.bytes, to: path) }
+        try writeAtomically(to: path) { file.copy(to: $0) }
+    }
+
+    /// Creates the temporary name, lets `write` fill it (nil, or the reason it failed), flushes, syncs and
+    /// renames it into place; removes it on any failure.
+    private static func writeAtomically(to path: String, _ write: (UnsafeMutablePointer<FILE>) -> String?) throws {
         let temporary = "\(path).sharepipe-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
         let handle = try TemporaryFiles.shared.create(temporary, for: path)
         defer { TemporaryFiles.shared.unregister(temporary) }
-        var failure: String?
-        if bytes.withUnsafeBytes({ fwrite($0.baseAddress, 1, $0.count, handle) }) != bytes.count {
-            failure = errnoText()
-        }
+        var failure = write(handle)
         if failure == nil, fflush(handle) != 0 { failure = errnoText() }
         if failure == nil, fsync(fileno(handle)) != 0 { failure = errnoText() }
         if fclose(handle) != 0, failure == nil { failure = errnoText() }

@@ -58,6 +58,31 @@ public struct PreparedImage: Sendable {
     /// Number of frames in the input (more than `frameCount` when only the first frame was kept, or frames
     /// were dropped to meet a limit).
     public var inputFrameCount: Int = 1
+    /// Inside the library only: the output, when it is in an unlinked temporary file rather than in `bytes`
+    /// (then empty). `Pipeline.prepare` reads it into `bytes` unless its caller writes the file where it
+    /// belongs itself (`Batch`, `FileIO.writeAtomically(_:to:)`), so every public result has its bytes.
+    var outputFile: EncodedFile? = nil
 
-    public var byteCount: Int { bytes.count }
+    /// The output's length in bytes.
+    public var byteCount: Int { outputFile?.byteCount ?? bytes.count }
+}
+
+extension PreparedImage {
+    /// Reads the output into `bytes` when it is in a temporary file, and lets the file go. `file` names the
+    /// input in the error.
+    mutating func loadOutputFile(naming file: String) throws(SharePipeError) {
+        guard let outputFile else { return }
+        do {
+            bytes = try outputFile.readAll()
+        } catch {
+            throw .unreadable(file: file, reason: "reading the output back from its temporary file: \(error.reason)")
+        }
+        self.outputFile = nil
+    }
+
+    /// Lets the output go (bytes and file), keeping the report.
+    mutating func dropOutput() {
+        bytes = []
+        outputFile = nil
+    }
 }

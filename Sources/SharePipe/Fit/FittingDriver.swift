@@ -24,6 +24,8 @@ struct FittingDriver {
         var method = PreparationMethod.reencoded
         /// Adjustments this fit made (the plan's own come first in the report).
         var adjustments: [String] = []
+        /// The encode, when it was written to a temporary file instead of memory (then `bytes` is empty).
+        var file: EncodedFile? = nil
     }
 
     /// Runs `ladder` step by step until an encode fits, or throws `cannotMeetLimit` with the smallest
@@ -42,7 +44,7 @@ struct FittingDriver {
         }
     }
 
-    /// The result: the plan's facts, the fit's bytes, the attempts, the meter's peak.
+    /// The result: the plan's facts, the fit's bytes (or its file), the attempts, the meter's peak.
     func prepared(_ fit: Fit, attempts: [FitAttempt], warnings: [String]) -> PreparedImage {
         PreparedImage(
             bytes: fit.bytes, format: fit.format, size: fit.size, inputFormat: info.format,
@@ -51,7 +53,7 @@ struct FittingDriver {
             method: fit.method, quality: fit.quality, attempts: attempts,
             removedMetadata: fit.metadata.removed, keptMetadata: MetadataOutcome.kinds(of: fit.metadata.kept),
             frameCount: fit.frameCount, peakPixelBytes: meter.peakBytes, warnings: warnings,
-            adjustments: plan.adjustments + fit.adjustments, inputFrameCount: info.frameCount)
+            adjustments: plan.adjustments + fit.adjustments, inputFrameCount: info.frameCount, outputFile: fit.file)
     }
 
     /// The shrink step every ladder uses: about sqrt(limit / bytes) smaller (`ScalePlan.shrink`), or nil

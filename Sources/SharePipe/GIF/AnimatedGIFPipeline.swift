@@ -52,12 +52,32 @@ struct AnimatedGIFPass {
     /// false: resample the whole canvas for every picture and let the encoder compare whole pictures (the
     /// reference the incremental path is tested against).
     var incremental = true
+    /// Write the output into an unlinked temporary file (`GIFWriter.toTemporaryFile`, `Output.file`) instead of
+    /// memory, so that a pass holds no more as the animation grows (the animation route's passes do).
+    var writesTemporaryFile = false
+    /// Where that file is made (nil: `$TMPDIR`, else `/tmp`).
+    var temporaryDirectory: String?
 
+    /// One pass's GIF: its bytes, or (written to a temporary file) `file` and no bytes.
     struct Output {
         var bytes: [UInt8]
+        var file: EncodedFile? = nil
         var framesWritten: Int
         var statistics: GIFAnimationEncoder.Statistics
         var globalUsage: [Int]
+
+        /// The output's length, wherever it is.
+        var byteCount: Int { file?.byteCount ?? bytes.count }
+
+        init(
+            _ output: (bytes: [UInt8], file: EncodedFile?), framesWritten: Int,
+            statistics: GIFAnimationEncoder.Statistics, globalUsage: [Int]
+        ) {
+            (bytes, file) = output
+            self.framesWritten = framesWritten
+            self.statistics = statistics
+            self.globalUsage = globalUsage
+        }
     }
 
     /// Runs the pass. `globalUsage` (from an earlier pass) weights the reduction of the global palette.
@@ -81,7 +101,7 @@ struct AnimatedGIFPass {
             } else if let global = container.globalPalette, container.backgroundIndex >= global.count {
                 container.backgroundIndex = 0
             }
-            let writer = try GIFWriter()
+            let writer = try writesTemporaryFile ? GIFWriter.toTemporaryFile(in: temporaryDirectory) : GIFWriter()
             try writer.begin(container)
             let canvas = GIFCanvas(size: screen, meter: meter)
             let resampler = incremental ? GIFPictureResampler(from: screen, to: plan.size, meter: meter) : nil
@@ -128,7 +148,7 @@ struct AnimatedGIFPass {
                 throw SharePipeError.unreadable(file: reader.file, reason: "the file changed while it was being read")
             }
             return Output(
-                bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
+                try writer.finishOutput(), framesWritten: encoder.statistics.framesWritten,
                 statistics: encoder.statistics, globalUsage: encoder.globalUsage)
         }
     }

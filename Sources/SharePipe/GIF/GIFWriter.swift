@@ -1,13 +1,23 @@
 import CSharePipe
 
-/// A giflib encoder writing into memory, frame by frame (EGifPutImageDesc / EGifPutLine). The container is
-/// written once by `begin`: screen descriptor, global palette, the NETSCAPE2.0 loop extension right after
-/// the header (only when the container has a loop count), then the kept metadata. Each frame then gets its
-/// Graphics Control Extension (when it has one), its descriptor and its rows.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A giflib encoder writing frame by frame (EGifPutImageDesc / EGifPutLine) into memory or, through a 64 KiB
+/// buffer, into an unlinked temporary file (`toTemporaryFile()`: an animation's output is then never held
+/// whole). The container is written once by `begin`: screen descriptor, global palette, the NETSCAPE2.0 loop
+/// extension right after the header (only when the container has a loop count), then the kept metadata. Each
+/// frame then gets its Graphics Control Extension (when it has one), its descriptor and its rows.
 final class GIFWriter {
     private let handle: OpaquePointer
+    /// The temporary file written to (owned until `finishOutput` hands it over); nil: in memory.
+    private var descriptor: Int32?
     private var finished = false
 
+    /// A writer into memory.
     init() throws {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
@@ -15,7 +25,32 @@ final class GIFWriter {
         self.handle = handle!
     }
 
-    deinit { sp_gif_writer_free(handle) }
+    private init(descriptor: Int32) throws {
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        let status = sp_gif_writer_open_descriptor(descriptor, &handle, &message)
+        guard status == SP_OK, let handle else {
+            _ = close(descriptor)
+            try EncoderFailure.check(status, message)
+            preconditionFailure("sp_gif_writer_open_descriptor returned no writer")
+        }
+        self.handle = handle
+        self.descriptor = descriptor
+    }
+
+    /// A writer into an unlinked temporary file in `directory` (nil: `$TMPDIR`, else `/tmp`), or into memory when
+    /// none can be made there (the output is the same; only where it is held differs).
+    static func toTemporaryFile(in directory: String? = nil) throws -> GIFWriter {
+        guard let descriptor = UnlinkedTemporaryFile.make(prefix: "sharepipe-output", in: directory) else {
+            return try GIFWriter()
+        }
+        return try GIFWriter(descriptor: descriptor)
+    }
+
+    deinit {
+        sp_gif_writer_free(handle)
+        if let descriptor { _ = close(descriptor) }  // never finished: the unlinked file goes with it
+    }
 
     /// Writes the container: screen, global palette, loop extension, metadata (in that order).
     func begin(_ container: GIFContainer) throws {
@@ -79,8 +114,15 @@ final class GIFWriter {
         }
     }
 
-    /// Writes the trailer and returns the whole file.
+    /// Writes the trailer and returns the whole file (a writer into memory).
     func finish() throws -> [UInt8] {
+        precondition(descriptor == nil, "finish() is for a writer into memory: use finishOutput()")
+        return try finishOutput().bytes
+    }
+
+    /// Writes the trailer and returns the output: in its temporary file (`bytes` empty) when written to one,
+    /// else the bytes.
+    func finishOutput() throws -> (bytes: [UInt8], file: EncodedFile?) {
         precondition(!finished, "finish called twice")
         finished = true
         var message = shimMessageBuffer()
@@ -88,7 +130,11 @@ final class GIFWriter {
         var length = 0
         try check(sp_gif_writer_finish(handle, &output, &length, &message), message)
         defer { sp_free(output) }
-        return Array(UnsafeBufferPointer(start: output, count: length))
+        if let descriptor {
+            self.descriptor = nil
+            return ([], EncodedFile(descriptor: descriptor, byteCount: length))
+        }
+        return (Array(UnsafeBufferPointer(start: output, count: length)), nil)
     }
 
     private func check(_ status: sp_status, _ message: [CChar]) throws {

@@ -17,10 +17,12 @@ enum AnimationRoute {
     /// What the animation route writes.
     static let outputFormat = ImageFormat.gif
 
-    /// The ladder for `plan` (whose route is `.animation`), over the pass the input format offers.
+    /// The ladder for `plan` (whose route is `.animation`), over the pass the input format offers. Each pass
+    /// writes its GIF into an unlinked temporary file in `temporaryDirectory` (nil: `$TMPDIR`, else `/tmp`): an
+    /// attempt's size is known without holding it, and an attempt not kept takes its file with it.
     static func ladder(
         _ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
-        meter: PixelMemoryMeter, checkpoint: Pipeline.Checkpoint
+        meter: PixelMemoryMeter, checkpoint: Pipeline.Checkpoint, temporaryDirectory: String? = nil
     ) throws -> AnimationLadder {
         guard case .animation(let initial, let frameCount, let floor, let minShortEdge) = plan.ladder,
             let support = FormatRegistry.descriptor(for: info.format).animation
@@ -34,15 +36,20 @@ enum AnimationRoute {
             let summary = try GIFSummary.read(source, limits: options.limits)
             try checkpoint()
             warnings = summary.warnings
-            let pass = AnimatedGIFPass(
+            var pass = AnimatedGIFPass(
                 source: source, summary: summary, metadata: plan.writtenMetadata.kept, meter: meter)
-            run = { try pass.run($0, globalUsage: $1, checkpoint: $2) }
+            pass.writesTemporaryFile = true
+            pass.temporaryDirectory = temporaryDirectory
+            run = { [pass] in try pass.run($0, globalUsage: $1, checkpoint: $2) }
         case .frames(let open, _):
             warnings = info.probeWarnings
             var pass = AnimationFramesPass(
                 open: { try open(source, info, options.limits, meter) }, orientation: plan.orientation,
                 metadata: plan.writtenMetadata.kept, meter: meter)
             pass.dimensionFloor = floor
+            pass.initialPlan = initial
+            pass.writesTemporaryFile = true
+            pass.temporaryDirectory = temporaryDirectory
             run = { [pass] in try pass.run($0, globalUsage: $1, checkpoint: $2) }
         }
         return AnimationLadder(
@@ -132,15 +139,16 @@ struct AnimationLadder: LadderRunner {
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
         let output = try run(plan, globalUsage, checkpoint)
         if globalUsage == nil { globalUsage = output.globalUsage }
-        lastBytes = output.bytes.count
+        lastBytes = output.byteCount
         guard
             log.record(
                 size: plan.size, format: .gif, quality: nil, note: plan.note(frameCount: frameCount),
                 bytes: lastBytes)
         else { return nil }
+        // An attempt over the limit is dropped here: its temporary file (if any) goes with it.
         return FittingDriver.Fit(
             bytes: output.bytes, format: .gif, size: plan.size, quality: nil, metadata: metadata,
-            frameCount: output.framesWritten, adjustments: adjustments(output))
+            frameCount: output.framesWritten, adjustments: adjustments(output), file: output.file)
     }
 
     mutating func advance(limit: Int) -> Bool {
@@ -214,13 +222,14 @@ struct AnimationLadder: LadderRunner {
 /// pictures to a temporary file as it goes (`ResampledFrameSpill`: each frame's changed rectangle of the
 /// output picture); a later pass at the same size (fewer colours, fewer frames) reads the spill back frame
 /// by frame instead of decoding and resampling again. A pass at another size reads the source again; a pass the
-/// ladder follows with a smaller size anyway (`dimensionFloor`) writes no spill. The
-/// pictures and the changed areas handed to the encoder are the same either way, so the output is too.
+/// ladder follows with a smaller size anyway (`dimensionFloor`) writes no spill, nor does the ladder's first
+/// (`initialPlan`). The pictures and the changed areas handed to the encoder are the same either way, so the
+/// output is too.
 ///
 /// Memory: the source's own canvas (and what its codec keeps), the resampled picture and the one after
-/// it, and the encoder's viewer model at the output size, all in the job's meter; each pass opens the
-/// source afresh and closes it before the next. A pass from the spill holds no canvas: the picture being
-/// patched and the one before it.
+/// it (a frame-dropping pass: one more), and the encoder's viewer model at the output size, all in the job's
+/// meter; each pass opens the source afresh and closes it before the next. A pass from the spill holds no
+/// canvas: the picture being patched and the one before it.
 struct AnimationFramesPass {
     let open: () throws -> any AnimationFrameSource
     /// Applied to each canvas before it is resampled (the source's Exif orientation).
@@ -233,6 +242,14 @@ struct AnimationFramesPass {
     /// frames above it is not spilled, since the ladder's next step changes its size (so a job whose first
     /// attempt fits writes no spill). nil: every pass from the source spills.
     var dimensionFloor: Int?
+    /// The ladder's first plan (`AnimationLadder.initial`): not spilled either, since most jobs fit at their first
+    /// attempt (at the dimension floor too: a small animation's first size is its floor); when it does not fit,
+    /// the next pass at its size reads the source again and spills. nil: no such rule.
+    var initialPlan: AnimatedGIFPlan?
+    /// Write each pass's GIF into an unlinked temporary file (`AnimatedGIFPass.Output.file`) instead of memory.
+    var writesTemporaryFile = false
+    /// Where that file is made (nil: `$TMPDIR`, else `/tmp`).
+    var temporaryDirectory: String?
 
     func run(_ plan: AnimatedGIFPlan, globalUsage: [Int]?, checkpoint: Pipeline.Checkpoint) throws
         -> AnimatedGIFPass.Output
@@ -250,9 +267,9 @@ struct AnimationFramesPass {
         let nextStepShrinks =
             dimensionFloor.map { plan.colorBudget == nil && plan.keepEvery == 1 && plan.size.shortEdge > $0 } ?? false
         let spill =
-            spills == nil || nextStepShrinks
+            spills == nil || nextStepShrinks || plan == initialPlan
             ? nil : ResampledFrameSpill(size: plan.size, canvasSize: frames.canvasSize, loopCount: frames.loopCount)
-        let writer = try GIFWriter()
+        let writer = try writesTemporaryFile ? GIFWriter.toTemporaryFile(in: temporaryDirectory) : GIFWriter()
         try writer.begin(container(plan, loopCount: frames.loopCount))
         // Upright canvases go through a resampler that keeps the last picture and recomputes only the
         // outputs that read changed canvas pixels (byte for byte the whole-canvas result); the encoder then
@@ -264,6 +281,12 @@ struct AnimationFramesPass {
             writer: writer, meter: meter, countsPictures: pictures == nil)
         var sequence = PictureSequence(
             plan: plan, encoder: encoder, reach: pictures?.reach, canvasSize: frames.canvasSize)
+        // Dropping frames, the encoder holds the last kept picture while the dropped ones after it are still
+        // resampled (the resampler's two pictures move on; or, spilling, a whole resample each): one picture
+        // more than its producers count.
+        let heldBesides = plan.keepEvery > 1 && (pictures != nil || spill != nil) ? plan.size.area * 4 : 0
+        meter.allocate(heldBesides)
+        defer { meter.release(heldBesides) }
         let whole = GIFRect(left: 0, top: 0, width: plan.size.width, height: plan.size.height)
         let wholeCanvas = GIFRect(left: 0, top: 0, width: frames.canvasSize.width, height: frames.canvasSize.height)
         var index = 0
@@ -294,7 +317,7 @@ struct AnimationFramesPass {
         try encoder.finish()
         if let spill, spill.finishWriting() { spills?.spill = spill }
         return AnimatedGIFPass.Output(
-            bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
+            try writer.finishOutput(), framesWritten: encoder.statistics.framesWritten,
             statistics: encoder.statistics, globalUsage: encoder.globalUsage)
     }
 
@@ -302,7 +325,7 @@ struct AnimationFramesPass {
     private func replay(_ spill: ResampledFrameSpill, plan: AnimatedGIFPlan, checkpoint: Pipeline.Checkpoint) throws
         -> AnimatedGIFPass.Output
     {
-        let writer = try GIFWriter()
+        let writer = try writesTemporaryFile ? GIFWriter.toTemporaryFile(in: temporaryDirectory) : GIFWriter()
         try writer.begin(container(plan, loopCount: spill.loopCount))
         let encoder = GIFAnimationEncoder(
             size: plan.size, globalPalette: nil, colorBudget: plan.colorBudget, writer: writer, meter: meter)
@@ -322,7 +345,7 @@ struct AnimationFramesPass {
         }
         try encoder.finish()
         return AnimatedGIFPass.Output(
-            bytes: try writer.finish(), framesWritten: encoder.statistics.framesWritten,
+            try writer.finishOutput(), framesWritten: encoder.statistics.framesWritten,
             statistics: encoder.statistics, globalUsage: encoder.globalUsage)
     }
 
@@ -389,8 +412,8 @@ private struct PictureSequence {
     }
 }
 
-/// The pictures of an animation at one output size, in an unlinked temporary file (`mkstemp` in `$TMPDIR`,
-/// else `/tmp`, removed from the directory at once, so nothing is left behind whatever happens): per frame
+/// The pictures of an animation at one output size, in an unlinked temporary file (`UnlinkedTemporaryFile`:
+/// `mkstemp` in `$TMPDIR`, else `/tmp`, removed from the directory at once, so nothing is left behind): per frame
 /// its duration, the canvas pixels it changed, and the rectangle of the output picture that differs from
 /// the frame before (with its pixels). Read back frame by frame into one picture.
 ///
@@ -425,13 +448,7 @@ final class ResampledFrameSpill {
         self.size = size
         self.canvasSize = canvasSize
         self.loopCount = loopCount
-        let directory =
-            directory ?? getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        let base = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
-        var template = Array("\(base)/sharepipe-frames-XXXXXX".utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else { return }
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        guard let descriptor = UnlinkedTemporaryFile.make(prefix: "sharepipe-frames", in: directory) else { return }
         file = fdopen(descriptor, "w+b")
         if file == nil { _ = close(descriptor) }
     }

@@ -21,9 +21,10 @@ enum Pipeline {
     /// Prepares `source` once per options value (one per service), each from a freshly opened source; a
     /// target whose options failed their check is that target's failure. Under `cpuFirst` the services
     /// share one render: the largest is decoded first and the others are resampled from it in memory.
+    /// `keepingOutputFiles`: see `prepare(_:job:checkpoint:cache:keepingOutputFile:)`.
     static func prepare(
         _ source: ImageSource, forEach targets: [Result<PrepareOptions.Checked, SharePipeError>],
-        checkpoint: @escaping Checkpoint = {}
+        checkpoint: @escaping Checkpoint = {}, keepingOutputFiles: Bool = false
     ) -> [Result<PreparedImage, SharePipeError>] {
         let cache = RenderCache()
         // Largest output first, so the shared render can serve every later one.
@@ -36,7 +37,7 @@ enum Pipeline {
                 results[index] = .success(
                     try prepare(
                         source, options: options, checkpoint: checkpoint,
-                        cache: options.strategy == .cpuFirst ? cache : nil))
+                        cache: options.strategy == .cpuFirst ? cache : nil, keepingOutputFile: keepingOutputFiles))
             } catch {
                 // Anything but a `SharePipeError` here is SharePipe's bug, not the input's fault.
                 results[index] = .failure(.from(error, file: source.displayName))
@@ -47,20 +48,25 @@ enum Pipeline {
 
     static func prepare(
         _ source: ImageSource, options: PrepareOptions.Checked,
-        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil
+        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil, keepingOutputFile: Bool = false
     ) throws -> PreparedImage {
         let job = try plan(source, options: options)
-        return try prepare(source, job: job, checkpoint: checkpoint, cache: cache)
+        return try prepare(
+            source, job: job, checkpoint: checkpoint, cache: cache, keepingOutputFile: keepingOutputFile)
     }
 
     /// Runs `job`, planned beforehand (`plan(_:options:probed:)`): the same value `SharePipeline` priced for
-    /// its reservation.
+    /// its reservation. An output written to a temporary file (the animation route's GIF) is read into the
+    /// result's `bytes`, unless `keepingOutputFile`: the caller then writes `PreparedImage.outputFile` where it
+    /// belongs (`FileIO.writeAtomically(_:to:)`) without ever holding the whole output.
     static func prepare(
         _ source: ImageSource, job: PlannedJob,
-        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil
+        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil, keepingOutputFile: Bool = false
     ) throws -> PreparedImage {
         do {
-            return try prepareSteps(source, job: job, checkpoint: checkpoint, cache: cache)
+            var prepared = try prepareSteps(source, job: job, checkpoint: checkpoint, cache: cache)
+            if !keepingOutputFile { try prepared.loadOutputFile(naming: source.displayName) }
+            return prepared
         } catch let failure as EncoderFailure {
             // Encoders see only pixels; the input's name is added here, once for every format.
             throw failure.error(file: source.displayName)

@@ -344,20 +344,26 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             source = sourceBytes(info)
             decoder += info.byteCount
         }
-        let metered =
+        var metered =
             source
             + LanczosResampler.memoryEstimate(from: screen, to: out, channels: 4)
             + 3 * out.area * 4 + out.area + out.area * 4
+        if case .frames? = FormatRegistry.descriptor(for: info.format).animation {
+            // A frame-dropping pass from a frame source resamples the dropped frames too (for its spill) while
+            // the encoder holds the last kept picture: one picture more (`AnimationFramesPass`).
+            metered += out.area * 4
+        }
         // The changed-pixel mask (one Bool per output pixel) and the frame summary (a record and a possible
         // local colour table per frame).
         let unmetered = out.area + info.frameCount * 1024
-        // The writer holds the whole output. LZW's bound (1.5 bytes per pixel per frame) is far above what
-        // frame differencing produces, so the output is bounded by 4 × the larger of the input and the byte
-        // limit (a practical bound, not a strict one), and by LZW's, whichever is smaller; doubled for the
-        // growing buffer.
+        // The writer streams each pass's output to a temporary file through a 64 KiB buffer; the one that fits
+        // is read back whole, once, when the caller takes bytes (the server; a batch copies the file to its
+        // place instead). LZW's bound (1.5 bytes per pixel per frame) is far above what frame differencing
+        // produces, so the output is bounded by 4 × the larger of the input and the byte limit (a practical
+        // bound, not a strict one), and by LZW's, whichever is smaller.
         let lzw = info.frameCount * (out.area * 3 / 2 + out.area / 255 + 1024)
         let practical = 4 * max(info.byteCount, options.animatedMaxBytes ?? 0) + (1 << 20)
-        var output = 2 * (min(lzw, practical) + keptMetadata + 2048)
+        var output = min(lzw, practical) + keptMetadata + 2048 + (64 << 10)
         if plan.metadataCopyFirst { output = max(output, rewriteOutputBytes(info, keptMetadata: keptMetadata)) }
         return Parts(
             decodedSize: screen, renderedSize: out, channels: 4, metered: metered, unmetered: unmetered,
