@@ -152,9 +152,9 @@ VISUAL_SAMPLE_ENTRIES = ("av01", "hvc1", "hev1")
 
 def add_sample_entry_box(data, kind, payload):
     """Appends a box of `kind` holding `payload` to the child boxes of every visual sample entry (`av01`,
-    `hvc1`) in every track's `stsd` but an auxiliary track's (one with `auxi`: alpha, depth), as a writer puts an
-    image sequence's `clli` or `mdcv` there. Every box on the way grows; chunk offsets (`stco`, `co64`) and `iloc` offsets (construction method 0) of data after
-    `moov` move by as much."""
+    `hvc1`) in every track's `stsd` but an auxiliary track's (one with `auxi`: alpha, depth), as a writer puts
+    an image sequence's `clli` or `mdcv` there. Every box on the way grows; chunk offsets (`stco`, `co64`) and
+    `iloc` offsets (construction method 0) of data after `moov` move by as much."""
     added = struct.pack(">I4s", 8 + len(payload), kind.encode("latin-1")) + payload
 
     def rebuilt(start, end):

@@ -8,9 +8,10 @@ avifenc 0.11 cannot write layers (libavif 1.0's progressive encoding can). This 
 aom codec does for a layered image: libaom (libaom.so.3, through ctypes; it comes with libavif) encodes one
 frame per layer into a single temporal unit, each with its spatial layer id (`AOME_SET_SPATIAL_LAYER_ID`, two
 to four layers declared with `AOME_SET_NUMBER_SPATIAL_LAYERS`): the first a key frame, the others inter
-frames predicting only from the last frame. Each LAYER is a binary PPM (P6) of the full image size; the layers may show different
-pictures, so a test can tell which layer a decoder shows. `--half-base` codes the first layer at half the
-width and height (`AOME_SET_SCALEMODE` 1:2), as a progressive AVIF's thumbnail layer is.
+frames predicting only from the last frame. Each LAYER is a binary PPM (P6) of the full image size; the
+layers may show different pictures, so a test can tell which layer a decoder shows. `--half-base` codes the
+first layer at half the width and height (`AOME_SET_SCALEMODE` 1:2), as a progressive AVIF's thumbnail layer
+is.
 
 The item holds the layers' OBUs one after another (libaom's temporal delimiter left in the first, as libavif
 leaves it) and is described by `ispe` (the size of the layer shown, as in Apple's multilayer examples of the
@@ -19,8 +20,8 @@ AV1-AVIF conformance files), `pixi`, `av1C` (from the sequence header), `colr` n
 - `a1lx` (unless `--no-a1lx`): the byte size of every layer but the last (never essential);
 - `lsel` (essential): the layer to show, `--lsel none` for no box (libavif 0.11 then treats an `a1lx` image
   as progressive), default 0xFFFF (all layers, progressive);
-- `a1op` (essential, `--a1op N`): the AV1 operating point to decode (libaom declares one per layer count:
-  operating point 0 is every layer, the last is the base layer alone).
+- `a1op` (essential, `--a1op N`): the AV1 operating point to decode (libaom declares one operating point per
+  layer: operating point 0 is every layer, the last is the base layer alone).
 The pixels are 8-bit 4:4:4 (AV1 High profile), YCbCr by BT.601 full range; `--quality` is libaom's cq-level
 (0..63, default 4). Standard library only; libaom's ABI is checked by aom_codec_enc_init_ver.
 """
@@ -28,7 +29,6 @@ import argparse
 import ctypes
 import ctypes.util
 import struct
-import sys
 
 # libaom 3.x (aom_encoder.h, aomcx.h, aom_image.h), as Debian 12's libaom3 3.6 lays them out.
 AOM_ENCODER_ABI_VERSION = 29
@@ -106,7 +106,8 @@ class Encoder:
         # progressive files and the AV1-AVIF conformance files have it.
         self.check(aom.aom_codec_enc_config_default(iface, cfg, AOM_USAGE_REALTIME), "config_default")
         # The default configuration is 320×240 at the usage asked for: seeing it proves the offsets above.
-        if (self.field(cfg, "g_usage"), self.field(cfg, "g_w"), self.field(cfg, "g_h")) != (AOM_USAGE_REALTIME, 320, 240):
+        defaults = (self.field(cfg, "g_usage"), self.field(cfg, "g_w"), self.field(cfg, "g_h"))
+        if defaults != (AOM_USAGE_REALTIME, 320, 240):
             raise SystemExit("libaom's aom_codec_enc_cfg_t is not laid out as this script expects")
         for name, value in (("g_w", width), ("g_h", height), ("g_profile", 1), ("g_threads", 1),
                             ("g_limit", layers), ("g_lag_in_frames", 0), ("rc_end_usage", AOM_Q),
@@ -270,7 +271,8 @@ def container(width, height, layers, a1lx, lsel, a1op):
     ftyp = box(b"ftyp", b"avif" + struct.pack(">I", 0) + b"avifmif1miafMA1A")
     hdlr = full_box(b"hdlr", 0, 0, struct.pack(">I4sIII", 0, b"pict", 0, 0, 0) + b"\0")
     pitm = full_box(b"pitm", 0, 0, struct.pack(">H", 1))
-    iinf = full_box(b"iinf", 0, 0, struct.pack(">H", 1) + full_box(b"infe", 2, 0, struct.pack(">HH4s", 1, 0, b"av01") + b"\0"))
+    infe = full_box(b"infe", 2, 0, struct.pack(">HH4s", 1, 0, b"av01") + b"\0")
+    iinf = full_box(b"iinf", 0, 0, struct.pack(">H", 1) + infe)
 
     def meta(mdat_data_offset):
         # One extent per layer, as libavif 1.0 writes a layered item.
