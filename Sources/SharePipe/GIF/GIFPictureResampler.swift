@@ -1,3 +1,5 @@
+import CSharePipe
+
 /// Resamples an animation's canvas (RGBA, straight alpha) to the output size, picture after picture, keeping
 /// the last output and recomputing only the output pixels that read changed canvas pixels. At the canvas's
 /// own size the pictures are copies of the canvas, made the same way: only changed areas are copied.
@@ -5,8 +7,8 @@
 /// An output pixel reads the canvas pixels under its horizontal and vertical filter taps (`FilterWeights`),
 /// so when only the canvas pixels in a rectangle changed, only the outputs whose taps reach into it can
 /// change: `outputArea(reading:)`. Those are recomputed with the same weights and the same row kernels as
-/// `LanczosResampler` (`ResampleKernels`), so every picture is, byte for byte, what resampling the whole
-/// canvas gives. The output starts transparent, which is what the transparent starting canvas resamples to.
+/// `LanczosResampler` (`FixedRGBAWeights`, `ResampleKernels.rgbaOutputRow`: fixed point along the rows, Float
+/// down the columns), so every picture is, byte for byte, what resampling the whole canvas gives. The output starts transparent, which is what the transparent starting canvas resamples to.
 ///
 /// Two output pictures take turns: `output`, the current one, which is handed on (to the encoder, sharing the
 /// array), and a spare one update behind, into which the next update copies the area the last one changed
@@ -14,8 +16,8 @@
 /// picture, and the encoder's two pictures (the one being written and the one after it) are these two
 /// arrays, counted here once.
 ///
-/// Memory, all counted in the meter: `LanczosResampler.memoryEstimate` (a ring of horizontally filtered rows
-/// as tall as the vertical filter's taps, one canvas row as floats, one output row of sums, one output
+/// Memory, all counted in the meter: less than `LanczosResampler.memoryEstimate` (a Float ring of horizontally
+/// filtered rows as tall as the vertical filter's taps, one canvas row premultiplied in pairs, one output
 /// picture) plus the spare picture; without resizing, only the two pictures.
 final class GIFPictureResampler {
     let source: PixelSize
@@ -23,11 +25,12 @@ final class GIFPictureResampler {
     /// Same size: pictures are copies of the canvas.
     private let copies: Bool
     private let horizontal: FilterWeights
+    private let rgbaHorizontal: FixedRGBAWeights?
     private let vertical: FilterWeights
     private let ringRows: Int
     private var ring: [Float]
-    private var inputRow: [Float]
-    private var accumulator: [Float]
+    /// One canvas row's pixels premultiplied in pairs (`sp_resample_expand_rgba`).
+    private var expandedPairs: [Int16]
     /// The current picture at the output size: RGBA, straight alpha.
     private(set) var output: [UInt8]
     /// The picture before `output` (empty until the first update), and where it differs from `output`.
@@ -48,12 +51,13 @@ final class GIFPictureResampler {
         horizontal = reach.horizontal
         vertical = reach.vertical
         ringRows = vertical.maxTaps
+        rgbaHorizontal = copies ? nil : horizontal.fixedPointRGBA()
         ring = copies ? [] : [Float](repeating: 0, count: ringRows * target.width * 4)
-        inputRow = copies ? [] : [Float](repeating: 0, count: source.width * 4)
-        accumulator = copies ? [] : [Float](repeating: 0, count: target.width * 4)
+        expandedPairs = copies ? [] : [Int16](repeating: 0, count: source.width * 8)
         output = [UInt8](repeating: 0, count: target.area * 4)
         self.meter = meter
-        countedBytes = (ring.count + inputRow.count + accumulator.count) * MemoryLayout<Float>.stride + output.count
+        countedBytes =
+            ring.count * MemoryLayout<Float>.stride + expandedPairs.count * MemoryLayout<Int16>.stride + output.count
         meter.allocate(countedBytes)
     }
 
@@ -96,8 +100,8 @@ final class GIFPictureResampler {
                     (picture.baseAddress! + offset).update(from: canvas.baseAddress! + offset, count: area.width * 4)
                 }
             }
-        } else {
-            resample(canvas.baseAddress!, area: area, into: &next)
+        } else if let rgbaHorizontal {
+            resample(canvas.baseAddress!, area: area, weights: rgbaHorizontal, into: &next)
         }
         swap(&next, &output)
         spare = next
@@ -108,50 +112,35 @@ final class GIFPictureResampler {
     /// Recomputes the outputs in `area` from the canvas: the canvas rows and columns they read go through
     /// the horizontal filter into the ring (only the area's output columns), and each output row is made as
     /// soon as the ring holds its window, as in `LanczosResampler`.
-    private func resample(_ canvas: UnsafePointer<UInt8>, area: GIFRect, into picture: inout [UInt8]) {
+    private func resample(
+        _ canvas: UnsafePointer<UInt8>, area: GIFRect, weights: FixedRGBAWeights, into picture: inout [UInt8]
+    ) {
         let columns = area.left..<area.right, rows = area.top..<area.bottom
         let inputColumns = horizontal.inputs(readBy: columns)
         let inputRows = vertical.inputs(readBy: rows)
         let rowLength = columns.count * 4
-        let ringRows = self.ringRows, horizontal = self.horizontal, vertical = self.vertical
+        let ringRows = self.ringRows, vertical = self.vertical
         let sourceWidth = source.width, targetWidth = target.width
         ring.withUnsafeMutableBufferPointer { ringBuffer in
-            inputRow.withUnsafeMutableBufferPointer { inputBuffer in
-                accumulator.withUnsafeMutableBufferPointer { accBuffer in
-                    picture.withUnsafeMutableBufferPointer { outBuffer in
-                        let ring = ringBuffer.baseAddress!, input = inputBuffer.baseAddress!
-                        let acc = accBuffer.baseAddress!, out = outBuffer.baseAddress!
-                        var nextRow = rows.lowerBound
-                        for y in inputRows {
-                            ResampleKernels.load(
-                                canvas + (y * sourceWidth + inputColumns.lowerBound) * 4,
-                                count: inputColumns.count * 4, into: input)
-                            ResampleKernels.premultiply(input, pixels: inputColumns.count, channels: 4)
-                            horizontal.apply(
-                                input: input, inputOrigin: inputColumns.lowerBound,
-                                output: ring + (y % ringRows) * rowLength, outputs: columns, channels: 4)
-                            while nextRow < rows.upperBound && vertical.end(nextRow) <= y + 1 {
-                                let start = vertical.start(nextRow), taps = vertical.count(nextRow)
-                                withUnsafeTemporaryAllocation(of: UnsafePointer<Float>.self, capacity: taps) {
-                                    rowPointers in
-                                    for t in 0..<taps {
-                                        rowPointers[t] = UnsafePointer(ring + ((start + t) % ringRows) * rowLength)
-                                    }
-                                    vertical.withWeights(of: nextRow) { weights in
-                                        ResampleKernels.verticalSum(
-                                            rows: UnsafePointer(rowPointers.baseAddress!),
-                                            weights: weights, taps: taps, length: rowLength,
-                                            into: acc)
-                                    }
-                                }
-                                ResampleKernels.store(
-                                    UnsafePointer(acc), count: rowLength, channels: 4, hasAlpha: true,
-                                    into: out + (nextRow * targetWidth + columns.lowerBound) * 4)
-                                nextRow += 1
-                            }
+            expandedPairs.withUnsafeMutableBufferPointer { pairsBuffer in
+                picture.withUnsafeMutableBufferPointer { outBuffer in
+                    let ring = ringBuffer.baseAddress!, pairs = pairsBuffer.baseAddress!, out = outBuffer.baseAddress!
+                    var nextRow = rows.lowerBound
+                    for y in inputRows {
+                        sp_resample_expand_rgba(
+                            canvas + (y * sourceWidth + inputColumns.lowerBound) * 4, Int32(inputColumns.count),
+                            pairs)
+                        weights.horizontal(
+                            UnsafePointer(pairs), origin: inputColumns.lowerBound, outputs: columns,
+                            into: ring + (y % ringRows) * rowLength)
+                        while nextRow < rows.upperBound && vertical.end(nextRow) <= y + 1 {
+                            ResampleKernels.rgbaOutputRow(
+                                nextRow, ring: ring, ringRows: ringRows, rowLength: rowLength, vertical: vertical,
+                                into: out + (nextRow * targetWidth + columns.lowerBound) * 4)
+                            nextRow += 1
                         }
-                        assert(nextRow == rows.upperBound, "every output row of the area is made")
                     }
+                    assert(nextRow == rows.upperBound, "every output row of the area is made")
                 }
             }
         }

@@ -17,24 +17,39 @@ import CSharePipe
 /// 0...255 scale, 16-bit sources keeping their fraction, or 8-bit rows; straight alpha), and `finish()` gives
 /// the small output bitmap. Only a window of rows is ever held, never the whole decoded image.
 ///
-/// Opaque layouts (gray, RGB) filter in fixed point, as libvips and pillow-simd do: int16 samples and
-/// weights, int32 sums, SSE2 kernels in the shim (`sp_resample.h`); the ring between the passes keeps six
-/// fraction bits. Layouts with alpha filter in Float (premultiplied), with the kernels the GIF picture
-/// resampler shares (`ResampleKernels`), so its pictures stay exactly what this resampler makes.
+/// Gray and RGB filter in fixed point, as libvips and pillow-simd do: int16 samples and weights, int32 sums,
+/// SSE2 kernels in the shim (`sp_resample.h`); the ring between the passes keeps six fraction bits. RGBA
+/// filters its rows in fixed point too, premultiplied exactly (c × a in an int16 sample), into a Float ring,
+/// then Float down the columns and divided by alpha (a pixel of alpha 1 keeps its colour, which an int16 ring
+/// could not); the GIF picture resampler shares these kernels (`FixedRGBAWeights`,
+/// `ResampleKernels.rgbaOutputRow`), so its pictures stay exactly what this resampler makes. Gray with alpha
+/// filters in Float (premultiplied).
 struct LanczosResampler {
+    /// How the rows are filtered.
+    enum Arithmetic {
+        /// Gray and RGB: int16 samples, int32 sums, an int16 ring.
+        case fixedPoint
+        /// RGBA: int16 premultiplied samples and int32 sums along the rows into a Float ring, Float down the columns.
+        case fixedPointRows
+        /// Float throughout (gray with alpha; the reference the tests compare with).
+        case float
+    }
+
     let source: PixelSize
     let target: PixelSize
     let layout: PixelLayout
+    let arithmetic: Arithmetic
     private let channels: Int
     private let horizontal: FilterWeights
     private let vertical: FilterWeights
-    /// Gray and RGB: fixed point (`fixedRing`, `expandedRow`, the `fixed…` weights); with alpha: Float (`ring`).
-    private let fixedPoint: Bool
+    /// Float (`ring`, `inputRow`, `accumulator`) and RGBA fixed point (`ring`, `expandedPairs`; `inputRow` for
+    /// Float pushes) share the Float ring.
     private var ring: [Float]
     private let ringRows: Int
-    /// Float input rows (always with alpha; in fixed point only for Float pushes, allocated on the first).
+    /// Float input rows (always in Float; in fixed point only for Float pushes, allocated on the first).
     private var inputRow: [Float]
-    /// Horizontal sums: with alpha, the vertical pass's sums; in fixed point, a Float row's horizontal pass.
+    /// Horizontal sums: in Float, the vertical pass's sums; gray and RGB in fixed point, a Float row's horizontal
+    /// pass (RGBA's goes straight into the ring).
     private var accumulator: [Float]
     private let fixedHorizontal: FixedFilterWeights?
     private let fixedVertical: FixedFilterWeights?
@@ -44,6 +59,10 @@ struct LanczosResampler {
     private let ringStride: Int
     /// Fixed point: the 8-bit row expanded for the horizontal kernel (allocated on the first 8-bit push).
     private var expandedRow: [Int16] = []
+    /// RGBA fixed point: the row's pixels premultiplied in pairs (`sp_resample_expand_rgba`), allocated on the
+    /// first 8-bit push.
+    private var expandedPairs: [Int16] = []
+    private let rgbaHorizontal: FixedRGBAWeights?
     private var output: [UInt8]
     private var rowsIn = 0
     private var rowsOut = 0
@@ -52,13 +71,14 @@ struct LanczosResampler {
     /// Whether `countedBytes` are still in the meter (until `finish` or `discard`).
     private var counted = true
 
-    /// `fixedPoint`: nil (the pipeline) picks fixed point for the opaque layouts; tests compare both.
+    /// `fixedPoint`: nil (the pipeline) and true pick fixed point for every layout but gray with alpha; false
+    /// Float (tests compare both).
     init(
         from source: PixelSize, to target: PixelSize, layout: PixelLayout, meter: PixelMemoryMeter,
         fixedPoint: Bool? = nil
     ) {
         precondition(target.width >= 1 && target.height >= 1 && source.width >= 1 && source.height >= 1)
-        precondition(fixedPoint != true || !layout.hasAlpha, "fixed point filters opaque layouts only")
+        precondition(fixedPoint != true || layout != .grayAlpha, "gray with alpha filters in Float only")
         self.source = source
         self.target = target
         self.layout = layout
@@ -67,9 +87,11 @@ struct LanczosResampler {
         self.vertical = FilterWeights(inputSize: source.height, outputSize: target.height)
         self.ringRows = vertical.maxTaps
         let rowLength = target.width * layout.channels
-        let fixedPoint = fixedPoint ?? !layout.hasAlpha
-        self.fixedPoint = fixedPoint
-        if fixedPoint {
+        let arithmetic: Arithmetic =
+            fixedPoint == false || layout == .grayAlpha ? .float : layout == .rgba ? .fixedPointRows : .fixedPoint
+        self.arithmetic = arithmetic
+        self.rgbaHorizontal = arithmetic == .fixedPointRows ? horizontal.fixedPointRGBA() : nil
+        if arithmetic == .fixedPoint {
             self.fixedHorizontal = horizontal.fixedPoint()
             self.fixedVertical = vertical.fixedPoint()
             self.ringStride = rowLength + 1
@@ -83,14 +105,17 @@ struct LanczosResampler {
             self.ringStride = rowLength
             self.fixedRing = []
             self.ring = [Float](repeating: 0, count: ringRows * rowLength)
-            self.inputRow = [Float](repeating: 0, count: source.width * layout.channels)
-            self.accumulator = [Float](repeating: 0, count: rowLength)
+            // RGBA fixed point: Float rows only for Float pushes, allocated on the first.
+            let float = arithmetic == .float
+            self.inputRow = float ? [Float](repeating: 0, count: source.width * layout.channels) : []
+            self.accumulator = float ? [Float](repeating: 0, count: rowLength) : []
         }
         self.output = [UInt8](repeating: 0, count: target.area * layout.channels)
         self.meter = meter
         // What the Float resampler holds, for every layout: the fixed-point buffers (an int16 ring, and either
-        // an expanded int16 row or a Float row and its horizontal sums) never hold more, so the estimate and the
-        // meter stay what they were.
+        // an expanded int16 row or a Float row and its horizontal sums; for RGBA the Float ring and either the
+        // premultiplied pairs, 16 bytes a pixel as the Float row, or a Float row) never hold more, so the
+        // estimate and the meter stay what they were.
         self.countedBytes = Self.memoryEstimate(from: source, to: target, channels: layout.channels)
         meter.allocate(countedBytes)
     }
@@ -98,7 +123,7 @@ struct LanczosResampler {
     /// What a resampler for these sizes counts in the meter (for memory estimates): its Float buffers, an upper
     /// bound for the fixed-point ones.
     static func memoryEstimate(from source: PixelSize, to target: PixelSize, channels: Int) -> Int {
-        let taps = FilterWeights(inputSize: source.height, outputSize: target.height).maxTaps
+        let taps = FilterWeights.maxTaps(inputSize: source.height, outputSize: target.height)
         let floats = (taps * target.width + source.width + target.width) * channels
         return floats * MemoryLayout<Float>.stride + target.area * channels
     }
@@ -108,9 +133,15 @@ struct LanczosResampler {
     mutating func push(row: UnsafeBufferPointer<UInt8>) throws {
         if rowsIn % PixelMemoryMeter.rowsPerCheck == 0 { try meter.checkCancellation() }
         precondition(row.count >= source.width * channels)
-        if fixedPoint {
+        switch arithmetic {
+        case .fixedPoint:
             consumeFixedRow(row.baseAddress!)
             return
+        case .fixedPointRows:
+            consumeRGBARow(row.baseAddress!)
+            return
+        case .float:
+            break
         }
         let count = source.width * channels
         inputRow.withUnsafeMutableBufferPointer { floats in
@@ -126,12 +157,12 @@ struct LanczosResampler {
         let count = source.width * channels
         if inputRow.isEmpty {
             inputRow = [Float](repeating: 0, count: count)
-            accumulator = [Float](repeating: 0, count: target.width * channels)
+            if arithmetic == .fixedPoint { accumulator = [Float](repeating: 0, count: target.width * channels) }
         }
         inputRow.withUnsafeMutableBufferPointer { floats in
             floats.baseAddress!.update(from: row.baseAddress!, count: count)
         }
-        if fixedPoint {
+        if arithmetic == .fixedPoint {
             consumeFixedFloatRow()
             return
         }
@@ -183,9 +214,41 @@ struct LanczosResampler {
         emitReadyRows()
     }
 
+    /// RGBA fixed point, an 8-bit row: premultiplied into pairs, then the horizontal kernel into the Float ring.
+    private mutating func consumeRGBARow(_ row: UnsafePointer<UInt8>) {
+        guard rowsIn < source.height, let weights = rgbaHorizontal else { return }
+        if expandedPairs.isEmpty { expandedPairs = [Int16](repeating: 0, count: source.width * 8) }
+        let slot = rowsIn % ringRows
+        let rowLength = target.width * 4, width = source.width, outputs = 0..<target.width
+        expandedPairs.withUnsafeMutableBufferPointer { pairs in
+            sp_resample_expand_rgba(row, Int32(width), pairs.baseAddress!)
+            ring.withUnsafeMutableBufferPointer { ringBuffer in
+                weights.horizontal(
+                    UnsafePointer(pairs.baseAddress!), origin: 0, outputs: outputs,
+                    into: ringBuffer.baseAddress! + slot * rowLength)
+            }
+        }
+        rowsIn += 1
+        emitReadyRows()
+    }
+
     private mutating func emitReadyRows() {
         while rowsOut < target.height && vertical.end(rowsOut) <= rowsIn {
-            if fixedPoint { emitFixedOutputRow() } else { emitOutputRow() }
+            switch arithmetic {
+            case .fixedPoint: emitFixedOutputRow()
+            case .fixedPointRows:
+                let y = rowsOut, rowLength = target.width * 4
+                let ringRows = self.ringRows, vertical = self.vertical
+                ring.withUnsafeBufferPointer { ringBuffer in
+                    output.withUnsafeMutableBufferPointer { out in
+                        ResampleKernels.rgbaOutputRow(
+                            y, ring: ringBuffer.baseAddress!, ringRows: ringRows, rowLength: rowLength,
+                            vertical: vertical, into: out.baseAddress! + y * rowLength)
+                    }
+                }
+                rowsOut += 1
+            case .float: emitOutputRow()
+            }
         }
     }
 
@@ -285,6 +348,22 @@ struct LanczosResampler {
 /// each sum runs over the taps in order from 0, as the scalar code always did, so vectorised code gives
 /// exactly the scalar result.
 enum ResampleKernels {
+    /// RGBA fixed point: output row `y` from the Float ring of horizontally filtered rows (input row `r` at
+    /// `ring + (r % ringRows) * rowLength`, the same positions for every row): Float sums down the columns,
+    /// divided by alpha, to `rowLength` bytes at `out` (`sp_resample_vertical_rgba`).
+    static func rgbaOutputRow(
+        _ y: Int, ring: UnsafePointer<Float>, ringRows: Int, rowLength: Int, vertical: FilterWeights,
+        into out: UnsafeMutablePointer<UInt8>
+    ) {
+        let start = vertical.start(y), taps = vertical.count(y)
+        withUnsafeTemporaryAllocation(of: UnsafePointer<Float>?.self, capacity: taps) { rows in
+            for t in 0..<taps { rows[t] = ring + ((start + t) % ringRows) * rowLength }
+            vertical.withWeights(of: y) { weights in
+                sp_resample_vertical_rgba(rows.baseAddress!, weights, Int32(taps), Int32(rowLength / 4), out)
+            }
+        }
+    }
+
     /// 8-bit samples to floats.
     @inline(__always)
     static func load(_ row: UnsafePointer<UInt8>, count: Int, into out: UnsafeMutablePointer<Float>) {
@@ -378,13 +457,24 @@ struct FilterWeights: Sendable {
 
     static let lobes = 3.0
 
+    /// The filter's reach on either side of an output's centre, in input positions: wider when reducing
+    /// (antialiasing).
+    private static func support(inputSize: Int, outputSize: Int) -> Double {
+        lobes * max(Double(inputSize) / Double(outputSize), 1)
+    }
+
+    /// `maxTaps` of the weights for these sizes, without making them (memory estimates).
+    static func maxTaps(inputSize: Int, outputSize: Int) -> Int {
+        min(inputSize, Int((support(inputSize: inputSize, outputSize: outputSize) * 2).rounded(.up)) + 2)
+    }
+
     init(inputSize: Int, outputSize: Int) {
         self.inputSize = inputSize
         self.outputSize = outputSize
         let scale = Double(inputSize) / Double(outputSize)
         let filterScale = max(scale, 1)  // widen the filter when reducing: antialiasing
-        let support = FilterWeights.lobes * filterScale
-        let maxTaps = min(inputSize, Int((support * 2).rounded(.up)) + 2)
+        let support = FilterWeights.support(inputSize: inputSize, outputSize: outputSize)
+        let maxTaps = FilterWeights.maxTaps(inputSize: inputSize, outputSize: outputSize)
         var starts = [Int](repeating: 0, count: outputSize)
         var counts = [Int](repeating: 0, count: outputSize)
         var weights = [Float](repeating: 0, count: outputSize * maxTaps)
@@ -586,5 +676,57 @@ extension FilterWeights {
         FixedFilterWeights(
             starts: starts, counts: counts, weights: { i, t in self.weights[i * self.maxTaps + t] },
             outputs: outputSize, maxTaps: maxTaps)
+    }
+
+    /// These weights in fixed point, laid out for the RGBA horizontal kernel.
+    func fixedPointRGBA() -> FixedRGBAWeights { FixedRGBAWeights(fixedPoint()) }
+}
+
+/// `FixedFilterWeights` laid out for `sp_resample_horizontal_rgba`: each output's taps in pairs, the pair's two
+/// weights repeated over the four channels ([w0 w1 w0 w1 w0 w1 w0 w1], one `pmaddwd` operand), `pairStride`
+/// pairs an output (zero weights after its taps).
+struct FixedRGBAWeights: Sendable {
+    let pairStride: Int
+    let starts: [Int32]
+    let counts: [Int32]
+    let pairs: [Int16]
+
+    init(_ fixed: FixedFilterWeights) {
+        let pairStride = ((fixed.counts.max().map { Int($0) } ?? 0) + 1) / 2
+        let outputs = fixed.counts.count
+        var pairs = [Int16](repeating: 0, count: outputs * pairStride * 8)
+        for i in 0..<outputs {
+            for j in 0..<pairStride {
+                let first = fixed.weights[i * fixed.stride + 2 * j],
+                    second = fixed.weights[i * fixed.stride + 2 * j + 1]
+                let base = (i * pairStride + j) * 8
+                for c in 0..<4 {
+                    pairs[base + 2 * c] = first
+                    pairs[base + 2 * c + 1] = second
+                }
+            }
+        }
+        self.pairStride = pairStride
+        self.starts = fixed.starts
+        self.counts = fixed.counts
+        self.pairs = pairs
+    }
+
+    /// The horizontal pass for the outputs in `outputs` over pairs made by `sp_resample_expand_rgba` whose
+    /// first entry is input pixel `origin` (and that reach every pixel those outputs read): four Floats an
+    /// output (premultiplied, 0...255), output `outputs.lowerBound` at `out`.
+    func horizontal(
+        _ expanded: UnsafePointer<Int16>, origin: Int, outputs: Range<Int>, into out: UnsafeMutablePointer<Float>
+    ) {
+        let first = outputs.lowerBound, pairStride = self.pairStride
+        starts.withUnsafeBufferPointer { starts in
+            counts.withUnsafeBufferPointer { counts in
+                pairs.withUnsafeBufferPointer { pairs in
+                    sp_resample_horizontal_rgba(
+                        expanded, Int32(origin), starts.baseAddress! + first, counts.baseAddress! + first,
+                        pairs.baseAddress! + first * pairStride * 8, Int32(pairStride), Int32(outputs.count), out)
+                }
+            }
+        }
     }
 }
