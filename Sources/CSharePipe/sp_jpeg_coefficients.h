@@ -61,6 +61,8 @@ typedef struct {
     // With a skipper (sp_jpeg_band_skip.h) a Huffman-coded progressive file's scans are read only over the
     // band's rows: rows dropped from the band are freed whole (no later scan of this decode reads them).
     struct sp_band_skip *skip;
+    // 1: rows are expanded and compacted with the SSSE3 block codec (the same bytes, fewer instructions).
+    int vector;
 } sp_coef_store;
 
 /// iMCU rows around an output iMCU row whose coefficients its pixels depend on: block smoothing reads the
@@ -78,6 +80,10 @@ void sp_coef_store_install(j_decompress_ptr cinfo, sp_coef_store *store, long ma
 /// over `budget` bytes drop rows from the band's end, down to [keep_start, min_keep_end).
 void sp_coef_store_set_band(sp_coef_store *store, long budget, JDIMENSION keep_start, JDIMENSION keep_end,
                             JDIMENSION min_keep_end);
+
+/// After sp_coef_store_install: whether to use the SSSE3 block codec where the CPU has SSSE3 and POPCNT
+/// (`allowed` 0: the plain C codec, which gives the same store and pixels).
+void sp_coef_store_set_vector(sp_coef_store *store, int allowed);
 
 /// After sp_coef_store_install: the skipper to attach when libjpeg realizes the arrays (NULL: none).
 void sp_coef_store_set_skip(sp_coef_store *store, struct sp_band_skip *skip);

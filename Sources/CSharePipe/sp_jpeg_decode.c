@@ -30,6 +30,7 @@ struct sp_jpeg_reader {
     size_t memory_length;
     int started;
     int full_coefficients;     // 1: libjpeg's own whole-image coefficient arrays instead of the compact store
+    int portable_store;        // 1: the store's plain C block codec even where the SSSE3 one runs
     sp_coef_store store;
     // Bands (see sp_jpeg_coefficients.h): the file is decoded once per band of output rows.
     long band_budget;          // 0: one decode, the store holding the whole image
@@ -275,6 +276,7 @@ static void start_band(sp_jpeg_reader *reader, JDIMENSION first_iMCU) {
     JDIMENSION total = cinfo->total_iMCU_rows;
     if (!reader->full_coefficients) {
         sp_coef_store_install(cinfo, &reader->store, reader->limits.max_memory);
+        sp_coef_store_set_vector(&reader->store, !reader->portable_store);
         if (reader->band_budget > 0) {
             JDIMENSION keep_start = first_iMCU > SP_COEF_MARGIN_BEFORE ? first_iMCU - SP_COEF_MARGIN_BEFORE : 0;
             // At most max_bands decodes: a band is at least total / max_bands iMCU rows, even over the budget.
@@ -394,6 +396,14 @@ sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_ou
 
 void sp_jpeg_reader_use_full_coefficients(sp_jpeg_reader *reader, int full) {
     reader->full_coefficients = full ? 1 : 0;
+}
+
+void sp_jpeg_reader_use_portable_store(sp_jpeg_reader *reader, int portable) {
+    reader->portable_store = portable ? 1 : 0;
+}
+
+int sp_jpeg_reader_store_vector(const sp_jpeg_reader *reader) {
+    return !reader->full_coefficients && reader->store.vector;
 }
 
 void sp_jpeg_reader_set_band_budget(sp_jpeg_reader *reader, long budget, int max_bands) {

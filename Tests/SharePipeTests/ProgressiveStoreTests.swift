@@ -20,12 +20,15 @@ struct ProgressiveStoreTests {
         var bands = 0
         /// iMCU rows the entropy decoder read over every scan and band (-1: not counted, see sp_jpeg.h).
         var entropyRows = -1
+        /// Whether the store ran its SSSE3 block codec.
+        var vector = false
     }
 
-    /// `bands`: decode in (at most) that many bands with a one-byte budget; 0: one decode.
+    /// `bands`: decode in (at most) that many bands with a one-byte budget; 0: one decode. `portable`: the
+    /// store's plain C block codec even where its SSSE3 one runs.
     static func decode(
         _ path: String, scale: Int, full: Bool, maxMemory: Int = 256 << 20, bands: Int = 0,
-        budget: Int = 1
+        budget: Int = 1, portable: Bool = false
     ) -> Decode {
         var message = shimMessageBuffer()
         var handle: OpaquePointer?
@@ -37,6 +40,7 @@ struct ProgressiveStoreTests {
         status = sp_jpeg_reader_read_header(handle, 0, &header, &message)
         guard status == SP_OK else { return Decode(status: status) }
         sp_jpeg_reader_use_full_coefficients(handle, full ? 1 : 0)
+        sp_jpeg_reader_use_portable_store(handle, portable ? 1 : 0)
         if bands > 0 { sp_jpeg_reader_set_band_budget(handle, budget, Int32(bands)) }
         let space =
             header.components == 1 ? SP_JPEG_OUT_GRAY : header.components == 4 ? SP_JPEG_OUT_CMYK : SP_JPEG_OUT_RGB
@@ -65,6 +69,7 @@ struct ProgressiveStoreTests {
         result.storePeak = sp_jpeg_reader_coefficient_store_peak(handle)
         result.bands = Int(sp_jpeg_reader_band_count(handle))
         result.entropyRows = sp_jpeg_reader_entropy_rows(handle)
+        result.vector = sp_jpeg_reader_store_vector(handle) != 0
         return result
     }
 
@@ -135,6 +140,40 @@ struct ProgressiveStoreTests {
                 + "\(bandDecodes) band decodes")
         #expect(progressive > 0)
         #expect(banded > 0)
+    }
+
+    @Test("the store's SSSE3 and plain C block codecs keep the same bytes and decode the same pixels")
+    func vectorCodecMatchesPlainC() throws {
+        var compared = 0, vectorDecodes = 0
+        for path in Self.files() {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            for scale in size > 400_000 ? [2, 3] : [1, 2, 3, 4, 8] {
+                let plain = Self.decode(path, scale: scale, full: false, portable: true)
+                guard plain.status == SP_OK, plain.storePeak > 0 else { continue }  // not multi-scan, or broken
+                #expect(!plain.vector, "\(path): the plain C codec was asked for")
+                // One decode, and the smallest 4 bands (every row of the store dropped, rewritten and re-read).
+                for bands in [0, 4] {
+                    let plainDecode =
+                        bands == 0 ? plain : Self.decode(path, scale: scale, full: false, bands: bands, portable: true)
+                    let vector = Self.decode(path, scale: scale, full: false, bands: bands)
+                    #expect(vector.status == plainDecode.status, "\(path) at \(scale)/8, \(bands) bands")
+                    #expect(vector.pixels == plainDecode.pixels, "\(path) at \(scale)/8, \(bands) bands: pixels differ")
+                    // The same encoding: the same bytes held at every moment, so the same peak and bands.
+                    #expect(
+                        vector.storePeak == plainDecode.storePeak && vector.bands == plainDecode.bands,
+                        "\(path) at \(scale)/8, \(bands) bands: store \(vector.storePeak) vs \(plainDecode.storePeak)")
+                    compared += 1
+                    if vector.vector { vectorDecodes += 1 }
+                }
+            }
+        }
+        print("store codecs: \(compared) multi-scan decodes compared, \(vectorDecodes) with the SSSE3 codec")
+        #expect(compared > 0)
+        #if arch(x86_64)
+            // x86-64 CPUs have had SSSE3 and POPCNT since 2008 (Intel) and 2011 (AMD); without them the plain C
+            // codec would only be compared with itself.
+            #expect(vectorDecodes == compared)
+        #endif
     }
 
     @Test("decodes a progressive file in bands within a budget, the pixels of one decode")

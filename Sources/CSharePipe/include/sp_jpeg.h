@@ -65,6 +65,11 @@ sp_status sp_jpeg_reader_start(sp_jpeg_reader *reader, int scale_num, sp_jpeg_ou
 /// whole-image coefficient arrays (128 bytes per block) instead of the compact store, which keeps only the
 /// coefficients the chosen DCT scale reads plus a non-zero map and decodes the same pixels. For comparisons.
 void sp_jpeg_reader_use_full_coefficients(sp_jpeg_reader *reader, int full);
+/// Before sp_jpeg_reader_start: 1 makes the compact store expand and compact its rows with its plain C code
+/// even where the CPU runs its SSSE3 code (the two give the same bytes; for the tests).
+void sp_jpeg_reader_use_portable_store(sp_jpeg_reader *reader, int portable);
+/// Whether the last decode's compact store ran its SSSE3 code (0 without a store).
+int sp_jpeg_reader_store_vector(const sp_jpeg_reader *reader);
 /// Before sp_jpeg_reader_start: decode a multi-scan file in bands of output rows when its compact store would
 /// exceed `budget` bytes (0: never). The store then keeps the coefficients of one band; each band is a read
 /// of the file (the source re-read from its start), at most `max_bands` of them (a band is at least
