@@ -1,7 +1,7 @@
 /// `FittingLadder.lossless`: for each size, cheapest loss first:
 ///   1. the lossless encoder at each effort (the default zlib level, then the strongest settings: "zlib 9"),
 ///      the stronger ones only when the first encode is within `strongerEffortReach` of the limit (zlib 9
-///      saves a few per cent over zlib 3 on photos, at several times its time);
+///      saves a few per cent over zlib 1 on photos, at several times its time);
 ///   2. where a format change is allowed and the image has no meaningful alpha (every pixel opaque at
 ///      this size), the changed format searched over its quality range: "PNG → JPEG";
 ///   3. otherwise a smaller size, by about sqrt(limit / bytes) of the smallest encode at this size.
@@ -21,8 +21,10 @@ struct LosslessLadder: LadderRunner {
     let defaultEffort: Int?
     private var changesFormat = false
     /// How far over the limit (limit × this) the first effort's encode may be for the stronger efforts to be
-    /// tried at the same size: above what zlib 9 saved over zlib 3 on the photos measured (issue 22: the 30
-    /// RGBA PNGs of bench/compare's batch at 1080 short edge, 0.6–6.4 %).
+    /// tried at the same size: above what zlib 9 saved over the first effort on the photos measured (issue 22:
+    /// RGBA PNGs of bench/compare's batch at 1080 short edge, with their sampled filter 0.4–7.1 % over zlib 1;
+    /// with libpng's per-row filters 0.6–6.4 % over zlib 3). Drawn images can gain more (TestImages'
+    /// detail-rgba-8.png: about 20 %), so a limit they miss by more than this shrinks them instead.
     static let strongerEffortReach = 1.10
 
     init(

@@ -8,16 +8,23 @@ import CSharePipe
 /// The colour profile constrains this: libpng refuses an RGB profile on a gray PNG and a gray profile on a
 /// colour one, so neither reduction crosses it.
 ///
-/// `EncodeSettings.effort` is the zlib level (0...9). Below 9, truecolour and gray rows get libpng's
-/// per-row filter heuristic and palette rows no filter (PNG spec, 12.8). At 9 — the strongest setting, used
-/// when the default does not fit a byte limit — both filter strategies are encoded and the smaller wins.
+/// `EncodeSettings.effort` is the zlib level (0...9). Below 9, truecolour and gray rows all get one filter
+/// type, the one whose encode of a sample of the image is smallest (`sp_png_choose_filter`), and palette
+/// rows no filter (PNG spec, 12.8) at zlib 3 or more (`paletteLevel`). At 9 — the strongest setting, used when the default does not fit a byte
+/// limit — two filter strategies are encoded and the smaller wins: the sampled filter (palette: none) and
+/// libpng's per-row heuristic.
 struct PNGEncoder: ImageEncoder {
     var format: ImageFormat { .png }
-    /// The zlib level of a first attempt. zlib's levels 1–3 (greedy matching) with the adaptive filters make
-    /// photo outputs as small as level 6 (lazy matching) does in about 40 % of the time: a 1620×1080 RGBA
-    /// photo is 3 956 925 bytes at 3 and 3 977 113 at 6, 0.26 s against 0.6 s of CPU (libpng 1.6.39, zlib
-    /// 1.2.13). Where the byte limit needs more, the ladder goes on to `strongestEffort`.
-    static let defaultEffort = 3
+    /// The zlib level of a first attempt. With one filter for the image chosen on a sample, zlib 1 makes
+    /// photos smaller than libpng's per-row heuristic at zlib 3 did, in about half the instructions: the 30
+    /// RGBA and RGB PNGs of bench/compare's batch at 1620×1080, 95.7 MB against 97.0 MB; one of them
+    /// 855 M instructions against 1,785 M (callgrind; libpng 1.6.39, zlib 1.2.13; zlib 3 with the same
+    /// filter: 93.9 MB, 1,125 M). Where the byte limit needs more, the ladder goes on to `strongestEffort`.
+    static let defaultEffort = 1
+    /// The lowest zlib level for palette rows: one byte a pixel, mostly drawn pictures, where zlib 1 costs
+    /// 15–20 % over zlib 3 (TestImages: lenient/png-hp-srgb-1200.png 10,675 → 12,300 B, heif/alpha.png
+    /// 471 → 567 B) and saves little time.
+    static let paletteLevel = 3
     /// The strongest lossless setting.
     static let strongestEffort = 9
 
@@ -44,12 +51,29 @@ struct PNGEncoder: ImageEncoder {
             structuralChunks.map { (orientedForOutput($0), true) }
             + PNGMetadataChunks.chunks(for: metadata, imageDataChanged: true).map { ($0, false) }
         let level = min(max(settings.effort, 0), PNGEncoder.strongestEffort)
+        let filter = image.isPalette ? 0 : try Self.sampledFilter(image)
         if level == PNGEncoder.strongestEffort {
-            let adaptive = try write(image, level: level, adaptiveFilters: true, profile: profile, chunks: chunks)
-            let unfiltered = try write(image, level: level, adaptiveFilters: false, profile: profile, chunks: chunks)
-            return adaptive.count <= unfiltered.count ? adaptive : unfiltered
+            let adaptive = try write(
+                image, level: level, filter: SP_PNG_FILTER_ADAPTIVE, profile: profile, chunks: chunks)
+            let single = try write(image, level: level, filter: filter, profile: profile, chunks: chunks)
+            return adaptive.count <= single.count ? adaptive : single
         }
-        return try write(image, level: level, adaptiveFilters: !image.isPalette, profile: profile, chunks: chunks)
+        return try write(
+            image, level: image.isPalette ? max(level, Self.paletteLevel) : level, filter: filter, profile: profile,
+            chunks: chunks)
+    }
+
+    /// The filter type (0...4) whose rows compress smallest on a sample of the image.
+    private static func sampledFilter(_ image: PNGStoredImage) throws -> Int32 {
+        var filter: Int32 = 0
+        var message = shimMessageBuffer()
+        let status = image.pixels.withUnsafeBufferPointer {
+            sp_png_choose_filter(
+                $0.baseAddress, Int32(image.size.width), Int32(image.size.height), Int32(image.colorType), &filter,
+                &message)
+        }
+        try EncoderFailure.check(status, message)
+        return filter
     }
 
     /// pHYs holds x then y pixels per unit; a quarter turn swaps them.
@@ -59,7 +83,7 @@ struct PNGEncoder: ImageEncoder {
     }
 
     private func write(
-        _ image: PNGStoredImage, level: Int, adaptiveFilters: Bool, profile: [UInt8]?,
+        _ image: PNGStoredImage, level: Int, filter: Int32, profile: [UInt8]?,
         chunks: [(chunk: PNGChunk, beforePalette: Bool)]
     ) throws -> [UInt8] {
         // All payloads in one block, addressed by offset, so a single pointer crosses into C. The trailing
@@ -87,7 +111,7 @@ struct PNGEncoder: ImageEncoder {
                 palette_alpha: paletteAlpha.baseAddress, palette_alpha_count: Int32(image.paletteAlpha.count))
             return sp_png_encode(
                 pixels.baseAddress, Int32(image.size.width), Int32(image.size.height), format,
-                sp_png_encode_settings(zlib_level: Int32(level), adaptive_filters: adaptiveFilters ? 1 : 0),
+                sp_png_encode_settings(zlib_level: Int32(level), filter: filter),
                 icc.count > 0 ? icc.baseAddress : nil, icc.count,
                 payloadBlock.baseAddress, chunkList.baseAddress, Int32(chunkList.count),
                 &output, &length, &message)
