@@ -103,20 +103,26 @@ import Testing
                 rows[i + 2] = (x / 10 + y / 10) % 2 == 0 ? 255 : 0
             }
         }
-        var outputs: [Bitmap] = []
-        for fixedPoint in [true, false] {
+        let outputs = try Self.resampledFixedAndFloat(rows, from: size, to: target, layout: .rgb)
+        #expect(Self.difference(outputs[0], outputs[1]).max <= 1)
+        #expect(outputs[0].pixels != [UInt8](repeating: 0, count: target.area * 3))
+    }
+
+    /// The same Float rows pushed through the fixed-point resampler and the Float one, in that order.
+    static func resampledFixedAndFloat(
+        _ rows: [Float], from size: PixelSize, to target: PixelSize, layout: PixelLayout
+    ) throws -> [Bitmap] {
+        let rowLength = size.width * layout.channels
+        return try [true, false].map { fixedPoint in
             var resampler = LanczosResampler(
-                from: size, to: target, layout: .rgb, meter: PixelMemoryMeter(), fixedPoint: fixedPoint)
+                from: size, to: target, layout: layout, meter: PixelMemoryMeter(), fixedPoint: fixedPoint)
             try rows.withUnsafeBufferPointer { all in
                 for y in 0..<size.height {
-                    let rowLength = size.width * 3
                     try resampler.push(row: UnsafeBufferPointer(rebasing: all[y * rowLength..<(y + 1) * rowLength]))
                 }
             }
-            outputs.append(try resampler.finish())
+            return try resampler.finish()
         }
-        #expect(Self.difference(outputs[0], outputs[1]).max <= 1)
-        #expect(outputs[0].pixels != [UInt8](repeating: 0, count: target.area * 3))
     }
 
     /// The largest colour difference of two RGBA bitmaps by the Float output's alpha (index 0...255), and the
@@ -244,18 +250,7 @@ import Testing
                 rows[i + 3] = Float((x * 7 + y * 3) % 256) + 0.5
             }
         }
-        var outputs: [Bitmap] = []
-        for fixedPoint in [true, false] {
-            var resampler = LanczosResampler(
-                from: size, to: target, layout: .rgba, meter: PixelMemoryMeter(), fixedPoint: fixedPoint)
-            try rows.withUnsafeBufferPointer { all in
-                for y in 0..<size.height {
-                    let rowLength = size.width * 4
-                    try resampler.push(row: UnsafeBufferPointer(rebasing: all[y * rowLength..<(y + 1) * rowLength]))
-                }
-            }
-            outputs.append(try resampler.finish())
-        }
+        let outputs = try Self.resampledFixedAndFloat(rows, from: size, to: target, layout: .rgba)
         #expect(outputs[0].pixels == outputs[1].pixels)
         #expect(outputs[0].pixels.contains { $0 != 0 })
     }
