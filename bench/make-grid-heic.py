@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make-grid-heic.py — assemble a grid HEIC, as an iPhone writes one, from HEIC tiles made by heif-enc.
 
-    make-grid-heic.py OUT.heic WIDTH HEIGHT COLUMNS ROWS TILE_0.heic ... [--exif TIFF_FILE] [--iphone]
+    make-grid-heic.py OUT.heic WIDTH HEIGHT COLUMNS ROWS TILE_0.heic ... [--exif TIFF_FILE] [--iphone] [--shared-data]
 
 libheif 1.15's heif-enc writes one coded image per file; an iPhone stores a 4032×3024 photo as 8×6 coded
 tiles of 512×512 and a `grid` item that places them (ISO/IEC 23008-12, 6.6.2.3). Each TILE is a heif-enc
@@ -9,7 +9,10 @@ output (row-major order) whose item 1 is the tile; its hvcC and coded data are c
 The grid is the primary item; the tiles are hidden; an optional Exif item (the TIFF structure, e.g. from
 `exiftool -b -EXIF`) describes the grid. With --iphone the layout is closer to an iPhone's: identical hvcC
 boxes are stored once and shared by the tiles, and the grid descriptor is stored in an `idat` box (iloc version 1,
-construction method 1) instead of `mdat`. Standard library only.
+construction method 1) instead of `mdat`. With --shared-data every tile's `iloc` entry points at the first
+tile's coded data, stored once (as a hostile file does to declare a huge grid in a few kilobytes; implies
+--iphone). A TILE may also be an AVIF (avifenc or heif-enc -A output): its av1C is copied and the result is an
+AVIF grid of `av01` tiles. Standard library only.
 """
 import struct
 import sys
@@ -41,13 +44,18 @@ def child(data, start, end, kind):
 
 
 def read_tile(path):
-    """(hvcC box bytes, coded data, (width, height)) of item 1 of a heif-enc output."""
+    """(hvcC or av1C box bytes, coded data, (width, height), item type) of item 1 of a heif-enc or avifenc
+    output."""
     data = open(path, "rb").read()
     meta, meta_end = child(data, 0, len(data), b"meta")
     meta += 4
     iprp, iprp_end = child(data, meta, meta_end, b"iprp")
     ipco, ipco_end = child(data, iprp, iprp_end, b"ipco")
-    hvcc, hvcc_end = child(data, ipco, ipco_end, b"hvcC")
+    configs = [kind for kind, _, _ in children(data, ipco, ipco_end) if kind in (b"hvcC", b"av1C")]
+    if not configs:
+        raise SystemExit("%s has no hvcC or av1C" % path)
+    item_type = b"hvc1" if configs[0] == b"hvcC" else b"av01"
+    hvcc, hvcc_end = child(data, ipco, ipco_end, configs[0])
     ispe, _ = child(data, ipco, ipco_end, b"ispe")
     size = struct.unpack(">II", data[ispe + 4:ispe + 12])
     iloc, _ = child(data, meta, meta_end, b"iloc")
@@ -74,7 +82,7 @@ def read_tile(path):
             position += length_size
             pieces.append(data[base + offset:base + offset + length])
         if item == 1:
-            return data[hvcc - 8:hvcc_end], b"".join(pieces), size
+            return data[hvcc - 8:hvcc_end], b"".join(pieces), size, item_type
     raise SystemExit("%s has no item 1" % path)
 
 
@@ -84,6 +92,10 @@ def main():
     iphone = "--iphone" in args
     if iphone:
         args.remove("--iphone")
+    shared = "--shared-data" in args
+    if shared:
+        args.remove("--shared-data")
+        iphone = True
     if "--exif" in args:
         at = args.index("--exif")
         exif = open(args[at + 1], "rb").read()
@@ -95,21 +107,24 @@ def main():
 
     grid_id = len(tiles) + 1
     exif_id = grid_id + 1
-    items = [(i + 1, b"hvc1", tiles[i][1], 1) for i in range(len(tiles))]
+    if len({kind for _, _, _, kind in tiles}) != 1:
+        raise SystemExit("tiles differ in codec")
+    tile_type = tiles[0][3]
+    items = [(i + 1, tile_type, tiles[i][1], 1) for i in range(len(tiles))]
     grid_data = struct.pack(">BBBBHH", 0, 0, rows - 1, columns - 1, width, height)
     items.append((grid_id, b"grid", grid_data, 0))
     if exif is not None:
         items.append((exif_id, b"Exif", struct.pack(">I", 0) + exif, 0))
 
     # Properties: one hvcC per tile, the tiles' ispe (all tiles have one size), the grid's ispe.
-    if len({size for _, _, size in tiles}) != 1:
+    if len({size for _, _, size, _ in tiles}) != 1:
         raise SystemExit("tiles differ in size")
     tile_width, tile_height = tiles[0][2]
     if tile_width * columns < width or tile_height * rows < height:
         raise SystemExit("tiles do not cover the grid")
     properties = []
     hvcc_index = []
-    for hvcc, _, _ in tiles:
+    for hvcc, _, _, _ in tiles:
         if iphone and hvcc in properties:
             hvcc_index.append(properties.index(hvcc) + 1)
         else:
@@ -135,14 +150,25 @@ def main():
     if exif is not None:
         refs += box(b"cdsc", struct.pack(">HHH", exif_id, 1, grid_id))
     iref = full_box(b"iref", 0, 0, refs)
-    ftyp = box(b"ftyp", b"heic" + struct.pack(">I", 0) + b"mif1heicmiaf")
+    if tile_type == b"av01":
+        ftyp = box(b"ftyp", b"avif" + struct.pack(">I", 0) + b"mif1avifmiaf")
+    else:
+        ftyp = box(b"ftyp", b"heic" + struct.pack(">I", 0) + b"mif1heicmiaf")
 
     in_idat = {grid_id} if iphone else set()
 
     def build_meta(mdat_start):
         offset = mdat_start
         locations = b""
-        for item, _, payload, _ in items:
+        shared_offset = None
+        for item, kind, payload, _ in items:
+            if shared and kind == tile_type:
+                # Every tile at the first tile's data.
+                if shared_offset is None:
+                    shared_offset = offset
+                    offset += len(payload)
+                locations += struct.pack(">HHHHII", item, 0, 0, 1, shared_offset, len(payload))
+                continue
             if iphone:  # version 1: construction method per item (1: in idat, offset from idat's data)
                 method = 1 if item in in_idat else 0
                 locations += struct.pack(">HHHHII", item, method, 0, 1, 0 if method else offset, len(payload))
@@ -156,7 +182,10 @@ def main():
 
     meta = build_meta(0)
     meta = build_meta(len(ftyp) + len(meta) + 8)
-    mdat = box(b"mdat", b"".join(payload for item, _, payload, _ in items if item not in in_idat))
+    stored = [payload for item, kind, payload, _ in items if item not in in_idat]
+    if shared:
+        stored = [items[0][2]] + [payload for item, kind, payload, _ in items if item not in in_idat and kind != tile_type]
+    mdat = box(b"mdat", b"".join(stored))
     open(out, "wb").write(ftyp + meta + mdat)
 
 

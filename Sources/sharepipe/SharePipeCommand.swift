@@ -108,12 +108,19 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .table(OptionTable.strategy), help: .table(OptionTable.strategy))
     var strategy: FitStrategy = .memoryFirst
 
+    @Option(name: .table(OptionTable.timeout), help: .table(OptionTable.timeout))
+    var timeout: Int?
+
     /// nil: not given (`ImageLimits.maxPixels` unset: the cost-based default).
     @Option(name: .table(OptionTable.limitsMaxPixels), help: .table(OptionTable.limitsMaxPixels))
     var maxPixels: Int?
 
     @Option(name: .table(OptionTable.limitsMaxStreamedMemory), help: .table(OptionTable.limitsMaxStreamedMemory))
     var maxStreamedMemory: Int = ImageLimits().maxStreamedMemory
+
+    @Option(
+        name: .table(OptionTable.limitsMaxWorkPerInputByte), help: .table(OptionTable.limitsMaxWorkPerInputByte))
+    var maxWorkPerByte: Int = ImageLimits().maxWorkPerInputByte
 
     @Option(name: .table(OptionTable.limitsMaxDimension), help: .table(OptionTable.limitsMaxDimension))
     var maxDimension: Int = ImageLimits().maxDimension
@@ -167,8 +174,10 @@ struct PipelineOptions: ParsableArguments {
     /// One (service name, options) per --service, or a single unnamed target without one.
     func makeTargets() throws -> [(name: String?, options: PrepareOptions)] {
         var base = PrepareOptions(progressive: progressive, strategy: strategy)
+        base.timeout = timeout
         if let maxPixels { base.limits.maxPixels = maxPixels }
         base.limits.maxStreamedMemory = maxStreamedMemory
+        base.limits.maxWorkPerInputByte = maxWorkPerByte
         base.limits.maxDimension = maxDimension
         base.limits.maxInputBytes = maxInputBytes
         base.limits.maxFrames = maxFrames

@@ -74,6 +74,9 @@ import Testing
             name: "limits.maxStreamedMemory", flag: "--max-streamed-memory", query: "max_streamed_memory",
             set: { $0.limits.maxStreamedMemory = $1 }, get: { $0.limits.maxStreamedMemory }, accepts: positive),
         Expectation(
+            name: "limits.maxWorkPerInputByte", flag: "--max-work-per-byte", query: "max_work_per_byte",
+            set: { $0.limits.maxWorkPerInputByte = $1 }, get: { $0.limits.maxWorkPerInputByte }, accepts: positive),
+        Expectation(
             name: "maxWidth", profileField: "maxWidth", set: { $0.maxWidth = $1 }, get: { $0.maxWidth },
             accepts: positive),
         Expectation(
@@ -101,6 +104,8 @@ import Testing
         Expectation(
             name: "animation.maxBytes", profileField: "animated.maxBytes", set: { $0.animation.maxBytes = $1 },
             get: { $0.animation.maxBytes }, accepts: kibibyteOrMore),
+        Expectation(
+            name: "timeout", flag: "--timeout", set: { $0.timeout = $1 }, get: { $0.timeout }, accepts: positive),
     ]
 
     /// The values every option is given: the edges of `Int` and of each rule, then random ones of every magnitude.

@@ -17,6 +17,8 @@ public struct ExceededLimit: Sendable, Equatable, Codable, CustomStringConvertib
         case decoderMemory
         /// `ImageLimits.maxStreamedMemory`: the priced memory of a job over the default pixel limit, in bytes.
         case streamedMemory
+        /// `ImageLimits.maxWorkPerInputByte`: pixels of decoding work (`WorkEstimate`) per byte of input.
+        case workPerInputByte
         /// `ImageLimits.maxMetadataBytes`: metadata read from a JPEG header, in bytes.
         case metadataBytes
         /// Number of JPEG metadata segments (a fixed reader limit).
@@ -75,6 +77,7 @@ public struct ExceededLimit: Sendable, Equatable, Codable, CustomStringConvertib
         case .totalFramePixels: return "the animation limit of \(number) frame pixels"
         case .decoderMemory: return "the decoder memory limit of \(number) bytes"
         case .streamedMemory: return "the memory limit of \(number) bytes for images over the default pixel limit"
+        case .workPerInputByte: return "the work limit of \(number) pixels per input byte"
         case .metadataBytes: return "the metadata limit of \(number) bytes (APPn/COM segments)"
         case .metadataSegments: return "the limit of \(number) metadata segments"
         case .progressiveScans: return "the limit of \(number) progressive scans"
@@ -93,6 +96,7 @@ public struct ExceededLimit: Sendable, Equatable, Codable, CustomStringConvertib
         case .totalFramePixels: return "at least \(found) frame pixels"
         case .decoderMemory, .memoryBudget, .streamedMemory: return "needs \(found)"
         case .metadataBytes, .chunkBytes: return "has \(found)"
+        case .workPerInputByte: return "needs \(found) pixels per byte"
         case .metadataSegments, .progressiveScans, .metadataChunks: return "at least \(found)"
         case .availableMemory: return "needs \(found)"
         }

@@ -48,6 +48,9 @@ public struct ImageInfo: Sendable {
     /// reads and writes its own through an `ImageInfo` extension beside its decoder (`info.webp`,
     /// `info.heifGrid`, …), so a new format adds no field here.
     var formatDetail: (any Sendable)? = nil
+    /// Coded images the decoder decodes one by one for one picture: the tiles of a HEIF or AVIF grid, 1
+    /// elsewhere (`WorkEstimate` prices each).
+    var tileCount = 1
     /// What the header read noticed and worked around (a broken APNG animation shown as its still image).
     var probeWarnings: [String] = []
     /// Changes the decoder will make that were not asked for, known from the header (HDR tone-mapped to SDR,

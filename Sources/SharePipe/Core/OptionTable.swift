@@ -87,6 +87,12 @@ public enum OptionTable {
         query: "max_streamed_memory", valid: .atLeast(1, phrase: "a positive limit"),
         help: "Largest priced memory, in bytes, of a job whose image is over the default pixel limit (such an image "
             + "is taken only when its route streams it).")
+    /// `ImageLimits.maxWorkPerInputByte`.
+    public static let limitsMaxWorkPerInputByte = OptionSpec(
+        "limits.maxWorkPerInputByte", .integer(\.limits.maxWorkPerInputByte), flag: "max-work-per-byte",
+        query: "max_work_per_byte", valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Refuse, from the header, a job decoding over 64 MP (tiles, frames and passes counted) with more "
+            + "pixels than this per byte of input: a small file declaring a huge image.")
     /// The output's width cap.
     public static let maxWidth = OptionSpec(
         "maxWidth", .optionalInteger(\.maxWidth), profile: ("maxWidth", .optionalInteger(\.caps.width)),
@@ -164,6 +170,12 @@ public enum OptionTable {
         "strategy", .strategy(\.strategy), flag: "strategy", query: "strategy",
         help: "memoryFirst (re-decode for each size) or cpuFirst (keep the first decode).")
 
+    /// The job's deadline.
+    public static let timeout = OptionSpec(
+        "timeout", .optionalInteger(\.timeout), flag: "timeout",
+        valid: .atLeast(1, phrase: "a positive number of seconds"),
+        help: "Stop a file's job after this many seconds (timedOut; the batch goes on with the next file).")
+
     /// The largest byte limit accepted (1 TiB): far above any output, and low enough that the memory
     /// estimate's multiples of it (an animation's output buffer: 4 × the limit, doubled) cannot overflow.
     public static let byteLimitCeiling = 1 << 40
@@ -172,11 +184,11 @@ public enum OptionTable {
     public static let all: [OptionSpec] = [
         maxShortEdge, maxLongEdge, maxPixels, maxBytes, quality, minQuality, minShortEdge,
         limitsMaxDimension, limitsMaxPixels, limitsMaxFrames, limitsMaxTotalFramePixels, limitsMaxInputBytes,
-        limitsMaxDecoderMemory, limitsMaxMetadataBytes, limitsMaxStreamedMemory,
+        limitsMaxDecoderMemory, limitsMaxMetadataBytes, limitsMaxStreamedMemory, limitsMaxWorkPerInputByte,
         maxWidth, maxHeight, maxEdgeSum,
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,
-        acceptedFormats, allowFormatChange, strip, progressive, strategy,
+        acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
     ]
 
     /// The row of the option `PrepareOptions` spells `name` (`minQuality`, `limits.maxPixels`).

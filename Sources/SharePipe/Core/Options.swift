@@ -44,6 +44,25 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     /// such an image is taken only when its route streams it (see `maxPixels`). Default 256 MiB: a 200 MP
     /// grid HEIC is priced at about 60 MB (it peaks at about 40 MB).
     public var maxStreamedMemory: Int
+    /// Largest work a job may do per byte of input, in pixels (`WorkEstimate.pixelsPerInputByte`), once its work
+    /// is over `freeWorkPixels`: a file must bring at least one byte per this many pixels it makes SharePipe
+    /// decode (tiles, frames and passes counted, `WorkEstimate`). Checked on the header, before anything is
+    /// decoded. Default 200 (0.04 bits per pixel).
+    ///
+    /// The default is set from real files: the least data per pixel among real photos with over 64 MP of work
+    /// is a 200 MP Galaxy S24 Ultra HEIC, 2.4 MB for 199.8 MP (83 pixels a byte, 2.4 times below the limit);
+    /// 12 MP phone HEICs bring 15 to 20 pixels a byte, real JPEGs and PNG photos under 5; real animations with
+    /// over 32 MP of frames (a 380-frame GIF) up to 150. A file declaring 256 MP or more in at most 1 MB brings
+    /// at least 256 pixels a byte and is refused: a zlib-bomb PNG, a JPEG of one-code Huffman tables, a
+    /// lossless WebP of one-symbol prefix codes, a grid HEIC or AVIF whose thousands of tiles all point at one
+    /// coded tile. A job within `freeWorkPixels` is never held to it, however small its file.
+    public var maxWorkPerInputByte: Int
+
+    /// The work any job may do whatever its input's size: 64 MP (a 64 MP grid HEIC, the slowest decode,
+    /// takes about a second of CPU). Beyond it `maxWorkPerInputByte` applies.
+    public static let freeWorkPixels = 64_000_000
+    /// `maxWorkPerInputByte`'s default.
+    public static let defaultMaxWorkPerInputByte = 200
 
     /// `maxPixels` when it is not set: 120 MP.
     public static let defaultMaxPixels = 120_000_000
@@ -55,7 +74,8 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     public init(
         maxDimension: Int = 65_500, maxPixels: Int? = nil, maxFrames: Int = 5_000,
         maxTotalFramePixels: Int = 2_000_000_000, maxInputBytes: Int = 256 << 20,
-        maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20, maxStreamedMemory: Int = 256 << 20
+        maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20, maxStreamedMemory: Int = 256 << 20,
+        maxWorkPerInputByte: Int = ImageLimits.defaultMaxWorkPerInputByte
     ) {
         self.maxDimension = maxDimension
         self.pixelLimit = maxPixels
@@ -65,14 +85,16 @@ public struct ImageLimits: Sendable, Equatable, Codable {
         self.maxDecoderMemory = maxDecoderMemory
         self.maxMetadataBytes = maxMetadataBytes
         self.maxStreamedMemory = maxStreamedMemory
+        self.maxWorkPerInputByte = maxWorkPerInputByte
     }
 
     private enum CodingKeys: String, CodingKey {
         case maxDimension, pixelLimit = "maxPixels", maxFrames, maxTotalFramePixels, maxInputBytes, maxDecoderMemory,
-            maxMetadataBytes, maxStreamedMemory
+            maxMetadataBytes, maxStreamedMemory, maxWorkPerInputByte
     }
 
-    /// Reads the limits as encoded; `maxPixels` and `maxStreamedMemory` may be absent (not set, default).
+    /// Reads the limits as encoded; `maxPixels`, `maxStreamedMemory` and `maxWorkPerInputByte` may be absent (not
+    /// set, default).
     public init(from decoder: Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -83,7 +105,9 @@ public struct ImageLimits: Sendable, Equatable, Codable {
             maxInputBytes: try values.decode(Int.self, forKey: .maxInputBytes),
             maxDecoderMemory: try values.decode(Int.self, forKey: .maxDecoderMemory),
             maxMetadataBytes: try values.decode(Int.self, forKey: .maxMetadataBytes),
-            maxStreamedMemory: try values.decodeIfPresent(Int.self, forKey: .maxStreamedMemory) ?? 256 << 20)
+            maxStreamedMemory: try values.decodeIfPresent(Int.self, forKey: .maxStreamedMemory) ?? 256 << 20,
+            maxWorkPerInputByte: try values.decodeIfPresent(Int.self, forKey: .maxWorkPerInputByte)
+                ?? Self.defaultMaxWorkPerInputByte)
     }
 
     /// Throws `tooLarge` when a header's size is over a limit.
@@ -150,6 +174,18 @@ public struct ImageLimits: Sendable, Equatable, Codable {
         }
     }
 
+    /// The pipeline's check of a job's work (`WorkEstimate`, from the header) before anything is decoded: over
+    /// `freeWorkPixels`, it must be at most `maxWorkPerInputByte` pixels per byte of input. The HEIF and AVIF
+    /// probes run it first on the tiles alone (`size` nil), before libheif or libavif reads the items.
+    func checkWork(_ work: WorkEstimate, size: PixelSize?, file: String) throws {
+        guard work.totalPixels > Self.freeWorkPixels, work.pixelsPerInputByte > maxWorkPerInputByte else { return }
+        throw SharePipeError.tooLarge(
+            file: file,
+            exceeded: ExceededLimit(
+                .workPerInputByte, found: work.pixelsPerInputByte, limit: maxWorkPerInputByte, size: size,
+                detail: work.description))
+    }
+
     /// Checks an animation whose every frame is composited onto the whole canvas (APNG, animated WebP):
     /// the frame count, and frames × canvas area, before anything is decoded.
     func checkAnimation(frames: Int, canvas: PixelSize, file: String) throws {
@@ -214,6 +250,10 @@ public struct PrepareOptions: Sendable, Equatable {
     public var maxEdgeSum: Int?
     /// Limits for animated GIFs (byte limit, size box, frames); nil fields fall back to the still limits.
     public var animation: AnimationLimits
+    /// The job's deadline in seconds, from its start (for several services of one file, from the file's): past
+    /// it the job stops at its next checkpoint with `SharePipeError.timedOut`, writing nothing. nil (the
+    /// default): none.
+    public var timeout: Int?
     /// Output formats the destination accepts; nil accepts all. An input in a format not listed is
     /// converted (to JPEG when listed, flattening alpha over white, else to PNG).
     public var acceptedFormats: [ImageFormat]?

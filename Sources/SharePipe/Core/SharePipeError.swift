@@ -5,7 +5,8 @@ import CSharePipe
 /// The cases follow the phases of a job: the header and the image data (`corrupt`, with the `ReadPhase`),
 /// what SharePipe cannot read (`unsupportedFormat`, with what is missing), the limits (`tooLarge`,
 /// `cannotMeetLimit`), the encoder (`encodingFailed`), I/O (`unreadable`, `unwritable`), the options
-/// (`invalidOptions`), the scheduler (`cancelled`, `overloaded`) and SharePipe's own bugs (`internalError`).
+/// (`invalidOptions`), the scheduler (`cancelled`, `timedOut`, `overloaded`) and SharePipe's own bugs
+/// (`internalError`).
 public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// SharePipe cannot read the input: not an image format it knows, a feature of the format its library
     /// lacks (12-bit JPEG, a HEIF colour no ICC profile describes), or a library not installed here;
@@ -30,6 +31,9 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
     case invalidOptions(InvalidOption)
     /// The job was cancelled; nothing was written.
     case cancelled(file: String)
+    /// The job ran past its deadline (`PrepareOptions.timeout`, the server's `--job-timeout`) and was stopped
+    /// at its next checkpoint; nothing was written. `seconds` is the deadline the job had.
+    case timedOut(file: String, seconds: Double)
     /// The pipeline is too busy to take the input now: its admission queue was full, or the input waited
     /// too long for memory (`MemoryBudget.maxWaitingRequests`, `maxWait`). Nothing was decoded; a later
     /// try may succeed.
@@ -69,7 +73,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self {
         case .unsupportedFormat(let file, _, _), .corrupt(let file, _, _), .tooLarge(let file, _),
             .cannotMeetLimit(let file, _, _), .unreadable(let file, _), .unwritable(let file, _),
-            .encodingFailed(let file, _), .cancelled(let file), .overloaded(let file, _),
+            .encodingFailed(let file, _), .cancelled(let file), .timedOut(let file, _), .overloaded(let file, _),
             .internalError(let file, _):
             return file
         case .invalidOptions:
@@ -90,6 +94,8 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .encodingFailed(_, let reason): return "encoding the output failed: \(reason)"
         case .invalidOptions(let option): return "invalid options: \(option)"
         case .cancelled: return "cancelled"
+        case .timedOut(_, let seconds):
+            return "timed out: the job ran past its deadline of \(Self.secondsText(seconds)) s and was stopped"
         case .overloaded(_, let reason): return reason.description
         case .internalError(_, let reason):
             return "internal error (a SharePipe bug, not a fault of the input; please report it): \(reason)"
@@ -108,6 +114,7 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .encodingFailed: return "encodingFailed"
         case .invalidOptions: return "invalidOptions"
         case .cancelled: return "cancelled"
+        case .timedOut: return "timedOut"
         case .overloaded: return "overloaded"
         case .internalError: return "internal"
         }
@@ -129,9 +136,15 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .encodingFailed(let name, let reason): return .encodingFailed(file: rename(name), reason: reason)
         case .invalidOptions: return self
         case .cancelled(let name): return .cancelled(file: rename(name))
+        case .timedOut(let name, let seconds): return .timedOut(file: rename(name), seconds: seconds)
         case .overloaded(let name, let reason): return .overloaded(file: rename(name), reason: reason)
         case .internalError(let name, let reason): return .internalError(file: rename(name), reason: reason)
         }
+    }
+
+    /// Seconds as messages write them: "30", "0.5".
+    static func secondsText(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
     }
 
     /// Any error as a `SharePipeError` about `file`: a `SharePipeError` as it is, Swift's
