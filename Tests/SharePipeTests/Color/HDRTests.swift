@@ -91,7 +91,7 @@ import Testing
             let output = try? Tool.run(
                 "python3",
                 [
-                    Fixtures.root + "/scripts/heif-boxes.py", directory + "/pq-sequence.avif",
+                    Fixtures.root + "/scripts/fixtures/heif-boxes.py", directory + "/pq-sequence.avif",
                     directory + "/pq-sequence-\(name).avif", "--sample-entry-box",
                     "\(name.prefix(4)):" + directory + "/\(name).bin",
                 ])

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 
 /// TestImages/ is exactly what TestImages/MANIFEST.sha256 lists: every file with its SHA-256, none missing,
-/// none unlisted. A changed fixture fails here until `scripts/make-test-images --update-manifest` is run on
-/// purpose (after `scripts/make-test-images --compare <family>` has shown what the generator changed).
+/// none unlisted. A changed fixture fails here until `scripts/fixtures/make-test-images --update-manifest` is run on
+/// purpose (after `scripts/fixtures/make-test-images --compare <family>` has shown what the generator changed).
 @Suite("Fixture manifest")
 struct FixtureManifestTests {
     static let manifestName = "MANIFEST.sha256"
@@ -59,7 +59,7 @@ struct FixtureManifestTests {
         let listed = try Self.listed()
         let present = Self.present()
         #expect(listed.count > 100, "the manifest lists \(listed.count) files")
-        let regenerate = "(if the change is intended: scripts/make-test-images --update-manifest)"
+        let regenerate = "(if the change is intended: scripts/fixtures/make-test-images --update-manifest)"
         for missing in Set(listed.keys).subtracting(present).sorted() {
             Issue.record("TestImages/\(missing) is listed in \(Self.manifestName) but missing \(regenerate)")
         }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// Odd files that browsers display (TestImages/lenient/, made by scripts/make-test-images.sh): SharePipe
+/// Odd files that browsers display (TestImages/lenient/, made by scripts/fixtures/make-test-images): SharePipe
 /// prepares them as Chromium shows them, and does not do what a browser does not do.
 @Suite("Lenient as a browser", .tags(.witness))
 struct LenientInputTests {

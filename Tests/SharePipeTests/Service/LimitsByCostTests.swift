@@ -9,7 +9,7 @@ import Testing
 /// these tests stop each admitted job at the pipeline's checkpoint just before the render.
 @Suite(.tags(.witness), .serialized) struct LimitsByCostTests {
     /// A 200 MP grid HEIC as a Galaxy S24 Ultra stores one (16320×12240 in 32×24 tiles of 512×512), every tile
-    /// the same heif-enc tile, assembled by bench/make-grid-heic.py; made once per test process.
+    /// the same heif-enc tile, assembled by scripts/fixtures/make-grid-heic.py; made once per test process.
     static let bigGrid: String = {
         let directory = NSTemporaryDirectory() + "sharepipe-limits-by-cost-\(getpid())"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -20,7 +20,7 @@ import Testing
         _ = try? Tool.run(
             "python3",
             [
-                Fixtures.root + "/bench/make-grid-heic.py", directory + "/grid-200mp.heic",
+                Fixtures.root + "/scripts/fixtures/make-grid-heic.py", directory + "/grid-200mp.heic",
                 "16320", "12240", "32", "24",
             ] + tiles + ["--iphone"])
         return directory + "/grid-200mp.heic"

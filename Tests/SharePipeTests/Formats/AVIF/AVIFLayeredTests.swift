@@ -5,7 +5,7 @@ import Testing
 /// Layered AVIF (issue 19, item 2): one `av01` item holding two AV1 spatial layers in one temporal unit, a blue
 /// base layer key frame coded at half size (32×24) and an enhancement layer of quadrants (64×48), an inter frame
 /// predicted from it, made
-/// by scripts/make-layered-avif.py (libaom through ctypes, the box writer beside it) from PPMs drawn by
+/// by scripts/fixtures/make-layered-avif.py (libaom through ctypes, the box writer beside it) from PPMs drawn by
 /// ImageMagick, once per run. The variants differ only in their properties (`a1lx`, `lsel`, `a1op`), so the
 /// same coded data shows blue or quadrants by which layer is selected.
 ///
@@ -37,7 +37,7 @@ import Testing
                 "-fill", "blue", "-draw", "rectangle 0,24 31,47", "-fill", "white", "-draw", "rectangle 32,24 63,47",
                 "-depth", "8", "PPM:" + quadrants,
             ])
-        let script = Fixtures.root + "/scripts/make-layered-avif.py"
+        let script = Fixtures.root + "/scripts/fixtures/make-layered-avif.py"
         for (name, options) in variants {
             run("python3", [script, directory + "/" + name, blue, quadrants, "--half-base"] + options)
         }
@@ -59,7 +59,8 @@ import Testing
         try Witness.require(Witness.convert, "python3")
         let bytes = try Fixtures.bytes(fixtures + "/" + name)
         try #require(
-            !bytes.isEmpty, "\(name) was not made (libaom3 through python3's ctypes: scripts/make-layered-avif.py)")
+            !bytes.isEmpty,
+            "\(name) was not made (libaom3 through python3's ctypes: scripts/fixtures/make-layered-avif.py)")
         return bytes
     }
 

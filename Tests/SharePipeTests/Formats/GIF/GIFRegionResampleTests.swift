@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// Animations made here: the benchmark's shape (scripts/make-test-images.sh `bench`) and random ones that
+/// Animations made here: the benchmark's shape (scripts/fixtures/make-test-images `bench`) and random ones that
 /// use every disposal, transparency, local tables, interlacing and frames reaching off the screen.
 enum GIFRegionFixtures {
     /// The `bench` animation: an 800×600 first frame of bands, then 120×120 frames with a ball moving over

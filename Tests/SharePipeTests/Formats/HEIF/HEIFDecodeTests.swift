@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// The HEIF/AVIF codec layer on the committed images in TestImages/heif (made by scripts/make-test-images.sh):
+/// The HEIF/AVIF codec layer on the committed images in TestImages/heif (made by scripts/fixtures/make-test-images):
 /// header facts, metadata items, transforms, YCbCr conversion against libheif's own (heif-convert), alpha,
 /// 10-bit samples, nclx colour and the limits.
 @Suite(.tags(.witness)) struct HEIFDecodeTests {
@@ -134,7 +134,7 @@ import Testing
 
     /// An nclx-only file (Display P3 primaries, sRGB transfer) comes out with an ICC profile that a
     /// colour-managed decoder (ImageMagick with Little CMS) reads exactly as an independent Display P3
-    /// profile (the one scripts/make-test-images.sh synthesises into jpeg/icc-p3.jpg), and the colours agree
+    /// profile (the one scripts/fixtures/make-test-images synthesises into jpeg/icc-p3.jpg), and the colours agree
     /// with the P3 → sRGB matrix computed here.
     @Test func nclxBecomesAnEquivalentICCProfile() throws {
         try Witness.require(Witness.convert)

@@ -4,7 +4,7 @@ import Testing
 @testable import SharePipe
 
 /// The grid route (HEIFGrid, HEIFTileDecoding) on the committed grid HEICs in TestImages/heif-grid (made by
-/// scripts/make-test-images.sh, section heifgrid: the 600×400 corner picture as 256×256 HEVC tiles, stored
+/// scripts/fixtures/make-test-images, section heifgrid: the 600×400 corner picture as 256×256 HEVC tiles, stored
 /// turned or mirrored with irot/imir on the grid item): exact against libheif's own RGB (heif-convert), close
 /// to the libheif route when downscaled, transforms applied once, the fallbacks, damaged files, memory.
 @Suite(.tags(.witness)) struct HEIFGridTests {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// The committed WebP fixtures (scripts/make-test-images.sh, section webp) and outside witnesses.
+/// The committed WebP fixtures (scripts/fixtures/make-test-images, section webp) and outside witnesses.
 enum WebPFixtures {
     static func path(_ name: String) -> String { Fixtures.path("webp/" + name) }
     static func source(_ name: String) -> ImageSource { .file(path: path(name)) }
