@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// The batch as a user at any size meets it (issue 13): nothing overwritten or dropped silently, outputs
+/// The batch as a user at any size meets it: nothing overwritten or dropped silently, outputs
 /// never read back as inputs, every unasked change shown in the text, shards that split one list exactly,
 /// `-` for standard input and output, and distinct exit statuses.
 @Suite(.serialized) struct BatchCLITests {

@@ -111,10 +111,11 @@ import Testing
     }
 
     @Test func badOptionsAreRefusedBeforeAnyWork() throws {
-        let run = try Tool.run(Tool.sharepipe, ["prepare", "x.jpg", "--out", "/tmp/never", "--quality", "140"])
+        let run = try Tool.run(Tool.sharepipe, ["prepare", "x.jpg", "--out", "never-written", "--quality", "140"])
         #expect(run.status != 0)
         #expect(run.stderr.contains("quality"))
-        let unknown = try Tool.run(Tool.sharepipe, ["prepare", "x.jpg", "--out", "/tmp/never", "--service", "myspace"])
+        let unknown = try Tool.run(
+            Tool.sharepipe, ["prepare", "x.jpg", "--out", "never-written", "--service", "myspace"])
         #expect(unknown.stderr.contains("unknown service 'myspace'"))
     }
 

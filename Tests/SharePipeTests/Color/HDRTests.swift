@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// HDR inputs (issue 19, item 3): PQ and HLG AVIFs tone-mapped to SDR as Chromium shows them on an SDR
+/// HDR inputs: PQ and HLG AVIFs tone-mapped to SDR as Chromium shows them on an SDR
 /// display, written as 8-bit Display P3 with its ICC profile and reported; gain maps (Ultra HDR JPEG, a
 /// HEIF `tmap` item or auxiliary gain map image) removed with the SDR base prepared, and reported.
 ///

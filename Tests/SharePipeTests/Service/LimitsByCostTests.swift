@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// Default limits follow what a job costs (issue 19, item 5): an image over the default pixel limit (120 MP)
+/// Default limits follow what a job costs: an image over the default pixel limit (120 MP)
 /// is taken when its still route streams it — priced by `MemoryEstimate` from the header under one byte per
 /// pixel and within `maxStreamedMemory` — and refused as before when its route holds a full-resolution bitmap;
 /// a set `maxPixels` applies as given. Every decision is made on the header, before anything is decoded:

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// Errors say what happened (issue 19, item 7): a file a library cannot decode for want of a feature is
+/// Errors say what happened: a file a library cannot decode for want of a feature is
 /// `unsupportedFormat` naming the feature, not `corrupt`; no message carries a library's trailing newline.
 @Suite struct LibraryErrorTests {
     @Test func aCodecLibheifLacksIsUnsupportedNotCorrupt() throws {

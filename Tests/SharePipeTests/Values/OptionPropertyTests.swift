@@ -296,7 +296,7 @@ import Testing
                     if let number = Int(text) {
                         #expect(row.get(options) == number, "\(field) = \(text)")
                     }
-                    // The profile prepares an animation without trapping (the crash of issue 21).
+                    // The profile prepares an animation without trapping (a negative total once trapped here).
                     if field.hasPrefix("animated.") {
                         Self.check(Self.prepare(Self.gif, options), options: options, "profile \(field) = \(text)")
                     }
@@ -396,7 +396,7 @@ import Testing
         }
     }
 
-    /// Issue 21's crash: `"animated": {"maxTotalPixels": -1}` in a profile file killed the CLI (SIGILL) on
+    /// A crash once: `"animated": {"maxTotalPixels": -1}` in a profile file killed the CLI (SIGILL) on
     /// every animated GIF, and 0 silently dropped frames. Now the profile is refused, naming the field.
     @Test(arguments: ["-1", "0", "\(Int.min)"])
     func aProfileWithANonPositiveTotalPixelLimitIsRefusedByName(_ value: String) throws {

@@ -55,7 +55,7 @@ import Testing
             expected: InvalidOption("animation.maxBytes", expected: "at least 1024 bytes", found: "10"),
             options: { $0.animation.maxBytes = 10 }, profile: { $0.animation.maxBytes = 10 },
             json: ("animated.maxBytes", "10")),
-        // Issue 21: unchecked, -1 took a square root of a negative number on every animation (SIGILL).
+        // Unchecked, -1 once took a square root of a negative number on every animation (SIGILL).
         Case(
             expected: InvalidOption("animation.maxTotalPixels", expected: "a positive number", found: "-1"),
             options: { $0.animation.maxTotalPixels = -1 }, profile: { $0.animation.maxTotalPixels = -1 },

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// APNGs whose default image is not part of the animation, read as Chromium reads them (issue 19, items 4
-/// and 7): with one animation frame, browsers show that frame, whether its data is in one fdAT, split over
+/// APNGs whose default image is not part of the animation, read as Chromium reads them:
+/// with one animation frame, browsers show that frame, whether its data is in one fdAT, split over
 /// two, or led by a zero-length one; fdAT chunks in a file without any fcTL make it unreadable to browsers,
 /// so it is refused. (What headless Chromium draws for each was checked with tools/browser_frames.py.) The files are built here chunk by chunk: a magenta default image and a blue frame.
 @Suite struct APNGDefaultImageTests {

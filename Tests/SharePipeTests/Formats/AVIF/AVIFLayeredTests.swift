@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// Layered AVIF (issue 19, item 2): one `av01` item holding two AV1 spatial layers in one temporal unit, a blue
+/// Layered AVIF: one `av01` item holding two AV1 spatial layers in one temporal unit, a blue
 /// base layer key frame coded at half size (32×24) and an enhancement layer of quadrants (64×48), an inter frame
 /// predicted from it, made
 /// by scripts/fixtures/make-layered-avif.py (libaom through ctypes, the box writer beside it) from PPMs drawn by

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// AVIF through libavif (issue 19, items 1 and 2): alpha, `irot`/`imir`, image sequences with and without a
+/// AVIF through libavif: alpha, `irot`/`imir`, image sequences with and without a
 /// still item taking the animation route, and limits refused from the header. Fixtures are made here by
 /// ImageMagick (PNG frames) and libavif's own `avifenc` (scripts/install-deps: libavif-bin), once per run.
 @Suite(.tags(.witness), .serialized) struct AVIFTests {

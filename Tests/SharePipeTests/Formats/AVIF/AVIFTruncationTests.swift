@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// Hostile AVIF inputs refused quickly (issue 19, the AVIF reader's fuzz target): every AVIF made by
+/// Hostile AVIF inputs refused quickly (as the AVIF reader's fuzz target checks): every AVIF made by
 /// `AVIFTests` (a still, one with alpha, a turned one, an image sequence) cut at every box boundary — each
 /// box's start and end, at every depth of the box tree libavif reads — is refused naming the source, each in
 /// bounded time; a sequence whose `ispe` and track header say 70000×70000, and one declaring 100,000 frames

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharePipe
 
-/// GIF outputs that every decoder shows the same way (issue 14, items 5 and 6): a first frame written over
+/// GIF outputs that every decoder shows the same way: a first frame written over
 /// the whole screen where the source's covers it, and a metadata-only copy for a GIF that needs nothing
 /// else, never larger than its input.
 @Suite("GIF outputs as portable as gifsicle's", .tags(.witness), .serialized)

@@ -4,7 +4,7 @@ import Testing
 @testable import SharePipe
 
 /// A single-image HEIC (one `hvc1` primary item, no grid: what converters, cameras and editors write) through
-/// libde265 alone (issue 19, item 6): read as a grid of one tile (`HEIFGrid.isSingleImage`), its rows converted
+/// libde265 alone: read as a grid of one tile (`HEIFGrid.isSingleImage`), its rows converted
 /// straight from libde265's picture. Fixtures are made here by ImageMagick and libheif's `heif-enc`
 /// (scripts/install-deps: libheif-examples), once per run; the committed single images of TestImages/heif carry
 /// the transforms. Compared with the libheif route (`HEIFDecoding.render(grid: nil)`) and libheif's own RGB.
