@@ -16,11 +16,11 @@ struct SharePipeCommand: ParsableCommand {
         abstract:
             "Prepare images for posting: strip private metadata, apply orientation, downscale, fit under a service's byte limit.",
         version: SharePipeVersion.current,
-        subcommands: [PrepareCommand.self, InspectCommand.self, ServicesCommand.self],
+        subcommands: [PrepareCommand.self, InspectCommand.self, ServicesCommand.self, OptionsCommand.self],
         defaultSubcommand: PrepareCommand.self
     )
 
-    /// ArgumentParser's own `main`, with a usage error ending in exit status 2 (README "Exit status")
+    /// ArgumentParser's own `main`, with a usage error ending in exit status 2 (docs/cli.md, "Exit status")
     /// instead of its default 64.
     static func main() {
         do {
@@ -36,7 +36,7 @@ struct SharePipeCommand: ParsableCommand {
     }
 }
 
-/// The exit statuses, distinct and documented in the README.
+/// The exit statuses, distinct and documented in docs/cli.md.
 enum ExitStatus {
     /// Every file was prepared (or skipped because its output exists).
     static let success: Int32 = 0

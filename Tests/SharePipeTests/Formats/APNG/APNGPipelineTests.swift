@@ -104,7 +104,7 @@ import Testing
             Tool.sharepipe, ["prepare", Self.path("dispose-blend.png"), "--out", directory, "--service", "x", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("\"format\":\"gif\""), "\(run.stdout)")
-        // With --service the layout is out/<service>/… (README, "Output names").
+        // With --service the layout is out/<service>/… (docs/cli.md, "Output names").
         #expect(FileManager.default.fileExists(atPath: directory + "/x/dispose-blend.gif"))
     }
 
