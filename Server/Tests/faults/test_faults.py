@@ -13,7 +13,7 @@ its level after the warm-up. Images are generated here (noise PNGs with zlib, he
 or read from TestImages/. Traffic on 127.0.0.1 only; every wait is bounded. Standard library only.
 
 JobTimeout starts a server of its own with --job-timeout 0.1 (a long job is 422 timedOut within a second of its
-deadline). The work bombs come from scripts/make-work-bombs.py (heif-enc for the HEIC and AVIF grids).
+deadline). The work bombs come from scripts/fixtures/make-work-bombs.py (heif-enc for the HEIC and AVIF grids).
 EarlyAnswer starts a server of its own with --max-body-bytes 1000000 (a client that sends its whole body before
 reading must read the 413). The last line of the output is `N passed, N failed`; the exit status is 1 when any test failed.
 """
@@ -596,11 +596,11 @@ class Faults(SharedServerTest):
                 self.assertLess(time.monotonic() - start, 2.0)
 
     def test_work_bombs_are_413_from_their_headers(self):
-        """Small files declaring 256 MP or more (scripts/make-work-bombs.py: HEIC and AVIF grids of thousands of
+        """Small files declaring 256 MP or more (scripts/fixtures/make-work-bombs.py: HEIC and AVIF grids of thousands of
         tiles pointing at one coded tile, zlib-bomb PNG and APNG, one-code JPEG and WebP, a GIF of 1×1 frames)."""
         directory = tempfile.mkdtemp(prefix="sharepipe-faults-bombs.")
         try:
-            subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make-work-bombs.py"), directory],
+            subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fixtures", "make-work-bombs.py"), directory],
                            check=True, stdout=subprocess.DEVNULL, timeout=600)
             names = sorted(os.listdir(directory))
             self.assertEqual(len(names), 7, names)
