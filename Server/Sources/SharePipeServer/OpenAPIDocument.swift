@@ -9,7 +9,7 @@ enum OpenAPIDocument {
             "title": "sharepipe-server",
             "version": "1",
             "summary": "Prepares images for posting to social services: strips private metadata, applies orientation, downscales, fits under each service's byte limit.",
-            "description": "Every upload's memory is priced from its header and reserved from one budget (--budget-mib) before it is decoded. Requests wait in a bounded queue (--queue, --queue-timeout); beyond it the answer is 503 with Retry-After. Every answer carries X-Request-Id (the client's own when it sends a short plain one). Every error has a JSON body (Error). When the server has a token (--token), every route but /healthz and /readyz needs `Authorization: Bearer TOKEN`.",
+            "description": "Every upload's memory is priced from its header and reserved from one budget (--budget-mib) before it is decoded. Requests wait in a bounded queue (--queue, --queue-timeout); beyond it the answer is 503 with Retry-After. Each job may run for --job-timeout seconds once admitted (default 30); past it the job is stopped and the answer is 422 (kind timedOut). Every answer carries X-Request-Id (the client's own when it sends a short plain one). Every error has a JSON body (Error). When the server has a token (--token), every route but /healthz and /readyz needs `Authorization: Bearer TOKEN`.",
             "license": { "name": "See LICENSE in the repository" }
           },
           "servers": [{ "url": "http://127.0.0.1:8080" }],
@@ -71,9 +71,9 @@ enum OpenAPIDocument {
                   "401": { "$ref": "#/components/responses/Unauthorized" },
                   "405": { "$ref": "#/components/responses/MethodNotAllowed" },
                   "408": { "description": "The body did not arrive whole within --read-timeout (kind readTimeout).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
-                  "413": { "description": "The body is over --max-body-bytes (kind bodyTooLarge), or the image is over a pixel, dimension, frame or memory limit (kind tooLarge).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+                  "413": { "description": "The body is over --max-body-bytes (kind bodyTooLarge), or the image is over a pixel, dimension, frame, memory or work limit (kind tooLarge).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                   "415": { "description": "Not an image SharePipe reads: JPEG, PNG, GIF, WebP, HEIC, AVIF (kind unsupportedFormat).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
-                  "422": { "description": "A damaged image (kind corrupt), or one that cannot fit the byte limit within the quality and size floors (kind cannotMeetLimit).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+                  "422": { "description": "A damaged image (kind corrupt), one that cannot fit the byte limit within the quality and size floors (kind cannotMeetLimit), or one whose job ran past --job-timeout (kind timedOut: the job was stopped within a second of its deadline, nothing kept; a retry of the same upload would end the same way).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                   "500": { "$ref": "#/components/responses/InternalError" },
                   "501": { "description": "The image's format needs a codec library this server lacks (libheif or libavif not installed; kind unsupportedFormat, the message names the library): the operator's to install, not the client's to change.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                   "503": { "$ref": "#/components/responses/Unavailable" }
@@ -172,7 +172,7 @@ enum OpenAPIDocument {
                     "required": ["status", "kind", "message"],
                     "properties": {
                       "status": { "type": "integer", "description": "The HTTP status." },
-                      "kind": { "type": "string", "description": "A machine-readable name: invalidParameter, invalidOptions, missingService, unknownService, emptyBody, brokenMultipart, unreadable, unauthorized, notFound, methodNotAllowed, readTimeout, bodyTooLarge, tooLarge, unsupportedFormat, corrupt, cannotMeetLimit, overloaded, queueFull, draining, encodingFailed, unwritable, internal." },
+                      "kind": { "type": "string", "description": "A machine-readable name: invalidParameter, invalidOptions, missingService, unknownService, emptyBody, brokenMultipart, unreadable, unauthorized, notFound, methodNotAllowed, readTimeout, bodyTooLarge, tooLarge, unsupportedFormat, corrupt, cannotMeetLimit, timedOut, overloaded, queueFull, draining, encodingFailed, unwritable, internal." },
                       "message": { "type": "string", "description": "What is wrong, in words; names the parameter or limit." }
                     }
                   },

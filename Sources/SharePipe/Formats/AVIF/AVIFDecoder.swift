@@ -18,6 +18,10 @@ struct AVIFDecoder: ImageDecoder {
 
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
         let byteCount = try source.byteCount()
+        // The tiles priced before libavif reads the items, as for HEIF (`HEIFDecoder.probe`).
+        let tiles = try HEIFGrid.declaredTileCount(HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
+        try limits.checkWork(
+            WorkEstimate(tileCount: tiles, inputBytes: byteCount), size: nil, file: source.displayName)
         return try AVIFReader.with(source, limits: limits) { reader in
             let header = try reader.info()
             let size = PixelSize(width: Int(header.width), height: Int(header.height))
@@ -55,6 +59,7 @@ struct AVIFDecoder: ImageDecoder {
                 bitDepth: max(Int(header.depth), 8), progressive: false,
                 orientation: AVIFDecoding.orientation(header), storedOrientationValue: nil,
                 frameCount: frames, hasAlpha: alpha, metadata: metadata, byteCount: byteCount)
+            info.tileCount = tiles
             let hdr = try HEIFHDRBoxes.readAVIF(file, maxBytes: limits.maxMetadataBytes)
             if let toneMap = AVIFDecoding.toneMap(header.nclx, header: header, boxes: hdr) {
                 info.probeAdjustments.append(toneMap.description)

@@ -236,6 +236,11 @@ struct HEIFDecoder: ImageDecoder {
 
     func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
         let byteCount = try source.byteCount()
+        // The tiles priced from the `meta` box before libheif reads the items (which takes seconds for tens of
+        // thousands of them): a small file declaring a grid of thousands of tiles stops here.
+        let tiles = try HEIFGrid.declaredTileCount(HEIFFileBytes(source), maxBytes: limits.maxMetadataBytes)
+        try limits.checkWork(
+            WorkEstimate(tileCount: tiles, inputBytes: byteCount), size: nil, file: source.displayName)
         let probe = try HEIFDecoding.probe(source, limits: limits)
         var info = ImageInfo(
             format: format, size: probe.size,
@@ -244,6 +249,7 @@ struct HEIFDecoder: ImageDecoder {
             storedOrientationValue: nil, frameCount: 1, hasAlpha: probe.hasAlpha,
             metadata: probe.metadata, byteCount: byteCount)
         info.heifGrid = probe.grid
+        info.tileCount = tiles
         info.probeAdjustments = probe.adjustments
         return info
     }

@@ -350,3 +350,43 @@ extension HEIFGrid {
         return sequences == 1 ? (out, Int32(chroma), colour) : nil
     }
 }
+
+extension HEIFGrid {
+    /// The number of coded images the primary item of a HEIF or AVIF `meta` body (after its version and
+    /// flags) is made of: its `dimg` references when it is a grid (or an overlay), else 1. Reads `pitm` and
+    /// `iref` only; a body it cannot read counts as 1 (the decoders refuse it later).
+    static func declaredTileCount(meta: [UInt8]) -> Int {
+        var cursor = Cursor(meta)
+        var primary: Int?
+        var derived: [Int: Int] = [:]
+        do {
+            while cursor.left >= 8 {
+                var (type, body) = try cursor.box()
+                switch type {
+                case "pitm":
+                    let (version, _) = try body.fullBoxHeader()
+                    primary = version == 0 ? try body.u16() : try body.u32()
+                case "iref":
+                    let (version, _) = try body.fullBoxHeader()
+                    while body.left >= 8 {
+                        var (referenceType, reference) = try body.box()
+                        guard referenceType == "dimg" else { continue }
+                        let from = version == 0 ? try reference.u16() : try reference.u32()
+                        derived[from, default: 0] += try reference.u16()
+                    }
+                default:
+                    break
+                }
+            }
+        } catch {
+            return 1
+        }
+        return primary.flatMap { derived[$0] }.map { max($0, 1) } ?? 1
+    }
+
+    /// `declaredTileCount(meta:)` of `file`'s `meta` box (at most `maxBytes` read), 1 without one.
+    static func declaredTileCount(_ file: HEIFFileBytes, maxBytes: Int) throws -> Int {
+        guard let meta = try file.metaBody(maxBytes: maxBytes) else { return 1 }
+        return declaredTileCount(meta: meta)
+    }
+}

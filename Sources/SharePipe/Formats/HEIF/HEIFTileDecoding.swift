@@ -9,6 +9,10 @@ import CSharePipe
 /// into one image without changing them) and go through the same `HEIFRowConverter`, so an unrotated output
 /// is identical to the libheif route's; a rotated one differs only by resampling in the other order.
 enum HEIFTileDecoding {
+    /// Tiles decoded by one call into libde265 (`sp_hevc_decode_tiles`); the job's checkpoint runs between
+    /// calls, so a wide row of tiles (up to 128 of 512 pixels) does not hold off a deadline or a cancellation.
+    static let tilesPerCall = 16
+
     /// The chroma plane size for `luma` samples at chroma_format_idc `chroma` (the shim's rule).
     static func chromaSize(_ luma: PixelSize, chroma: Int32) -> PixelSize {
         PixelSize(
@@ -109,7 +113,7 @@ enum HEIFTileDecoding {
         defer { resampler.discard() }
 
         for tileRow in 0..<grid.rows {
-            try meter.checkCancellation()  // a row of tiles is a libde265 decode: check before each
+            // A row of tiles is decoded `tilesPerCall` tiles at a time, with a check before each call.
             let top = tileRow * tileHeight
             let rowsHere = min(tileHeight, grid.size.height - top)
             // The row's coded data: each tile's parameter sets, then its own NAL units.
@@ -119,10 +123,10 @@ enum HEIFTileDecoding {
             }
             var message = shimMessageBuffer()
             var decoded: [sp_hevc_tile] = []
-            let status: sp_status = luma.withUnsafeMutableBufferPointer { y in
-                cb.withUnsafeMutableBufferPointer { cbPlane in
-                    cr.withUnsafeMutableBufferPointer { crPlane in
-                        withUnsafeBufferPointers(ofEach: coded) { buffers in
+            let status: sp_status = try luma.withUnsafeMutableBufferPointer { y in
+                try cb.withUnsafeMutableBufferPointer { cbPlane in
+                    try cr.withUnsafeMutableBufferPointer { crPlane in
+                        try withUnsafeBufferPointers(ofEach: coded) { buffers in
                             var tiles = (0..<grid.columns).map { column -> sp_hevc_tile in
                                 let left = column * tileWidth
                                 var tile = sp_hevc_tile()
@@ -141,9 +145,19 @@ enum HEIFTileDecoding {
                                 tile.index = Int32(tileRow * grid.columns + column)
                                 return tile
                             }
-                            let status = sp_hevc_decode_tiles(
-                                &tiles, Int32(tiles.count), Int32(HEIFDecoding.decodingThreads), &message)
-                            decoded = tiles
+                            var status = SP_OK
+                            var start = 0
+                            while start < tiles.count, status == SP_OK {
+                                try meter.checkCancellation()
+                                let count = min(Self.tilesPerCall, tiles.count - start)
+                                status = tiles.withUnsafeMutableBufferPointer { all in
+                                    sp_hevc_decode_tiles(
+                                        all.baseAddress! + start, Int32(count), Int32(HEIFDecoding.decodingThreads),
+                                        &message)
+                                }
+                                start += count
+                            }
+                            decoded = Array(tiles[..<start])
                             return status
                         }
                     }
