@@ -43,7 +43,7 @@ public struct WorkEstimate: Sendable, Equatable, CustomStringConvertible {
 
     /// "537 MP of work (268 MP × 2 frames…) in 782805 bytes".
     public var description: String {
-        var parts = ["\(decodedPixels) pixels decoded"]
+        var parts = decodedPixels > 0 ? ["\(decodedPixels) pixels decoded"] : []
         if passes > 1 { parts.append("\(passes) passes") }
         if tileCount > 1 { parts.append("\(tileCount) tiles") }
         return "\(totalPixels) pixels of work (\(parts.joined(separator: ", "))) from \(inputBytes) bytes"

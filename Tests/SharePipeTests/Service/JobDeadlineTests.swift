@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Testing
-@testable import SharePipe
+@_spi(Testing) @testable import SharePipe
 
 /// A deadline per job (`PrepareOptions.timeout`, `SharePipeline.Configuration.jobTimeout`, the CLI's
 /// `--timeout`): a job past it stops at its next checkpoint with `timedOut`, within a second of the deadline,

@@ -24,7 +24,8 @@ import Testing
     static func bomb(_ name: String) throws -> ImageSource {
         try Witness.require("heif-enc", "python3")
         let path = bombs + "/" + name
-        try #require(FileManager.default.fileExists(atPath: path), "scripts/fixtures/make-work-bombs.py did not make \(name)")
+        try #require(
+            FileManager.default.fileExists(atPath: path), "scripts/fixtures/make-work-bombs.py did not make \(name)")
         return .file(path: path)
     }
 
