@@ -4,11 +4,15 @@
 heif-enc (libheif 1.15) cannot write an `irot`/`imir` transform or an nclx-only `colr` box for PNG input, so
 scripts/make-test-images.sh writes them here:
 
-    heif-boxes.py IN OUT [--irot N] [--imir AXIS] [--nclx PRIMARIES,TRANSFER,MATRIX,FULLRANGE]
+    heif-boxes.py IN OUT [--irot N] [--imir AXIS] [--clap WIDTH,HEIGHT] [--nclx PRIMARIES,TRANSFER,MATRIX,FULLRANGE]
                          [--top-box TYPE:FILE ...] [--mime-item CONTENT_TYPE:FILE] [--sample-entry-box TYPE:FILE ...]
+                         [--not-essential TYPE,...] [--brands MAJOR,COMPATIBLE,...]
 
 Each property is appended to `ipco` and associated (essential for the transforms, in the order given:
-irot, then imir, then colr) with the primary item in `ipma`. Every box that encloses the change (meta,
+clap, then irot, then imir, then colr) with the primary item in `ipma`. `--not-essential irot,imir,clap`
+then clears the essential bit of every `ipma` association (any item's) with a property of those types, as a
+non-conforming writer leaves it (the format requires transforms essential); `--brands` rewrites the `ftyp`
+brands in place (as many as the box holds: the last one given repeats). Every box that encloses the change (meta,
 iprp, ipco, ipma) gets its new size, and the `iloc` offsets of item data stored after `meta` (mdat) move by
 the number of bytes inserted. `--top-box` appends a top-level box holding FILE's bytes at the end of the
 file (nothing moves): TYPE is a four-character code, or `c2pa` for the C2PA manifest store's `uuid` box
@@ -208,12 +212,60 @@ def add_sample_entry_box(data, kind, payload):
     return out
 
 
+def clear_essential(data, kinds):
+    """Clears, in place, the essential bit of every ipma association (any item's) whose ipco property is one of
+    `kinds`. Returns how many were cleared."""
+    _, meta_start, meta_header, meta_end = find(data, 0, len(data), "meta")
+    children = meta_start + meta_header + 4
+    _, iprp_start, iprp_header, iprp_end = find(data, children, meta_end, "iprp")
+    _, ipco_start, ipco_header, ipco_end = find(data, iprp_start + iprp_header, iprp_end, "ipco")
+    types = [kind for kind, _, _, _ in boxes(data, ipco_start + ipco_header, ipco_end)]
+    cleared = 0
+    for kind, start, header, _ in boxes(data, iprp_start + iprp_header, iprp_end):
+        if kind != "ipma":
+            continue
+        version, flags = data[start + header], read_uint(data, start + header + 1, 3)
+        position = start + header + 4
+        entries = read_uint(data, position, 4)
+        position += 4
+        for _ in range(entries):
+            position += 2 if version < 1 else 4
+            count = data[position]
+            position += 1
+            for _ in range(count):
+                width = 2 if flags & 1 else 1
+                value = read_uint(data, position, width)
+                index = value & (0x7FFF if width == 2 else 0x7F)
+                if 0 < index <= len(types) and types[index - 1] in kinds and value >> (8 * width - 1):
+                    data[position] &= 0x7F
+                    cleared += 1
+                position += width
+    return cleared
+
+
+def rewrite_brands(data, brands):
+    """Rewrites the ftyp box's major brand and compatible brands in place (its size stays)."""
+    kind, start, header, end = next(boxes(data, 0, len(data)))
+    if kind != "ftyp":
+        raise SystemExit("the file does not start with ftyp")
+    slots = [start + header] + list(range(start + header + 8, end, 4))
+    for number, slot in enumerate(slots):
+        brand = brands[min(number, len(brands) - 1)]
+        if len(brand) != 4:
+            raise SystemExit("brand %r is not four characters" % brand)
+        data[slot:slot + 4] = brand.encode("latin-1")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("input")
     parser.add_argument("output")
     parser.add_argument("--irot", type=int, help="anticlockwise rotation in quarter turns (0-3)")
     parser.add_argument("--imir", type=int, help="mirror axis: 0 vertical (left-right flip), 1 horizontal")
+    parser.add_argument("--clap", help="clean aperture WIDTH,HEIGHT (centred) on the primary item")
+    parser.add_argument("--not-essential", metavar="TYPE,...",
+                        help="clear the ipma essential bit of every association with a property of these types")
+    parser.add_argument("--brands", metavar="MAJOR,COMPATIBLE,...", help="rewrite the ftyp brands in place")
     parser.add_argument("--nclx", help="colour_primaries,transfer_characteristics,matrix_coefficients,full_range")
     parser.add_argument("--top-box", action="append", default=[], metavar="TYPE:FILE",
                         help="append a top-level box (TYPE 'c2pa': the C2PA uuid box) holding FILE's bytes")
@@ -242,6 +294,10 @@ def main():
         data += struct.pack(">I4s", 8 + len(payload), kind.encode("latin-1")) + payload
 
     new_properties = []
+    if args.clap:
+        width, height = (int(v) for v in args.clap.split(","))
+        # widthN/D, heightN/D, horizOffN/D, vertOffN/D: centred (offsets 0).
+        new_properties.append((struct.pack(">I4s8I", 40, b"clap", width, 1, height, 1, 0, 1, 0, 1), True))
     if args.irot is not None:
         new_properties.append((struct.pack(">I4sB", 9, b"irot", args.irot & 3), True))
     if args.imir is not None:
@@ -251,9 +307,9 @@ def main():
         new_properties.append((struct.pack(">I4s4sHHHB", 19, b"colr", b"nclx", primaries, transfer, matrix,
                                            0x80 if full else 0), False))
     if not new_properties:
-        if not (args.sample_entry_box or args.mime_item or args.top_box):
+        if not (args.sample_entry_box or args.mime_item or args.top_box or args.not_essential or args.brands):
             raise SystemExit("nothing to add")
-        open(args.output, "wb").write(data)
+        finish(data, args)
         return
 
     _, meta_start, meta_header, meta_end = find(data, 0, len(data), "meta")
@@ -315,6 +371,17 @@ def main():
     meta_end += growth
     _, iloc_start, iloc_header, _ = find(data, children, meta_end, "iloc")
     move_iloc_offsets(data, iloc_start + iloc_header, meta_end - growth, growth)
+    finish(data, args)
+
+
+def finish(data, args):
+    """The in-place edits (essential bits, brands), then the output."""
+    if args.not_essential:
+        kinds = args.not_essential.split(",")
+        if clear_essential(data, kinds) == 0:
+            raise SystemExit("no essential association with %s" % args.not_essential)
+    if args.brands:
+        rewrite_brands(data, args.brands.split(","))
     open(args.output, "wb").write(data)
 
 

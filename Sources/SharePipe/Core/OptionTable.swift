@@ -87,6 +87,13 @@ public enum OptionTable {
         query: "max_streamed_memory", valid: .atLeast(1, phrase: "a positive limit"),
         help: "Largest priced memory, in bytes, of a job whose image is over the default pixel limit (such an image "
             + "is taken only when its route streams it).")
+    /// `ImageLimits.disabledFormats`.
+    public static let limitsDisabledFormats = OptionSpec(
+        "limits.disabledFormats", .families(\.limits.disabledFormats), flag: "disable", query: "disable",
+        help: "Refuse inputs of these families, from their magic bytes, before any decoder library reads them: "
+            + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ")
+            + " (png includes animated PNGs; heif keeps libheif and libde265 away, avif libavif and dav1d and "
+            + "AV1-coded HEIFs). Comma-separated; none by default.")
     /// The output's width cap.
     public static let maxWidth = OptionSpec(
         "maxWidth", .optionalInteger(\.maxWidth), profile: ("maxWidth", .optionalInteger(\.caps.width)),
@@ -172,7 +179,7 @@ public enum OptionTable {
     public static let all: [OptionSpec] = [
         maxShortEdge, maxLongEdge, maxPixels, maxBytes, quality, minQuality, minShortEdge,
         limitsMaxDimension, limitsMaxPixels, limitsMaxFrames, limitsMaxTotalFramePixels, limitsMaxInputBytes,
-        limitsMaxDecoderMemory, limitsMaxMetadataBytes, limitsMaxStreamedMemory,
+        limitsMaxDecoderMemory, limitsMaxMetadataBytes, limitsMaxStreamedMemory, limitsDisabledFormats,
         maxWidth, maxHeight, maxEdgeSum,
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,
@@ -222,6 +229,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case choice([String])
         /// A list of formats (`ImageFormat` raw values); unset accepts every format.
         case formats
+        /// A set of input families (`FormatFamily` raw values); empty by default.
+        case families
     }
 
     /// The values an option accepts (an unset optional is always accepted).
@@ -302,7 +311,7 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
     func invalidity(in options: PrepareOptions) -> InvalidOption? {
         let value = field.get(options)
         switch (valid, value) {
-        case (.any, _), (_, .integer(nil)), (_, .formats(nil)):
+        case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families):
             return nil
         case (.atLeast(let minimum, let phrase, let maximum), .integer(let number?)):
             if number < minimum { return InvalidOption(name, expected: .phrase(phrase), found: "\(number)") }
@@ -352,6 +361,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
                 ImageFormat(rawValue: String($0))
             }
             value = formats.contains(nil) ? nil : OptionValue.formats(formats.compactMap { $0 })
+        case .families:
+            value = FormatFamily.parse(text).map { OptionValue.families($0) }
         }
         guard let value else {
             throw .invalidOptions(InvalidOption(name, expected: .phrase(kind.textPhrase), found: Self.quoted(text)))
@@ -373,17 +384,21 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .boolean: return "boolean"
         case .choice(let words): return words.joined(separator: "|")
         case .formats: return "formats"
+        case .families: return "families"
         }
     }
 
     /// What text a value of this kind is written as.
-    var textPhrase: String {
+    public var textPhrase: String {
         switch self {
         case .integer: return "a whole number"
         case .boolean: return "true or false"
         case .choice(let words): return "one of " + words.joined(separator: ", ")
         case .formats:
             return "formats separated by commas (" + ImageFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+        case .families:
+            return "format families separated by commas ("
+                + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ") + "), or none"
         }
     }
 }
@@ -394,6 +409,7 @@ enum OptionValue: Sendable, Equatable {
     case boolean(Bool)
     case word(String)
     case formats([ImageFormat]?)
+    case families(Set<FormatFamily>)
 
     /// The value as help texts show it.
     var text: String {
@@ -402,6 +418,7 @@ enum OptionValue: Sendable, Equatable {
         case .boolean(let flag): return "\(flag)"
         case .word(let word): return word
         case .formats(let formats): return formats.map { $0.map(\.rawValue).joined(separator: ",") } ?? "all"
+        case .families(let families): return FormatFamily.text(families)
         }
     }
 }
@@ -415,6 +432,7 @@ enum OptionField<Root>: Sendable {
     case strategy(WritableKeyPath<Root, FitStrategy> & Sendable)
     case formats(WritableKeyPath<Root, [ImageFormat]?> & Sendable)
     case formatList(WritableKeyPath<Root, [ImageFormat]> & Sendable)
+    case families(WritableKeyPath<Root, Set<FormatFamily>> & Sendable)
 
     var kind: OptionSpec.Kind {
         switch self {
@@ -424,6 +442,7 @@ enum OptionField<Root>: Sendable {
         case .strip: return .choice(StripMode.allCases.map(\.rawValue))
         case .strategy: return .choice(FitStrategy.allCases.map(\.rawValue))
         case .formats, .formatList: return .formats
+        case .families: return .families
         }
     }
 
@@ -436,6 +455,7 @@ enum OptionField<Root>: Sendable {
         case .strategy(let path): return .word(root[keyPath: path].rawValue)
         case .formats(let path): return .formats(root[keyPath: path])
         case .formatList(let path): return .formats(root[keyPath: path])
+        case .families(let path): return .families(root[keyPath: path])
         }
     }
 
@@ -451,6 +471,7 @@ enum OptionField<Root>: Sendable {
             root[keyPath: path] = FitStrategy(rawValue: word)!
         case (.formats(let path), .formats(let formats)): root[keyPath: path] = formats
         case (.formatList(let path), .formats(let formats?)): root[keyPath: path] = formats
+        case (.families(let path), .families(let families)): root[keyPath: path] = families
         default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
         }
     }

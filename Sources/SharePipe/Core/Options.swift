@@ -44,6 +44,10 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     /// such an image is taken only when its route streams it (see `maxPixels`). Default 256 MiB: a 200 MP
     /// grid HEIC is priced at about 60 MB (it peaks at about 40 MB).
     public var maxStreamedMemory: Int
+    /// Input families refused whole, from the magic bytes and SharePipe's own reading of the file's structure,
+    /// before any decoder library is reached (`FormatFamily`: `heif` keeps libheif and libde265 away from
+    /// uploads, `avif` libavif and dav1d). Default: none.
+    public var disabledFormats: Set<FormatFamily>
 
     /// `maxPixels` when it is not set: 120 MP.
     public static let defaultMaxPixels = 120_000_000
@@ -55,7 +59,8 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     public init(
         maxDimension: Int = 65_500, maxPixels: Int? = nil, maxFrames: Int = 5_000,
         maxTotalFramePixels: Int = 2_000_000_000, maxInputBytes: Int = 256 << 20,
-        maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20, maxStreamedMemory: Int = 256 << 20
+        maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20, maxStreamedMemory: Int = 256 << 20,
+        disabledFormats: Set<FormatFamily> = []
     ) {
         self.maxDimension = maxDimension
         self.pixelLimit = maxPixels
@@ -65,14 +70,16 @@ public struct ImageLimits: Sendable, Equatable, Codable {
         self.maxDecoderMemory = maxDecoderMemory
         self.maxMetadataBytes = maxMetadataBytes
         self.maxStreamedMemory = maxStreamedMemory
+        self.disabledFormats = disabledFormats
     }
 
     private enum CodingKeys: String, CodingKey {
         case maxDimension, pixelLimit = "maxPixels", maxFrames, maxTotalFramePixels, maxInputBytes, maxDecoderMemory,
-            maxMetadataBytes, maxStreamedMemory
+            maxMetadataBytes, maxStreamedMemory, disabledFormats
     }
 
-    /// Reads the limits as encoded; `maxPixels` and `maxStreamedMemory` may be absent (not set, default).
+    /// Reads the limits as encoded; `maxPixels`, `maxStreamedMemory` and `disabledFormats` may be absent (not
+    /// set, default).
     public init(from decoder: Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -83,7 +90,8 @@ public struct ImageLimits: Sendable, Equatable, Codable {
             maxInputBytes: try values.decode(Int.self, forKey: .maxInputBytes),
             maxDecoderMemory: try values.decode(Int.self, forKey: .maxDecoderMemory),
             maxMetadataBytes: try values.decode(Int.self, forKey: .maxMetadataBytes),
-            maxStreamedMemory: try values.decodeIfPresent(Int.self, forKey: .maxStreamedMemory) ?? 256 << 20)
+            maxStreamedMemory: try values.decodeIfPresent(Int.self, forKey: .maxStreamedMemory) ?? 256 << 20,
+            disabledFormats: try values.decodeIfPresent(Set<FormatFamily>.self, forKey: .disabledFormats) ?? [])
     }
 
     /// Throws `tooLarge` when a header's size is over a limit.
