@@ -5,6 +5,7 @@
 #endif
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -83,7 +84,8 @@ public final class SharePipeServer: Sendable {
         let pipelineConfiguration = SharePipeline.Configuration(
             memoryBudget: configuration.budgetBytes, maxConcurrentJobs: configuration.maxJobs,
             spoolDirectory: spool.path, baseOptions: base,
-            maxWaitingRequests: configuration.queueLength, maxWait: configuration.queueTimeout)
+            maxWaitingRequests: configuration.queueLength, maxWait: configuration.queueTimeout,
+            jobTimeout: configuration.jobTimeout)
         var pipelineLogger = logger
         pipelineLogger.handler.metadataProvider = .multiplex(
             [logger.metadataProvider, Self.requestMetadata].compactMap { $0 })
@@ -133,6 +135,10 @@ public final class SharePipeServer: Sendable {
     {
         Application(
             responder: ServerResponder(server: self),
+            // Requests the HTTP parser refuses get the JSON error too (Hummingbird's own answer has no body).
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [MalformedRequestAnswer(server: self)])),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "sharepipe-server"),
