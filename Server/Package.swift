@@ -28,10 +28,13 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.0.0"),
     ],
     targets: [
-        // Configuration, routes, metrics, multipart, logging: importable by the tests.
+        // The multipart reading alone, without dependencies: the fuzz package compiles it (Fuzz/Sources/FuzzMultipart).
+        .target(name: "SharePipeMultipart"),
+        // Configuration, routes, metrics, logging: importable by the tests.
         .target(
             name: "SharePipeServer",
             dependencies: [
+                "SharePipeMultipart",
                 .product(name: "SharePipe", package: "SharePipe"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -63,7 +63,8 @@ struct FileJSON: Encodable {
     /// For `corrupt`: `header` (the file's structure) or `decode` (its compressed image data).
     var errorPhase: SharePipeError.ReadPhase?
     /// For `unsupportedFormat`: `format` (not an image SharePipe reads), `feature` (a feature of the format
-    /// its library lacks) or `library` (the format's library is not installed here).
+    /// its library lacks), `library` (the format's library is not installed here) or `disabled` (its family is
+    /// turned off: `--disable`).
     var errorUnsupported: SharePipeError.MissingSupport?
 
     init(_ report: BatchReport) {

@@ -72,6 +72,19 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .table(OptionTable.limitsMaxTotalFramePixels), help: .table(OptionTable.limitsMaxTotalFramePixels))
     var maxFramePixels: Int = ImageLimits().maxTotalFramePixels
 
+    @Option(
+        name: .table(OptionTable.limitsDisabledFormats), help: .table(OptionTable.limitsDisabledFormats),
+        transform: PipelineOptions.families)
+    var disabledFormats: Set<FormatFamily> = []
+
+    /// `--disable`'s text as families, or an error saying which names it takes.
+    static func families(_ text: String) throws -> Set<FormatFamily> {
+        guard let families = FormatFamily.parse(text) else {
+            throw ValidationError("--disable takes " + OptionSpec.Kind.families.textPhrase + ", got '\(text)'")
+        }
+        return families
+    }
+
     func validate() throws {
         let catalog = try loadCatalog()
         for name in service where catalog.named(name) == nil {
@@ -120,6 +133,7 @@ struct PipelineOptions: ParsableArguments {
         base.limits.maxInputBytes = maxInputBytes
         base.limits.maxFrames = maxFrames
         base.limits.maxTotalFramePixels = maxFramePixels
+        base.limits.disabledFormats = disabledFormats
         let catalog = try loadCatalog()
         let profiles = service.compactMap { catalog.named($0) }
         let targets: [(String?, PrepareOptions)] =

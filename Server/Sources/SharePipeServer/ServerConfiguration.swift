@@ -5,6 +5,7 @@
 #endif
 import Logging
 import SharePipe
+import SharePipeMultipart
 
 /// The server's settings: from command-line flags, over environment variables, over the defaults.
 public struct ServerConfiguration: Sendable {
@@ -36,6 +37,9 @@ public struct ServerConfiguration: Sendable {
     public var profilesFile: String?
     /// Log lines below this level are not written.
     public var logLevel: Logger.Level = .info
+    /// Input families refused whole, before any decoder library reads an upload (`ImageLimits.disabledFormats`):
+    /// `heif,avif` keeps libheif, libde265, libavif and dav1d away from uploads. A client cannot change it.
+    public var disabledFormats: Set<FormatFamily> = []
 
     public init() {}
 
@@ -63,6 +67,8 @@ public struct ServerConfiguration: Sendable {
         case seconds(WritableKeyPath<ServerConfiguration, Duration> & Sendable)
         /// A swift-log level name.
         case logLevel(WritableKeyPath<ServerConfiguration, Logger.Level> & Sendable)
+        /// Format families separated by commas (`FormatFamily`), or `none`.
+        case families(WritableKeyPath<ServerConfiguration, Set<FormatFamily>> & Sendable)
     }
 
     /// One setting: its flag, its variable, the default shown by `--help`, what it is, and how to set it.
@@ -103,6 +109,8 @@ public struct ServerConfiguration: Sendable {
             case .integer(let field, _, _, let shift): return String(defaults[keyPath: field] >> shift)
             case .seconds(let field): return ServerConfiguration.secondsText(defaults[keyPath: field])
             case .logLevel(let field): return defaults[keyPath: field].rawValue
+            case .families(let field):
+                return FormatFamily.text(defaults[keyPath: field])
             }
         }
 
@@ -132,6 +140,11 @@ public struct ServerConfiguration: Sendable {
                         "\(from) must be trace, debug, info, notice, warning, error or critical, got \"\(text)\"")
                 }
                 configuration[keyPath: field] = level
+            case .families(let field):
+                guard let families = FormatFamily.parse(text) else {
+                    throw UsageError("\(from) takes \(OptionSpec.Kind.families.textPhrase), got \"\(text)\"")
+                }
+                configuration[keyPath: field] = families
             }
         }
     }
@@ -173,6 +186,10 @@ public struct ServerConfiguration: Sendable {
         Setting(
             "--log-level", "LEVEL", .logLevel(\.logLevel),
             help: "trace, debug, info, notice, warning, error or critical"),
+        Setting(
+            "--disable", "FAMILIES", .families(\.disabledFormats),
+            help: "refuse uploads of these format families (415) before any decoder library reads them: "
+                + FormatFamily.allCases.map(\.rawValue).joined(separator: ",")),
     ]
 
     /// The text of `sharepipe-server --help`.

@@ -80,6 +80,7 @@ public final class SharePipeServer: Sendable {
         }
         var base = PrepareOptions()
         base.limits.maxInputBytes = configuration.maxBodyBytes
+        base.limits.disabledFormats = configuration.disabledFormats
         let pipelineConfiguration = SharePipeline.Configuration(
             memoryBudget: configuration.budgetBytes, maxConcurrentJobs: configuration.maxJobs,
             spoolDirectory: spool.path, baseOptions: base,

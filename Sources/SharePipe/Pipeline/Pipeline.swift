@@ -109,10 +109,18 @@ enum Pipeline {
         if let probed, probed.limits == options.limits {
             info = probed.info
         } else {
-            let format = try withFile(file) { try ImageFormat.detect(source) }
-            info = try FormatRegistry.descriptor(for: format).decoder.probe(source, limits: options.limits)
+            info = try probe(source, limits: options.limits)
         }
         return plan(source, info: info, options: options)
+    }
+
+    /// Step 1: the format from the magic bytes, the checks on the file's own structure that come before any
+    /// decoder library (`FormatFamilyGate`: the disabled families, a HEIF/AVIF's essential transforms), then the
+    /// format's header read.
+    static func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
+        let format = try withFile(source.displayName) { try ImageFormat.detect(source) }
+        try FormatFamilyGate.check(source, format: format, limits: limits)
+        return try FormatRegistry.descriptor(for: format).decoder.probe(source, limits: limits)
     }
 
     /// Step 2 alone: the plan for a probe, built once. The source's own quality is read only where it would

@@ -93,6 +93,13 @@ public enum OptionTable {
         query: "max_work_per_byte", valid: .atLeast(1, phrase: "a positive limit"),
         help: "Refuse, from the header, a job decoding over 64 MP (tiles, frames and passes counted) with more "
             + "pixels than this per byte of input: a small file declaring a huge image.")
+    /// `ImageLimits.disabledFormats`.
+    public static let limitsDisabledFormats = OptionSpec(
+        "limits.disabledFormats", .families(\.limits.disabledFormats), flag: "disable", query: "disable",
+        help: "Refuse inputs of these families, from their magic bytes, before any decoder library reads them: "
+            + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ")
+            + " (png includes animated PNGs; heif keeps libheif and libde265 away, avif libavif and dav1d and "
+            + "AV1-coded HEIFs). Comma-separated; none by default.")
     /// The output's width cap.
     public static let maxWidth = OptionSpec(
         "maxWidth", .optionalInteger(\.maxWidth), profile: ("maxWidth", .optionalInteger(\.caps.width)),
@@ -185,6 +192,7 @@ public enum OptionTable {
         maxShortEdge, maxLongEdge, maxPixels, maxBytes, quality, minQuality, minShortEdge,
         limitsMaxDimension, limitsMaxPixels, limitsMaxFrames, limitsMaxTotalFramePixels, limitsMaxInputBytes,
         limitsMaxDecoderMemory, limitsMaxMetadataBytes, limitsMaxStreamedMemory, limitsMaxWorkPerInputByte,
+        limitsDisabledFormats,
         maxWidth, maxHeight, maxEdgeSum,
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,
@@ -234,6 +242,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case choice([String])
         /// A list of formats (`ImageFormat` raw values); unset accepts every format.
         case formats
+        /// A set of input families (`FormatFamily` raw values); empty by default.
+        case families
     }
 
     /// The values an option accepts (an unset optional is always accepted).
@@ -314,7 +324,7 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
     func invalidity(in options: PrepareOptions) -> InvalidOption? {
         let value = field.get(options)
         switch (valid, value) {
-        case (.any, _), (_, .integer(nil)), (_, .formats(nil)):
+        case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families):
             return nil
         case (.atLeast(let minimum, let phrase, let maximum), .integer(let number?)):
             if number < minimum { return InvalidOption(name, expected: .phrase(phrase), found: "\(number)") }
@@ -364,6 +374,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
                 ImageFormat(rawValue: String($0))
             }
             value = formats.contains(nil) ? nil : OptionValue.formats(formats.compactMap { $0 })
+        case .families:
+            value = FormatFamily.parse(text).map { OptionValue.families($0) }
         }
         guard let value else {
             throw .invalidOptions(InvalidOption(name, expected: .phrase(kind.textPhrase), found: Self.quoted(text)))
@@ -385,17 +397,21 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .boolean: return "boolean"
         case .choice(let words): return words.joined(separator: "|")
         case .formats: return "formats"
+        case .families: return "families"
         }
     }
 
     /// What text a value of this kind is written as.
-    var textPhrase: String {
+    public var textPhrase: String {
         switch self {
         case .integer: return "a whole number"
         case .boolean: return "true or false"
         case .choice(let words): return "one of " + words.joined(separator: ", ")
         case .formats:
             return "formats separated by commas (" + ImageFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+        case .families:
+            return "format families separated by commas ("
+                + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ") + "), or none"
         }
     }
 }
@@ -406,6 +422,7 @@ enum OptionValue: Sendable, Equatable {
     case boolean(Bool)
     case word(String)
     case formats([ImageFormat]?)
+    case families(Set<FormatFamily>)
 
     /// The value as help texts show it.
     var text: String {
@@ -414,6 +431,7 @@ enum OptionValue: Sendable, Equatable {
         case .boolean(let flag): return "\(flag)"
         case .word(let word): return word
         case .formats(let formats): return formats.map { $0.map(\.rawValue).joined(separator: ",") } ?? "all"
+        case .families(let families): return FormatFamily.text(families)
         }
     }
 }
@@ -427,6 +445,7 @@ enum OptionField<Root>: Sendable {
     case strategy(WritableKeyPath<Root, FitStrategy> & Sendable)
     case formats(WritableKeyPath<Root, [ImageFormat]?> & Sendable)
     case formatList(WritableKeyPath<Root, [ImageFormat]> & Sendable)
+    case families(WritableKeyPath<Root, Set<FormatFamily>> & Sendable)
 
     var kind: OptionSpec.Kind {
         switch self {
@@ -436,6 +455,7 @@ enum OptionField<Root>: Sendable {
         case .strip: return .choice(StripMode.allCases.map(\.rawValue))
         case .strategy: return .choice(FitStrategy.allCases.map(\.rawValue))
         case .formats, .formatList: return .formats
+        case .families: return .families
         }
     }
 
@@ -448,6 +468,7 @@ enum OptionField<Root>: Sendable {
         case .strategy(let path): return .word(root[keyPath: path].rawValue)
         case .formats(let path): return .formats(root[keyPath: path])
         case .formatList(let path): return .formats(root[keyPath: path])
+        case .families(let path): return .families(root[keyPath: path])
         }
     }
 
@@ -463,6 +484,7 @@ enum OptionField<Root>: Sendable {
             root[keyPath: path] = FitStrategy(rawValue: word)!
         case (.formats(let path), .formats(let formats)): root[keyPath: path] = formats
         case (.formatList(let path), .formats(let formats?)): root[keyPath: path] = formats
+        case (.families(let path), .families(let families)): root[keyPath: path] = families
         default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
         }
     }

@@ -64,6 +64,11 @@ public struct ImageLimits: Sendable, Equatable, Codable {
     /// `maxWorkPerInputByte`'s default.
     public static let defaultMaxWorkPerInputByte = 200
 
+    /// Input families refused whole, from the magic bytes and SharePipe's own reading of the file's structure,
+    /// before any decoder library is reached (`FormatFamily`: `heif` keeps libheif and libde265 away from
+    /// uploads, `avif` libavif and dav1d). Default: none.
+    public var disabledFormats: Set<FormatFamily>
+
     /// `maxPixels` when it is not set: 120 MP.
     public static let defaultMaxPixels = 120_000_000
     /// The largest image a streamed route takes when `maxPixels` is not set: 1 GP, a bound on decoding time
@@ -75,7 +80,7 @@ public struct ImageLimits: Sendable, Equatable, Codable {
         maxDimension: Int = 65_500, maxPixels: Int? = nil, maxFrames: Int = 5_000,
         maxTotalFramePixels: Int = 2_000_000_000, maxInputBytes: Int = 256 << 20,
         maxDecoderMemory: Int = 1 << 30, maxMetadataBytes: Int = 32 << 20, maxStreamedMemory: Int = 256 << 20,
-        maxWorkPerInputByte: Int = ImageLimits.defaultMaxWorkPerInputByte
+        maxWorkPerInputByte: Int = ImageLimits.defaultMaxWorkPerInputByte, disabledFormats: Set<FormatFamily> = []
     ) {
         self.maxDimension = maxDimension
         self.pixelLimit = maxPixels
@@ -86,15 +91,16 @@ public struct ImageLimits: Sendable, Equatable, Codable {
         self.maxMetadataBytes = maxMetadataBytes
         self.maxStreamedMemory = maxStreamedMemory
         self.maxWorkPerInputByte = maxWorkPerInputByte
+        self.disabledFormats = disabledFormats
     }
 
     private enum CodingKeys: String, CodingKey {
         case maxDimension, pixelLimit = "maxPixels", maxFrames, maxTotalFramePixels, maxInputBytes, maxDecoderMemory,
-            maxMetadataBytes, maxStreamedMemory, maxWorkPerInputByte
+            maxMetadataBytes, maxStreamedMemory, maxWorkPerInputByte, disabledFormats
     }
 
-    /// Reads the limits as encoded; `maxPixels`, `maxStreamedMemory` and `maxWorkPerInputByte` may be absent (not
-    /// set, default).
+    /// Reads the limits as encoded; `maxPixels`, `maxStreamedMemory`, `maxWorkPerInputByte` and `disabledFormats`
+    /// may be absent (not set, default).
     public init(from decoder: Decoder) throws {
         let values = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -107,7 +113,8 @@ public struct ImageLimits: Sendable, Equatable, Codable {
             maxMetadataBytes: try values.decode(Int.self, forKey: .maxMetadataBytes),
             maxStreamedMemory: try values.decodeIfPresent(Int.self, forKey: .maxStreamedMemory) ?? 256 << 20,
             maxWorkPerInputByte: try values.decodeIfPresent(Int.self, forKey: .maxWorkPerInputByte)
-                ?? Self.defaultMaxWorkPerInputByte)
+                ?? Self.defaultMaxWorkPerInputByte,
+            disabledFormats: try values.decodeIfPresent(Set<FormatFamily>.self, forKey: .disabledFormats) ?? [])
     }
 
     /// Throws `tooLarge` when a header's size is over a limit.

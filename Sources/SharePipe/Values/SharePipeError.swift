@@ -61,6 +61,9 @@ public enum SharePipeError: Error, Sendable, Equatable, CustomStringConvertible 
         /// The library for this format (libheif, libavif, Little CMS), loaded on first use, is not
         /// installed on this machine; another machine may read the file.
         case library
+        /// A format SharePipe reads, in a family the operator turned off (`ImageLimits.disabledFormats`,
+        /// `--disable`); `reason` names the switch.
+        case disabled
     }
 
     public var description: String {

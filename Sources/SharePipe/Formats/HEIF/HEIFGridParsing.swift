@@ -1,119 +1,16 @@
 // The grid route's reading of the `meta` box: items, locations, references, properties, the grid descriptor
 // and each tile's hvcC (`HEIFGrid.plan` calls `parse`).
 extension HEIFGrid {
-    private struct Location {
-        var method: Int
-        var extents: [Extent]
-    }
-
-    private struct Association {
-        var index: Int
-        var essential: Bool
-    }
-
     /// Parses the `meta` body (after its version and flags). nil: not a grid for this route. `read` fetches
     /// file bytes (the grid descriptor when it is stored in `mdat`).
     static func parse(meta: [UInt8], fileSize: Int, read: (Int, Int) throws -> [UInt8]) throws -> HEIFGrid? {
-        var cursor = Cursor(meta)
-        var handler: String?
-        var primary: Int?
-        var itemTypes: [Int: String] = [:]
-        var locations: [Int: Location] = [:]
-        var references: [(type: String, from: Int, to: [Int])] = []
-        var properties: [(type: String, body: Cursor)] = []
-        var associations: [Int: [Association]] = [:]
-        var idat: Cursor?
+        let table = try HEIFItemTable.parse(meta: meta)
+        // Items without a type, locations in an iloc this route does not read: libheif's business.
+        guard !table.hasUntypedItems, !table.locationsUnreadable else { return nil }
+        let handler = table.handler, primary = table.primary, itemTypes = table.itemTypes
+        let locations = table.locations, references = table.references, properties = table.properties
+        let associations = table.associations, idat = table.idat
 
-        while cursor.left >= 8 {
-            var (type, body) = try cursor.box()
-            switch type {
-            case "hdlr":
-                _ = try body.fullBoxHeader()
-                try body.skip(4)
-                handler = try body.fourCC()
-            case "pitm":
-                let (version, _) = try body.fullBoxHeader()
-                primary = version == 0 ? try body.u16() : try body.u32()
-            case "iinf":
-                let (version, _) = try body.fullBoxHeader()
-                let count = version == 0 ? try body.u16() : try body.u32()
-                for _ in 0..<count {
-                    var (entryType, entry) = try body.box()
-                    guard entryType == "infe" else { throw Malformed() }
-                    let (entryVersion, _) = try entry.fullBoxHeader()
-                    guard entryVersion >= 2 else { return nil }
-                    let id = entryVersion == 2 ? try entry.u16() : try entry.u32()
-                    let protection = try entry.u16()
-                    let itemType = try entry.fourCC()
-                    // A protected item: libheif's business.
-                    itemTypes[id] = protection == 0 ? itemType : "prot"
-                }
-            case "iloc":
-                let (version, _) = try body.fullBoxHeader()
-                guard version <= 2 else { return nil }
-                let sizes = try body.u8(), more = try body.u8()
-                let offsetSize = sizes >> 4, lengthSize = sizes & 15, baseSize = more >> 4
-                let indexSize = version >= 1 ? more & 15 : 0
-                for size in [offsetSize, lengthSize, baseSize, indexSize] where ![0, 4, 8].contains(size) { return nil }
-                let count = version < 2 ? try body.u16() : try body.u32()
-                for _ in 0..<count {
-                    let id = version < 2 ? try body.u16() : try body.u32()
-                    let method = version >= 1 ? try body.u16() & 15 : 0
-                    let dataReference = try body.u16()
-                    let base = try body.uint(baseSize)
-                    let extentCount = try body.u16()
-                    var extents: [Extent] = []
-                    for _ in 0..<extentCount {
-                        try body.skip(indexSize)
-                        let offset = try body.uint(offsetSize), length = try body.uint(lengthSize)
-                        let (start, overflow) = base.addingReportingOverflow(offset)
-                        guard !overflow else { throw Malformed() }
-                        extents.append(Extent(offset: start, length: length))
-                    }
-                    // Data in other files (data reference) or item-offset construction: libheif's business.
-                    locations[id] = Location(method: dataReference != 0 ? -1 : method, extents: extents)
-                }
-            case "iref":
-                let (version, _) = try body.fullBoxHeader()
-                while body.left >= 8 {
-                    var (referenceType, reference) = try body.box()
-                    let from = version == 0 ? try reference.u16() : try reference.u32()
-                    let count = try reference.u16()
-                    var to: [Int] = []
-                    for _ in 0..<count { to.append(version == 0 ? try reference.u16() : try reference.u32()) }
-                    references.append((referenceType, from, to))
-                }
-            case "iprp":
-                while body.left >= 8 {
-                    var (childType, child) = try body.box()
-                    if childType == "ipco" {
-                        while child.left >= 8 { properties.append(try child.box()) }
-                    } else if childType == "ipma" {
-                        let (version, flags) = try child.fullBoxHeader()
-                        let count = try child.u32()
-                        for _ in 0..<count {
-                            let id = version < 1 ? try child.u16() : try child.u32()
-                            let associationCount = try child.u8()
-                            var list = associations[id] ?? []
-                            for _ in 0..<associationCount {
-                                if flags & 1 != 0 {
-                                    let value = try child.u16()
-                                    list.append(Association(index: value & 0x7FFF, essential: value & 0x8000 != 0))
-                                } else {
-                                    let value = try child.u8()
-                                    list.append(Association(index: value & 0x7F, essential: value & 0x80 != 0))
-                                }
-                            }
-                            associations[id] = list
-                        }
-                    }
-                }
-            case "idat":
-                idat = body
-            default:
-                break
-            }
-        }
         guard handler == "pict", let primary, ["grid", "hvc1"].contains(itemTypes[primary]) else { return nil }
         // A single HEVC image is a grid of one tile: the primary item itself, its transforms and its coded data.
         let singleImage = itemTypes[primary] == "hvc1"
@@ -276,7 +173,7 @@ extension HEIFGrid {
     /// The grid descriptor of the grid item at `location` (in the file, or in `idat`): rows, columns and the
     /// output size; nil when it cannot be read.
     private static func gridDescriptor(
-        _ location: Location?, idat: Cursor?, fileSize: Int,
+        _ location: HEIFItemTable.Location?, idat: Cursor?, fileSize: Int,
         read: (Int, Int) throws -> [UInt8]
     ) throws -> (rows: Int, columns: Int, size: PixelSize)? {
         guard let gridLocation = location else { return nil }

@@ -1,8 +1,11 @@
+// The server's multipart reading, pure Swift with no dependency (no SwiftNIO, no Hummingbird): a target of its own
+// so the fuzz package can compile it alone (Fuzz/Sources/FuzzMultipart).
+
 /// `multipart/form-data` in (the `file` part, streamed) and `multipart/mixed` out (one part per service).
-enum Multipart {
+package enum Multipart {
     /// The `boundary` parameter of a `multipart/…` media type; nil when it is missing or not valid (RFC 2046:
     /// 1 to 70 characters).
-    static func boundary(ofContentType contentType: String) -> String? {
+    package static func boundary(ofContentType contentType: String) -> String? {
         let parameters = contentType.split(separator: ";").dropFirst()
         for parameter in parameters {
             let pair = parameter.split(separator: "=", maxSplits: 1)
@@ -17,30 +20,37 @@ enum Multipart {
     }
 
     /// Whether a `Content-Type` is `multipart/form-data` (any parameters).
-    static func isFormData(_ contentType: String?) -> Bool {
+    package static func isFormData(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
         return contentType.split(separator: ";").first?.trimmed(" \t").lowercased() == "multipart/form-data"
     }
 
     /// A body that is not the multipart it claims to be: the message says what is wrong.
-    struct Broken: Error, CustomStringConvertible {
-        var description: String
+    package struct Broken: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Finds the part named `field` in a `multipart/form-data` body and yields its content as it streams in;
     /// the other parts are skipped. Throws `Broken` for a body without that part, a part's headers longer
     /// than 16 KiB, or a body that ends before the part's closing delimiter.
-    struct FormDataPart<Base: AsyncSequence>: AsyncSequence where Base.Element == [UInt8] {
-        typealias Element = [UInt8]
+    package struct FormDataPart<Base: AsyncSequence>: AsyncSequence where Base.Element == [UInt8] {
+        package typealias Element = [UInt8]
         let base: Base
         let boundary: String
         let field: String
 
-        func makeAsyncIterator() -> Iterator {
+        /// The part named `field` of the multipart body `base`, whose delimiter is `boundary`.
+        package init(base: Base, boundary: String, field: String) {
+            self.base = base
+            self.boundary = boundary
+            self.field = field
+        }
+
+        package func makeAsyncIterator() -> Iterator {
             Iterator(base: base.makeAsyncIterator(), delimiter: Array("\r\n--\(boundary)".utf8), field: field)
         }
 
-        struct Iterator: AsyncIteratorProtocol {
+        package struct Iterator: AsyncIteratorProtocol {
             enum State {
                 /// Looking for the next delimiter, skipping content (or emitting it, in the wanted part).
                 case content(wanted: Bool)
@@ -69,7 +79,7 @@ enum Multipart {
                 self.field = field
             }
 
-            mutating func next() async throws -> [UInt8]? {
+            package mutating func next() async throws -> [UInt8]? {
                 while true {
                     switch state {
                     case .finished:
@@ -158,7 +168,7 @@ enum Multipart {
             }
 
             /// Whether a part's headers say `Content-Disposition: form-data; name="field"`.
-            static func names(_ field: String, in headers: String) -> Bool {
+            package static func names(_ field: String, in headers: String) -> Bool {
                 for line in headers.split(separator: "\r\n") {
                     guard let colon = line.firstIndex(of: ":"),
                         line[..<colon].trimmed(" \t").lowercased() == "content-disposition"
@@ -177,7 +187,7 @@ enum Multipart {
             }
 
             /// The first index of `needle` in `haystack`.
-            static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+            package static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
                 guard haystack.count >= needle.count, let first = needle.first else { return nil }
                 return haystack.withUnsafeBufferPointer { hay in
                     var index = 0
@@ -199,7 +209,7 @@ enum Multipart {
 
 extension String {
     /// The string without leading and trailing characters in `set` (a string of single characters).
-    func trimmed(_ set: String = " \t") -> String {
+    package func trimmed(_ set: String = " \t") -> String {
         let characters = Set(set)
         var text = Substring(self)
         while let first = text.first, characters.contains(first) { text = text.dropFirst() }
@@ -210,5 +220,5 @@ extension String {
 
 extension Substring {
     /// The text without leading and trailing characters in `set`.
-    func trimmed(_ set: String = " \t") -> String { String(self).trimmed(set) }
+    package func trimmed(_ set: String = " \t") -> String { String(self).trimmed(set) }
 }
