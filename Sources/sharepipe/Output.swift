@@ -224,7 +224,7 @@ final class Reporter {
         if toStandardError { printError(line) } else { print(line) }
     }
 
-    /// The exit status the failures call for (README "Exit status"), or nil when no file failed.
+    /// The exit status the failures call for (docs/cli.md, "Exit status"), or nil when no file failed.
     var failureStatus: Int32? {
         internalFailures > 0 ? ExitStatus.internalError : failed > 0 ? ExitStatus.someFailed : nil
     }

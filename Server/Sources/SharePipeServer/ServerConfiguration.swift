@@ -20,6 +20,8 @@ public struct ServerConfiguration: Sendable {
     public var queueLength = 32
     /// How long a request may wait for memory before it is answered 503.
     public var queueTimeout: Duration = .seconds(30)
+    /// How long one job may run once admitted; past it the job stops and the answer is 422 (`timedOut`).
+    public var jobTimeout: Duration = .seconds(30)
     /// Largest request body accepted; a longer one is answered 413 before it is read whole.
     public var maxBodyBytes = 104_857_600
     /// The whole request body must arrive within this time, or the answer is 408.
@@ -150,6 +152,9 @@ public struct ServerConfiguration: Sendable {
             "--queue", "N", .integer(\.queueLength, 0...1_000_000, what: "a number of requests"),
             help: "requests that may wait for memory; more are answered 503"),
         Setting("--queue-timeout", "SECONDS", .seconds(\.queueTimeout), help: "longest wait for memory before 503"),
+        Setting(
+            "--job-timeout", "SECONDS", .seconds(\.jobTimeout),
+            help: "longest run of one job once admitted; past it the job stops and the answer is 422 (timedOut)"),
         Setting(
             "--max-body-bytes", "N", .integer(\.maxBodyBytes, 1...(1 << 50), what: "a number of bytes"),
             help: "largest request body; more is answered 413"),

@@ -44,7 +44,10 @@ struct ServerFailure: Error, Sendable {
             return ServerFailure(.notImplemented, error.kind, error.description)
         case .unsupportedFormat: return ServerFailure(.unsupportedMediaType, error.kind, error.description)
         case .tooLarge: return ServerFailure(.contentTooLarge, error.kind, error.description)
-        case .corrupt, .cannotMeetLimit: return ServerFailure(.unprocessableContent, error.kind, error.description)
+        // A job past --job-timeout: the upload costs more than the server gives one job; the same upload would
+        // end the same way, so 422 (not 503, which asks to retry).
+        case .corrupt, .cannotMeetLimit, .timedOut:
+            return ServerFailure(.unprocessableContent, error.kind, error.description)
         case .unreadable: return ServerFailure(.badRequest, error.kind, error.description)
         case .invalidOptions(let invalid):
             return ServerFailure(.badRequest, error.kind, QueryOptions.message(for: invalid))

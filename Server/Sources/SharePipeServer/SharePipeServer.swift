@@ -83,7 +83,8 @@ public final class SharePipeServer: Sendable {
         let pipelineConfiguration = SharePipeline.Configuration(
             memoryBudget: configuration.budgetBytes, maxConcurrentJobs: configuration.maxJobs,
             spoolDirectory: spool.path, baseOptions: base,
-            maxWaitingRequests: configuration.queueLength, maxWait: configuration.queueTimeout)
+            maxWaitingRequests: configuration.queueLength, maxWait: configuration.queueTimeout,
+            jobTimeout: configuration.jobTimeout)
         var pipelineLogger = logger
         pipelineLogger.handler.metadataProvider = .multiplex(
             [logger.metadataProvider, Self.requestMetadata].compactMap { $0 })
