@@ -3,13 +3,13 @@
 Every operation: a request valid by the document is accepted (2xx), or refused for the token (401) or as
 busy (503), as the stock `positive_data_acceptance` check says.
 
-On /v1/prepare, a request valid by the document may still be refused for what no schema can say: that the body is an
-image SharePipe reads (random bytes: 415 unsupportedFormat; an empty body: 400 emptyBody; a damaged or too
-large image: 422, 413), that the service is one of this server's profiles (they come from --profiles too:
-400 unknownService), or that min_quality is at most quality (400 invalidOptions naming min_quality). The
-stock check, which takes any such 4xx as a failure, is left out (run_schemathesis.py: --exclude-checks) and
-this one runs in its place on every operation: it takes those refusals on /v1/prepare, each by its kind,
-and fails on any other, so a schema-valid query value the server refuses is still found.
+On /v1/prepare, a request valid by the document may still be refused for what no schema can say: that the body
+is an image SharePipe reads (random bytes: 415 unsupportedFormat; an empty body: 400 emptyBody; a damaged or
+too large image, or one past --job-timeout: 422, 413), that the service is one of this server's profiles (they
+come from --profiles too: 400 unknownService), or that min_quality is at most quality (400 invalidOptions
+naming min_quality). The stock check, which takes any such 4xx as a failure, is left out (run_schemathesis.py:
+--exclude-checks) and this one runs in its place on every operation: it takes those refusals on /v1/prepare,
+each by its kind, and fails on any other, so a schema-valid query value the server refuses is still found.
 """
 
 import json
@@ -21,7 +21,7 @@ EXPLAINED_REFUSALS = {
     400: {"unknownService", "emptyBody", "invalidOptions"},
     413: {"tooLarge"},
     415: {"unsupportedFormat"},
-    422: {"corrupt", "cannotMeetLimit"},
+    422: {"corrupt", "cannotMeetLimit", "timedOut"},
 }
 
 
