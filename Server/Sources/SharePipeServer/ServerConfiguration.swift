@@ -190,6 +190,9 @@ public struct ServerConfiguration: Sendable {
             lines.append(
                 "  \(String(repeating: " ", count: width))  (env \(setting.variable); default \(setting.defaultText))")
         }
+        lines.append(
+            "  \(padded("--health-check", width))  exit 0 if the server these settings describe answers /healthz")
+        lines.append("  \(padded("--version", width))  the release")
         lines.append("  \(padded("--help", width))  this text")
         return lines.joined(separator: "\n")
     }

@@ -5,6 +5,7 @@
 #endif
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -133,6 +134,10 @@ public final class SharePipeServer: Sendable {
     {
         Application(
             responder: ServerResponder(server: self),
+            // Requests the HTTP parser refuses get the JSON error too (Hummingbird's own answer has no body).
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [MalformedRequestAnswer(server: self)])),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "sharepipe-server"),
