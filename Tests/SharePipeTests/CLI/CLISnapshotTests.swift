@@ -24,6 +24,7 @@ import Testing
         ("help-prepare.txt", ["prepare", "--help"]),
         ("help-inspect.txt", ["inspect", "--help"]),
         ("help-services.txt", ["services", "--help"]),
+        ("help-options.txt", ["options", "--help"]),
     ])
     func help(snapshot: String, arguments: [String]) throws {
         let run = try Self.sharepipe(arguments)
