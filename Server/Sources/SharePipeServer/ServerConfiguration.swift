@@ -5,6 +5,7 @@
 #endif
 import Logging
 import SharePipe
+import SharePipeMultipart
 
 /// The server's settings: from command-line flags, over environment variables, over the defaults.
 public struct ServerConfiguration: Sendable {
@@ -20,6 +21,8 @@ public struct ServerConfiguration: Sendable {
     public var queueLength = 32
     /// How long a request may wait for memory before it is answered 503.
     public var queueTimeout: Duration = .seconds(30)
+    /// How long one job may run once admitted; past it the job stops and the answer is 422 (`timedOut`).
+    public var jobTimeout: Duration = .seconds(30)
     /// Largest request body accepted; a longer one is answered 413 before it is read whole.
     public var maxBodyBytes = 104_857_600
     /// The whole request body must arrive within this time, or the answer is 408.
@@ -34,6 +37,9 @@ public struct ServerConfiguration: Sendable {
     public var profilesFile: String?
     /// Log lines below this level are not written.
     public var logLevel: Logger.Level = .info
+    /// Input families refused whole, before any decoder library reads an upload (`ImageLimits.disabledFormats`):
+    /// `heif,avif` keeps libheif, libde265, libavif and dav1d away from uploads. A client cannot change it.
+    public var disabledFormats: Set<FormatFamily> = []
 
     public init() {}
 
@@ -61,6 +67,8 @@ public struct ServerConfiguration: Sendable {
         case seconds(WritableKeyPath<ServerConfiguration, Duration> & Sendable)
         /// A swift-log level name.
         case logLevel(WritableKeyPath<ServerConfiguration, Logger.Level> & Sendable)
+        /// Format families separated by commas (`FormatFamily`), or `none`.
+        case families(WritableKeyPath<ServerConfiguration, Set<FormatFamily>> & Sendable)
     }
 
     /// One setting: its flag, its variable, the default shown by `--help`, what it is, and how to set it.
@@ -101,6 +109,8 @@ public struct ServerConfiguration: Sendable {
             case .integer(let field, _, _, let shift): return String(defaults[keyPath: field] >> shift)
             case .seconds(let field): return ServerConfiguration.secondsText(defaults[keyPath: field])
             case .logLevel(let field): return defaults[keyPath: field].rawValue
+            case .families(let field):
+                return FormatFamily.text(defaults[keyPath: field])
             }
         }
 
@@ -130,6 +140,11 @@ public struct ServerConfiguration: Sendable {
                         "\(from) must be trace, debug, info, notice, warning, error or critical, got \"\(text)\"")
                 }
                 configuration[keyPath: field] = level
+            case .families(let field):
+                guard let families = FormatFamily.parse(text) else {
+                    throw UsageError("\(from) takes \(OptionSpec.Kind.families.textPhrase), got \"\(text)\"")
+                }
+                configuration[keyPath: field] = families
             }
         }
     }
@@ -151,6 +166,9 @@ public struct ServerConfiguration: Sendable {
             help: "requests that may wait for memory; more are answered 503"),
         Setting("--queue-timeout", "SECONDS", .seconds(\.queueTimeout), help: "longest wait for memory before 503"),
         Setting(
+            "--job-timeout", "SECONDS", .seconds(\.jobTimeout),
+            help: "longest run of one job once admitted; past it the job stops and the answer is 422 (timedOut)"),
+        Setting(
             "--max-body-bytes", "N", .integer(\.maxBodyBytes, 1...(1 << 50), what: "a number of bytes"),
             help: "largest request body; more is answered 413"),
         Setting(
@@ -168,6 +186,10 @@ public struct ServerConfiguration: Sendable {
         Setting(
             "--log-level", "LEVEL", .logLevel(\.logLevel),
             help: "trace, debug, info, notice, warning, error or critical"),
+        Setting(
+            "--disable", "FAMILIES", .families(\.disabledFormats),
+            help: "refuse uploads of these format families (415) before any decoder library reads them: "
+                + FormatFamily.allCases.map(\.rawValue).joined(separator: ",")),
     ]
 
     /// The text of `sharepipe-server --help`.
