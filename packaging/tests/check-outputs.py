@@ -57,6 +57,9 @@ services = {profile["name"]: profile for profile in json.loads(read("services.js
 reports = lines("prepared.jsonl")
 inspected = {os.path.relpath(entry["file"], os.path.join("/tmp/sp/out/prepared")): entry for entry in lines("inspected.jsonl")}
 check(len(reports) == 8, f"{len(reports)} reports for 4 inputs × 2 services")
+if os.path.exists(os.path.join(out, "prepare-failed.txt")):
+    failures.append("prepare failed in the root for " + read("prepare-failed.txt").replace("\n", " ")
+                    + "\n" + read("prepared.err"))
 seen_formats = set()
 for report in reports:
     name = f"{os.path.basename(report['input'])} → {report.get('service')}"
