@@ -53,6 +53,7 @@ struct OptionRow: Encodable {
         case .boolean: type = "boolean"
         case .choice(let words): type = words.joined(separator: "|")
         case .formats: type = "formats"
+        case .families: type = "families"
         }
         switch spec.valid {
         case .any: valid = nil
