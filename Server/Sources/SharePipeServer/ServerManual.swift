@@ -57,9 +57,9 @@ public enum ServerManual {
             ".TP", "\\fB\\-\\-help\\fR", "Lists the options, their variables and defaults, and exits.",
             ".SH ROUTES",
         ]
-        for route in ServerResponder.routes.keys.sorted() {
-            let method = ServerResponder.routes[route]!.rawValue
-            lines += [".TP", "\\fB\(method) \(roffEscape(route))\\fR", roffText(routeHelp[route] ?? "")]
+        for route in ServerResponder.routes.sorted(by: { $0.path < $1.path }) {
+            let methods = route.methods.map(\.rawValue).joined(separator: ", ")
+            lines += [".TP", "\\fB\(methods) \(roffEscape(route.path))\\fR", roffText(routeHelp[route.path] ?? "")]
         }
         lines += [
             ".SH ENVIRONMENT",

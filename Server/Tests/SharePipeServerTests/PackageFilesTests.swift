@@ -14,7 +14,9 @@ import Testing
             #expect(page.contains("Environment: \\fB\(setting.variable)\\fR; default: "), "\(setting.variable)")
             #expect(page.contains("default: \(setting.defaultText.replacingHyphens())."), "\(setting.flag)")
         }
-        for route in ServerResponder.routes.keys { #expect(page.contains(route.replacingHyphens()), "\(route)") }
+        for route in ServerResponder.routes.map(\.path) {
+            #expect(page.contains(route.replacingHyphens()), "\(route)")
+        }
         for section in ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT", "FILES", "EXIT STATUS"] {
             #expect(page.contains("\n.SH \(section)\n"), "\(section)")
         }
