@@ -151,12 +151,13 @@ enum Pipeline {
 
         // An image over the default pixel limit that its header check let past: taken only when its still route
         // streams it and the job's priced memory fits (`ImageLimits.checkStreamedCost`); nothing decoded yet.
-        // Work priced from the header: a small file declaring hundreds of megapixels (tiles, frames, passes) stops
-        // here (`ImageLimits.checkWork`).
-        try options.limits.checkWork(WorkEstimate(info: info, route: plan.route), size: info.size, file: file)
+        // Then work priced from the header: a small file declaring hundreds of megapixels (tiles, frames, passes)
+        // stops here (`ImageLimits.checkWork`). The pixel limit is checked first, so an image over it is refused
+        // with that limit's message, as before the work limit.
         try options.limits.checkStreamedCost(
             size: info.size, route: plan.route, estimate: job.estimate(input: InputResidence(of: source)),
             file: file)
+        try options.limits.checkWork(WorkEstimate(info: info, route: plan.route), size: info.size, file: file)
         var driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 
         switch plan.route {
@@ -363,7 +364,8 @@ struct JobDeadline: Sendable {
 
     init(seconds: Double, from start: ContinuousClock.Instant = .now) {
         self.seconds = seconds
-        self.instant = start + .milliseconds(Int64((seconds * 1000).rounded(.up)))
+        // Capped at about 31 years, so that no length the options take overflows the clock's milliseconds.
+        self.instant = start + .milliseconds(Int64((min(seconds, 1_000_000_000) * 1000).rounded(.up)))
     }
 
     /// Throws `timedOut` naming `file` once the deadline has passed.

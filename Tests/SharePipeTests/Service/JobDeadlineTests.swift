@@ -19,9 +19,10 @@ import Testing
     @Test func aJobPastItsTimeoutStopsWithinASecondWithItsOwnError() throws {
         var options = PrepareOptions()
         options.timeout = 1
+        let png = Self.largePNG  // written before the clock starts
         let started = ContinuousClock.now
-        #expect(throws: SharePipeError.timedOut(file: Self.largePNG, seconds: 1)) {
-            try Pipeline.prepare(.file(path: Self.largePNG), options: try options.checked()) { usleep(40_000) }
+        #expect(throws: SharePipeError.timedOut(file: png, seconds: 1)) {
+            try Pipeline.prepare(.file(path: png), options: try options.checked()) { usleep(40_000) }
         }
         let elapsed = ContinuousClock.now - started
         #expect(elapsed >= .seconds(1) && elapsed < .seconds(2), "ended after \(elapsed)")
@@ -47,18 +48,22 @@ import Testing
             memoryBudget: 1 << 30, spoolThreshold: 16 << 10, spoolDirectory: directory,
             jobTimeout: .milliseconds(500))
         var pipeline = try SharePipeline(configuration: configuration, logger: Logger(label: "test"))
-        pipeline.hooks.checkpoint = { usleep(20_000) }
+        // The job's clock starts once it is admitted, after the upload is read: its first checkpoint marks it.
+        let firstCheckpoint = FirstInstant()
+        pipeline.hooks.checkpoint = {
+            firstCheckpoint.mark()
+            usleep(20_000)
+        }
         let bytes = try Fixtures.bytes(Self.largePNG)
-        let started = ContinuousClock.now
         let results = try await pipeline.prepare(
             upload: ServicePipelineTests.chunks(bytes, size: 64 << 10), named: "upload.png", for: [.x])
-        let elapsed = ContinuousClock.now - started
+        let elapsed = ContinuousClock.now - (try #require(firstCheckpoint.instant, "no checkpoint was reached"))
         guard case .failure(let error) = results.first?.outcome else {
             Issue.record("the job finished in spite of its deadline")
             return
         }
         #expect(error == .timedOut(file: "upload.png", seconds: 0.5))
-        #expect(elapsed < .milliseconds(1500), "answered after \(elapsed)")
+        #expect(elapsed < .milliseconds(1500), "answered \(elapsed) after the job's first checkpoint (deadline 0.5 s)")
         let usage = await pipeline.budget.usage
         #expect(usage.reservedBytes == 0 && usage.runningJobs == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
@@ -89,4 +94,22 @@ import Testing
             #expect(outputs.contains { $0.hasSuffix("orient-6.jpg") }, "\(outputs)")
         }
     #endif
+}
+
+/// The instant of the first `mark()`, from any thread.
+final class FirstInstant: @unchecked Sendable {
+    private let lock = NSLock()
+    private var first: ContinuousClock.Instant?
+
+    func mark() {
+        lock.lock()
+        defer { lock.unlock() }
+        if first == nil { first = .now }
+    }
+
+    var instant: ContinuousClock.Instant? {
+        lock.lock()
+        defer { lock.unlock() }
+        return first
+    }
 }

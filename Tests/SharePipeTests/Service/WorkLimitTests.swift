@@ -35,7 +35,7 @@ import Testing
         #expect(try source.byteCount() <= 1 << 20)
         let info = try SharePipe.inspect(source, limits: Self.unlimited)
         let declared = info.frameCount > 1 ? info.size.area * info.frameCount : info.size.area
-        #expect(declared >= 256 << 20, "\(name) declares \(declared) pixels")
+        #expect(declared >= 256_000_000, "\(name) declares \(declared) pixels (at least 256 MP)")
         // Refused before the render starts (the admission helper stops an admitted job at its second checkpoint).
         let exceeded = try #require(try LimitsByCostTests.admission(source, PrepareOptions()), "\(name) was admitted")
         #expect([.workPerInputByte, .pixelArea].contains(exceeded.kind), "\(name): \(exceeded)")
