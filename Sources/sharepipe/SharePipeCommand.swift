@@ -235,6 +235,12 @@ struct PrepareCommand: ParsableCommand {
     @Flag(help: "Print what would be written, from the headers alone; write nothing.")
     var dryRun = false
 
+    @Flag(
+        help:
+            "Run without the process sandbox (by default, once its files are resolved, sharepipe reads only its inputs, writes only under --out, and runs no program, process or socket)."
+    )
+    var noSandbox = false
+
     func validate() throws {
         if jobs < 1 { throw ValidationError("expected at least 1 for --jobs, got \(jobs)") }
         if inputs.isEmpty && filesFrom == nil {
@@ -291,7 +297,11 @@ struct PrepareCommand: ParsableCommand {
             outputDirectory: out, targets: targets, recursive: recursive, jobs: jobs,
             skipExisting: skipExisting, shard: try parsedShard(), dryRun: dryRun)
         if inputs == ["-"] || out == "-" {
-            return try StandardIO(batch: batch, input: inputs[0], json: json, report: reportFile).run()
+            return try StandardIO(batch: batch, input: inputs[0], json: json, report: reportFile) {
+                if !noSandbox {
+                    try CLISandbox.confine(reading: inputs, readingAnywhere: false, writing: out)
+                }
+            }.run()
         }
         if !dryRun {
             do { try batch.checkOutputDirectory() } catch {
@@ -305,6 +315,10 @@ struct PrepareCommand: ParsableCommand {
             }
         } else {
             source = .paths(inputs)
+        }
+        if !noSandbox {
+            try CLISandbox.confine(
+                reading: inputs, readingAnywhere: filesFrom != nil, writing: dryRun ? nil : out)
         }
         let reporter = Reporter(json: json, report: reportFile)
         let walk = batch.run(source) { reporter.fileDone($0) }
@@ -364,6 +378,8 @@ struct StandardIO {
     let input: String
     let json: Bool
     let report: AppendOnlyFile?
+    /// Enters the sandbox, once the output folder is there.
+    let confine: () throws -> Void
 
     func run() throws {
         let toStandardOutput = batch.outputDirectory == "-"
@@ -383,6 +399,7 @@ struct StandardIO {
                 throw fatal("cannot write to --out \(batch.outputDirectory): \(PrepareCommand.reason(error))")
             }
         }
+        try confine()
         let reporter = Reporter(json: json, report: report, toStandardError: toStandardOutput)
         let reports = batch.process(
             source, named: input == "-" ? "stdin" : input,
@@ -428,7 +445,11 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
+    @Flag(help: "Run without the process sandbox (by default it reads only the files named, and writes nothing).")
+    var noSandbox = false
+
     func run() throws {
+        if !noSandbox { try CLISandbox.confine(reading: files, readingAnywhere: false, writing: nil) }
         var failed = false, internalFailure = false
         for file in files {
             do {
