@@ -37,3 +37,28 @@ sp_status sp_lazy_result(const sp_lazy_state *state, char *message) {
 }
 
 SP_LAZY_DEFINE(liblcms2, "liblcms2.so.2", "SHAREPIPE_LIBLCMS2", SP_LIBLCMS2_FUNCTIONS)
+
+// The other libraries' loaders (each defined in its format's shim file).
+sp_status sp_libheif_require(char *message);
+sp_status sp_libde265_require(char *message);
+sp_status sp_libavif_require(char *message);
+sp_status sp_libwebp_require(char *message);
+sp_status sp_libwebpdemux_require(char *message);
+sp_status sp_libwebpmux_require(char *message);
+
+int sp_lazy_load_all(char *message) {
+    sp_status (*const loaders[])(char *) = {
+        sp_libheif_require, sp_libde265_require, sp_libavif_require, sp_libwebp_require,
+        sp_libwebpdemux_require, sp_libwebpmux_require, sp_liblcms2_require,
+    };
+    int failed = 0;
+    char first[SP_MESSAGE_LENGTH] = "";
+    for (size_t index = 0; index < sizeof loaders / sizeof loaders[0]; index++) {
+        char why[SP_MESSAGE_LENGTH] = "";
+        if (loaders[index](why) != SP_OK) {
+            if (failed++ == 0) snprintf(first, sizeof first, "%s", why);
+        }
+    }
+    if (failed > 0) sp_copy_message(message, first);
+    return failed;
+}

@@ -19,7 +19,11 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
+    @Flag(help: "Run without the process sandbox (by default it reads only the files named, and writes nothing).")
+    var noSandbox = false
+
     func run() throws {
+        if !noSandbox { try CLISandbox.confine(reading: files, readingAnywhere: false, writing: nil) }
         var failed = false, internalFailure = false
         for file in files {
             do {

@@ -54,6 +54,12 @@ struct PrepareCommand: ParsableCommand {
     @Flag(help: "Print what would be written, from the headers alone; write nothing.")
     var dryRun = false
 
+    @Flag(
+        help:
+            "Run without the process sandbox (by default, once its files are resolved, sharepipe reads only its inputs, writes only under --out, and runs no program, process or socket)."
+    )
+    var noSandbox = false
+
     func validate() throws {
         if jobs < 1 { throw ValidationError("expected at least 1 for --jobs, got \(jobs)") }
         if inputs.isEmpty && filesFrom == nil {
@@ -110,7 +116,11 @@ struct PrepareCommand: ParsableCommand {
             outputDirectory: out, targets: targets, recursive: recursive, jobs: jobs,
             skipExisting: skipExisting, shard: try parsedShard(), dryRun: dryRun)
         if inputs == ["-"] || out == "-" {
-            return try StandardIO(batch: batch, input: inputs[0], json: json, report: reportFile).run()
+            return try StandardIO(batch: batch, input: inputs[0], json: json, report: reportFile) {
+                if !noSandbox {
+                    try CLISandbox.confine(reading: inputs, readingAnywhere: false, writing: out)
+                }
+            }.run()
         }
         if !dryRun {
             do { try batch.checkOutputDirectory() } catch {
@@ -124,6 +134,10 @@ struct PrepareCommand: ParsableCommand {
             }
         } else {
             source = .paths(inputs)
+        }
+        if !noSandbox {
+            try CLISandbox.confine(
+                reading: inputs, readingAnywhere: filesFrom != nil, writing: dryRun ? nil : out)
         }
         let reporter = Reporter(json: json, report: reportFile)
         let walk = batch.run(source) { reporter.fileDone($0) }

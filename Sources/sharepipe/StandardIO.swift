@@ -16,6 +16,8 @@ struct StandardIO {
     let input: String
     let json: Bool
     let report: AppendOnlyFile?
+    /// Enters the sandbox, once the output folder is there.
+    let confine: () throws -> Void
 
     func run() throws {
         let toStandardOutput = batch.outputDirectory == "-"
@@ -35,6 +37,7 @@ struct StandardIO {
                 throw fatal("cannot write to --out \(batch.outputDirectory): \(PrepareCommand.reason(error))")
             }
         }
+        try confine()
         let reporter = Reporter(json: json, report: report, toStandardError: toStandardOutput)
         let reports = batch.process(
             source, named: input == "-" ? "stdin" : input,

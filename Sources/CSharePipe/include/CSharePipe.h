@@ -11,4 +11,5 @@
 #include "sp_webp.h"
 #include "sp_color.h"
 #include "sp_resample.h"
+#include "sp_sandbox.h"
 #endif

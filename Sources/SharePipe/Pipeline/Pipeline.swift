@@ -146,7 +146,7 @@ enum Pipeline {
         // 3. The route the plan chose.
         try checkpoint()
         #if DEBUG
-            try DebugFault.check()
+            try DebugFault.check(source)
         #endif
 
         // An image over the default pixel limit that its header check let past: taken only when its still route

@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+
+@testable import SharePipe
+
+/// The CLI's process sandbox, seen from the real `sharepipe` executable: what a hijacked decoder tries is
+/// refused inside the job (the debug builds' `SHAREPIPE_DEBUG_FAULT=hijack-*`), the process lives to report it,
+/// the kernel shows the filter from outside, and outputs are the same bytes with the sandbox as without.
+@Suite struct SandboxCLITests {
+    static let hijacks = ["hijack-exec", "hijack-read", "hijack-write", "hijack-connect", "hijack-fork"]
+
+    /// A folder holding `in/photo.jpg` and `in/second.png` (copies), and where `out/` goes.
+    static func inputFolder() throws -> String {
+        let directory = Fixtures.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory + "/in", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("jpeg/orient-6.jpg"), toPath: directory + "/in/photo.jpg")
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("png/detail-rgb-16.png"), toPath: directory + "/in/second.png")
+        return directory
+    }
+
+    /// Every file's bytes beneath `folder`, by relative path.
+    static func tree(_ folder: String) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: folder)
+        while let relative = enumerator?.nextObject() as? String {
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: folder + "/" + relative, isDirectory: &isFolder),
+                !isFolder.boolValue
+            {
+                files[relative] = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + relative))
+            }
+        }
+        return files
+    }
+
+    #if DEBUG
+        @Test("each act of a hijacked decoder is refused inside the job; the job fails internal, the CLI goes on")
+        func hijackedDecoderIsRefused() throws {
+            for hijack in Self.hijacks {
+                let directory = try Self.inputFolder()
+                defer { Fixtures.cleanUp(directory) }
+                let run = try Tool.run(
+                    "env",
+                    [
+                        "SHAREPIPE_DEBUG_FAULT=\(hijack)", Tool.sharepipe, "prepare", directory + "/in", "--out",
+                        directory + "/out", "--json",
+                    ])
+                // Both files reached the fault and were reported: the process lived past the first.
+                let lines = run.stdout.split(separator: "\n").compactMap {
+                    try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+                }
+                #expect(run.status == 4, "\(hijack): \(run.status) \(run.stderr)")
+                #expect(lines.count == 2, "\(hijack): \(run.stdout) \(run.stderr)")
+                for line in lines {
+                    #expect(line["errorKind"] as? String == "internal", "\(hijack): \(line)")
+                    let error = line["error"] as? String ?? ""
+                    #expect(error.contains("\(hijack) refused ("), "\(hijack): \(error)")
+                }
+                // Nothing was made beside the inputs.
+                let beside = try FileManager.default.contentsOfDirectory(atPath: directory + "/in").sorted()
+                #expect(beside == ["photo.jpg", "second.png"], "\(hijack): \(beside)")
+            }
+        }
+
+        @Test("--no-sandbox turns it off: the same faults are let through (the hook sees what it does)")
+        func noSandboxLetsThemThrough() throws {
+            for hijack in ["hijack-read", "hijack-write", "hijack-fork"] {
+                let directory = try Self.inputFolder()
+                defer { Fixtures.cleanUp(directory) }
+                let run = try Tool.run(
+                    "env",
+                    [
+                        "SHAREPIPE_DEBUG_FAULT=\(hijack)", Tool.sharepipe, "prepare", directory + "/in/photo.jpg",
+                        "--out", directory + "/out", "--json", "--no-sandbox",
+                    ])
+                #expect(run.status == 4 && run.stdout.contains("\(hijack) ALLOWED"), "\(hijack): \(run.stdout)")
+                let beside = try FileManager.default.contentsOfDirectory(atPath: directory + "/in")
+                #expect(beside.count == (hijack == "hijack-write" ? 3 : 2), "\(hijack): \(beside)")
+            }
+        }
+    #endif
+
+    @Test("from outside: a running sharepipe has the seccomp filter and no new privileges (status file)")
+    func kernelShowsTheFilter() throws {
+        let directory = try Self.inputFolder()
+        defer { Fixtures.cleanUp(directory) }
+        // --files-from - confines before reading its list: the process waits on standard input, confined.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Tool.sharepipe)
+        process.arguments = ["prepare", "--files-from", "-", "--out", directory + "/out"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        var status = ""
+        for _ in 0..<500 {
+            status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            if status.contains("Seccomp:\t2") { break }
+            usleep(10_000)
+        }
+        input.fileHandleForWriting.write(Data((directory + "/in/photo.jpg\n").utf8))
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        #expect(status.contains("Seccomp:\t2") && status.contains("NoNewPrivs:\t1"), "\(status)")
+        #expect(process.terminationStatus == 0)
+        #expect(try Self.tree(directory + "/out").count == 1, "the listed file, read from anywhere, was prepared")
+    }
+
+    @Test("outputs are the same bytes with the sandbox and without, over TestImages (animations' temporary files too)")
+    func sameOutputsWithAndWithoutTheSandbox() throws {
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        let arguments = [Fixtures.root + "/TestImages", "--recursive", "--jobs", "2", "--service", "mastodon"]
+        // Its own $TMPDIR, to see the run's temporary folder removed at exit.
+        try FileManager.default.createDirectory(atPath: directory + "/tmp", withIntermediateDirectories: true)
+        let confined = try Tool.run(
+            "env",
+            ["TMPDIR=\(directory)/tmp", Tool.sharepipe, "prepare"] + arguments + ["--out", directory + "/confined"])
+        let free = try Tool.run(
+            Tool.sharepipe, ["prepare"] + arguments + ["--out", directory + "/free", "--no-sandbox"])
+        #expect(confined.status == free.status, "\(confined.stderr)")
+        #expect(!confined.stderr.contains("sandbox"), "\(confined.stderr)")
+        let confinedTree = try Self.tree(directory + "/confined"), freeTree = try Self.tree(directory + "/free")
+        #expect(confinedTree.count > 100 && confinedTree.keys.contains { $0.hasSuffix(".gif") })
+        #expect(confinedTree.keys.sorted() == freeTree.keys.sorted())
+        for (path, bytes) in confinedTree where freeTree[path] != bytes { Issue.record("\(path) differs") }
+        // One image to standard output, an animation (its GIF goes through an unlinked temporary file).
+        let animation = Fixtures.path("webp/animated.webp")
+        let streamed = try Tool.run(
+            "sh", ["-c", "'\(Tool.sharepipe)' prepare '\(animation)' --out - --service mastodon | sha256sum"])
+        let streamedFree = try Tool.run(
+            "sh",
+            ["-c", "'\(Tool.sharepipe)' prepare '\(animation)' --out - --service mastodon --no-sandbox | sha256sum"])
+        #expect(streamed.status == 0 && streamed.stdout == streamedFree.stdout, "\(streamed.stderr)")
+        // The run's temporary folder is gone.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/tmp") == [])
+    }
+
+    @Test("inspect is confined too, and still loads a library on first use (libheif) after confinement")
+    func inspectUnderTheSandbox() throws {
+        let run = try Tool.run(Tool.sharepipe, ["inspect", Fixtures.path("heif/mirror.heic"), "--json"])
+        #expect(run.status == 0 && run.stdout.contains("heif"), "\(run.stdout) \(run.stderr)")
+    }
+}
