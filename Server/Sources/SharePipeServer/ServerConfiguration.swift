@@ -34,6 +34,9 @@ public struct ServerConfiguration: Sendable {
     public var profilesFile: String?
     /// Log lines below this level are not written.
     public var logLevel: Logger.Level = .info
+    /// Whether the executable confines itself once it listens (`ProcessSandbox`: seccomp and Landlock; no
+    /// program, process, socket or file beyond its spool folder for a hijacked decoder). Off for debugging.
+    public var sandbox = true
 
     public init() {}
 
@@ -61,6 +64,8 @@ public struct ServerConfiguration: Sendable {
         case seconds(WritableKeyPath<ServerConfiguration, Duration> & Sendable)
         /// A swift-log level name.
         case logLevel(WritableKeyPath<ServerConfiguration, Logger.Level> & Sendable)
+        /// `on` or `off`.
+        case onOff(WritableKeyPath<ServerConfiguration, Bool> & Sendable)
     }
 
     /// One setting: its flag, its variable, the default shown by `--help`, what it is, and how to set it.
@@ -101,6 +106,7 @@ public struct ServerConfiguration: Sendable {
             case .integer(let field, _, _, let shift): return String(defaults[keyPath: field] >> shift)
             case .seconds(let field): return ServerConfiguration.secondsText(defaults[keyPath: field])
             case .logLevel(let field): return defaults[keyPath: field].rawValue
+            case .onOff(let field): return defaults[keyPath: field] ? "on" : "off"
             }
         }
 
@@ -130,6 +136,12 @@ public struct ServerConfiguration: Sendable {
                         "\(from) must be trace, debug, info, notice, warning, error or critical, got \"\(text)\"")
                 }
                 configuration[keyPath: field] = level
+            case .onOff(let field):
+                switch text.trimmed().lowercased() {
+                case "on": configuration[keyPath: field] = true
+                case "off": configuration[keyPath: field] = false
+                default: throw UsageError("\(from) must be on or off, got \"\(text)\"")
+                }
             }
         }
     }
@@ -168,7 +180,13 @@ public struct ServerConfiguration: Sendable {
         Setting(
             "--log-level", "LEVEL", .logLevel(\.logLevel),
             help: "trace, debug, info, notice, warning, error or critical"),
+        Setting(
+            "--sandbox", "on|off", .onOff(\.sandbox),
+            help: "once listening, confine the process for good (seccomp, Landlock); off (or --no-sandbox) to debug"),
     ]
+
+    /// `--no-sandbox`: the one flag without a value, `--sandbox off`.
+    static let noSandboxFlag = "--no-sandbox"
 
     /// The text of `sharepipe-server --help`.
     public static var usage: String {
@@ -185,6 +203,7 @@ public struct ServerConfiguration: Sendable {
             lines.append(
                 "  \(String(repeating: " ", count: width))  (env \(setting.variable); default \(setting.defaultText))")
         }
+        lines.append("  \(padded(noSandboxFlag, width))  the same as --sandbox off")
         lines.append("  \(padded("--help", width))  this text")
         return lines.joined(separator: "\n")
     }
@@ -207,6 +226,11 @@ public struct ServerConfiguration: Sendable {
         var index = 0
         while index < arguments.count {
             var flag = arguments[index], value: String?
+            if flag == Self.noSandboxFlag {
+                given["--sandbox"] = ("off", flag)
+                index += 1
+                continue
+            }
             if flag.hasPrefix("--"), let equals = flag.firstIndex(of: "=") {
                 value = String(flag[flag.index(after: equals)...])
                 flag = String(flag[..<equals])

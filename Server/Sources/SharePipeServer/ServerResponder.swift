@@ -200,7 +200,7 @@ public struct ServerResponder: HTTPResponder {
             let gauges = ServerMetrics.Gauges(
                 budget: await server.pipeline.budget.usage, capacity: server.pipeline.budget.capacity,
                 spoolFiles: server.spool.fileCount(), residentBytes: resident.current,
-                peakResidentBytes: resident.peak)
+                peakResidentBytes: resident.peak, sandbox: server.sandbox)
             return Routed(
                 response: Self.text(server.metrics.exposition(gauges), type: "text/plain; version=0.0.4; charset=utf-8")
             )

@@ -46,7 +46,7 @@ do {
     fail("\(error)")
 }
 do {
-    try await server.run()
+    try await server.run(confining: configuration.sandbox)
 } catch {
     logger.critical("the server stopped", metadata: ["error": "\(error)"])
     exit(1)

@@ -72,7 +72,7 @@ import Testing
                     && usage.contains("default \(setting.defaultText)"),
                 "\(setting.flag)")
         }
-        #expect(ServerConfiguration.settings.count == 13)
+        #expect(ServerConfiguration.settings.count == 14)
     }
 
     @Test func logLinesAreJSONAndEveryLineAboutARequestCarriesItsID() async throws {
