@@ -54,7 +54,9 @@ let package = Package(
         .target(name: "SharePipeTestSupport"),
         .testTarget(
             name: "SharePipeTests",
-            dependencies: ["SharePipe", "CSharePipe", "SharePipeTestSupport"]
+            dependencies: ["SharePipe", "CSharePipe", "SharePipeTestSupport"],
+            // The CLI's help and JSON snapshots, read by CLISnapshotTests from the source tree.
+            exclude: ["CLI/Snapshots"]
         ),
     ]
 )

@@ -21,19 +21,28 @@ let package = Package(
         // does not re-export.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        // Already in Hummingbird's graph; named for `HTTPRequestPart`/`HTTPResponsePart`, the parts a channel
+        // handler after Hummingbird's HTTP codec reads and writes (`MalformedRequestAnswer`).
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         // SIGTERM/SIGINT: graceful shutdown of the HTTP server.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.0.0"),
     ],
     targets: [
-        // Configuration, routes, metrics, multipart, logging: importable by the tests.
+        // The multipart reading alone, without dependencies: the fuzz package compiles it (Fuzz/Sources/FuzzMultipart).
+        .target(name: "SharePipeMultipart"),
+        // Configuration, routes, metrics, logging: importable by the tests.
         .target(
             name: "SharePipeServer",
             dependencies: [
+                "SharePipeMultipart",
                 .product(name: "SharePipe", package: "SharePipe"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

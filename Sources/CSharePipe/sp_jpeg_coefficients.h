@@ -9,7 +9,7 @@
 // again when it moves on. Coefficients not kept are expanded as 1 where their bit is set: the entropy decoder
 // only ever tests them against zero (successive-approximation refinement) and never turns a non-zero
 // coefficient into zero, and the IDCT never reads them, so the decoded pixels are those of libjpeg's own
-// arrays (Tests/SharePipeTests/ProgressiveStoreTests.swift checks it byte for byte).
+// arrays (Tests/SharePipeTests/CSharePipe/ProgressiveStoreTests.swift checks it byte for byte).
 //
 // Bands. Even compact, the store grows with the image (every scan refines every block, so each block's
 // non-zero map must live until the last scan). With a budget, the store keeps the IDCT's coefficients only for

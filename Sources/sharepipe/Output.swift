@@ -63,7 +63,8 @@ struct FileJSON: Encodable {
     /// For `corrupt`: `header` (the file's structure) or `decode` (its compressed image data).
     var errorPhase: SharePipeError.ReadPhase?
     /// For `unsupportedFormat`: `format` (not an image SharePipe reads), `feature` (a feature of the format
-    /// its library lacks) or `library` (the format's library is not installed here).
+    /// its library lacks), `library` (the format's library is not installed here) or `disabled` (its family is
+    /// turned off: `--disable`).
     var errorUnsupported: SharePipeError.MissingSupport?
 
     init(_ report: BatchReport) {
@@ -224,7 +225,7 @@ final class Reporter {
         if toStandardError { printError(line) } else { print(line) }
     }
 
-    /// The exit status the failures call for (README "Exit status"), or nil when no file failed.
+    /// The exit status the failures call for (docs/cli.md, "Exit status"), or nil when no file failed.
     var failureStatus: Int32? {
         internalFailures > 0 ? ExitStatus.internalError : failed > 0 ? ExitStatus.someFailed : nil
     }

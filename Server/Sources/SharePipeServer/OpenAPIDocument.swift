@@ -9,7 +9,7 @@ enum OpenAPIDocument {
             "title": "sharepipe-server",
             "version": "1",
             "summary": "Prepares images for posting to social services: strips private metadata, applies orientation, downscales, fits under each service's byte limit.",
-            "description": "Every upload's memory is priced from its header and reserved from one budget (--budget-mib) before it is decoded. Requests wait in a bounded queue (--queue, --queue-timeout); beyond it the answer is 503 with Retry-After. Every answer carries X-Request-Id (the client's own when it sends a short plain one). Every error has a JSON body (Error). When the server has a token (--token), every route but /healthz and /readyz needs `Authorization: Bearer TOKEN`. Once listening, the server confines itself (unless --sandbox off): a decoder taken over by an upload can run no program, make no process or socket, and reach no file beyond the spool folder; such an attempt fails the job with a 500 (kind internal).",
+            "description": "Every upload's memory is priced from its header and reserved from one budget (--budget-mib) before it is decoded. Requests wait in a bounded queue (--queue, --queue-timeout); beyond it the answer is 503 with Retry-After. Each job may run for --job-timeout seconds once admitted (default 30); past it the job is stopped and the answer is 422 (kind timedOut). Every answer carries X-Request-Id (the client's own when it sends a short plain one). Every error has a JSON body (Error), also the answer to a request that is not valid HTTP/1.1 (400 malformedRequest; 431 headersTooLarge; 501 unknownMethod for a method the server does not recognize, while a method it knows that a route does not take is 405 with Allow). When the server has a token (--token), every route but /healthz and /readyz needs `Authorization: Bearer TOKEN`. Once listening, the server confines itself (unless --sandbox off): a decoder taken over by an upload can run no program, make no process or socket, and reach no file beyond the spool folder; such an attempt fails the job with a 500 (kind internal).",
             "license": { "name": "See LICENSE in the repository" }
           },
           "servers": [{ "url": "http://127.0.0.1:8080" }],
@@ -21,15 +21,14 @@ enum OpenAPIDocument {
                 "summary": "Prepare one image for one or more services.",
                 "description": "The body is the image (any Content-Type), or multipart/form-data with a part named `file`. The body is streamed (spooled to disk past 1 MiB); it must arrive whole within --read-timeout. With one `service`, the answer is the image; with several, multipart/mixed with one part per service in query order, each with the image headers below, and a service that failed is a part with Content-Type application/json, X-SharePipe-Status and the Error body. Query options override the service profile's and are checked as the sharepipe CLI checks its flags; errors name the query parameter. Limits on pixels, frames and input bytes are the operator's. The connection is closed after the answer. A client that disconnects cancels its job.",
                 "parameters": [
-                  { "name": "service", "in": "query", "required": true, "description": "A service profile's name (GET /v1/services); repeat for several services.", "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string" }, "minItems": 1 } },
+                  { "name": "service", "in": "query", "required": true, "description": "A service profile's name (GET /v1/services); repeat for several services.", "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string", "minLength": 1 }, "minItems": 1 } },
                   { "name": "strip", "in": "query", "required": false, "description": "Metadata to remove: all (keep only the colour profile), gps (keep Exif without location), none. As the CLI's --strip.", "schema": { "type": "string", "enum": ["all", "gps", "none"] } },
                   { "name": "max_bytes", "in": "query", "required": false, "description": "Largest output size in bytes (at least 1024). As --max-bytes.", "schema": { "type": "integer", "minimum": 1024 } },
                   { "name": "max_short_edge", "in": "query", "required": false, "description": "Largest short edge of the output in pixels (never enlarged). As --max-short-edge.", "schema": { "type": "integer", "minimum": 1 } },
                   { "name": "quality", "in": "query", "required": false, "description": "Highest JPEG quality, 1 to 100; the byte-limit search starts here. As --quality.", "schema": { "type": "integer", "minimum": 1, "maximum": 100 } },
                   { "name": "min_quality", "in": "query", "required": false, "description": "Lowest JPEG quality the byte-limit search may use, 1 to quality. As --min-quality.", "schema": { "type": "integer", "minimum": 1, "maximum": 100 } },
                   { "name": "progressive", "in": "query", "required": false, "description": "Write progressive JPEGs. As --progressive.", "schema": { "type": "string", "enum": ["true", "false"] } },
-                  { "name": "X-Request-Id", "in": "header", "required": false, "description": "The client's id for the request (1 to 128 letters, digits, '-', '_', '.'); otherwise the server makes one.", "schema": { "type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$" } },
-                  { "name": "Content-Length", "in": "header", "required": false, "description": "A body over --max-body-bytes is refused with 413 from this header, before it is read. A chunked body is refused as soon as it passes the limit.", "schema": { "type": "integer", "minimum": 1 } }
+                  { "name": "X-Request-Id", "in": "header", "required": false, "description": "The client's id for the request (1 to 128 letters, digits, '-', '_', '.'); otherwise the server makes one.", "schema": { "type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$" } }
                 ],
                 "requestBody": {
                   "required": true,
@@ -70,10 +69,11 @@ enum OpenAPIDocument {
                   "400": { "$ref": "#/components/responses/BadRequest" },
                   "401": { "$ref": "#/components/responses/Unauthorized" },
                   "405": { "$ref": "#/components/responses/MethodNotAllowed" },
+                  "431": { "$ref": "#/components/responses/HeadersTooLarge" },
                   "408": { "description": "The body did not arrive whole within --read-timeout (kind readTimeout).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
-                  "413": { "description": "The body is over --max-body-bytes (kind bodyTooLarge), or the image is over a pixel, dimension, frame or memory limit (kind tooLarge).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
-                  "415": { "description": "Not an image SharePipe reads: JPEG, PNG, GIF, WebP, HEIC, AVIF (kind unsupportedFormat).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
-                  "422": { "description": "A damaged image (kind corrupt), or one that cannot fit the byte limit within the quality and size floors (kind cannotMeetLimit).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+                  "413": { "description": "The body is over --max-body-bytes (kind bodyTooLarge: refused from its Content-Length before it is read; a chunked body as soon as it passes the limit), or the image is over a pixel, dimension, frame, memory or work limit (kind tooLarge).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+                  "415": { "description": "Not an image SharePipe reads: JPEG, PNG, GIF, WebP, HEIC, AVIF (kind unsupportedFormat); or an image in a format family the operator turned off with --disable (SHAREPIPE_SERVER_DISABLE, e.g. heif,avif; kind unsupportedFormat, the message names the switch and the family), refused from its magic bytes and its own boxes or chunks before any decoder library reads it. A client cannot change it.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+                  "422": { "description": "A damaged image (kind corrupt), one that cannot fit the byte limit within the quality and size floors (kind cannotMeetLimit), or one whose job ran past --job-timeout (kind timedOut: the job was stopped within a second of its deadline, nothing kept; a retry of the same upload would end the same way).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                   "500": { "$ref": "#/components/responses/InternalError" },
                   "501": { "description": "The image's format needs a codec library this server lacks (libheif or libavif not installed; kind unsupportedFormat, the message names the library): the operator's to install, not the client's to change.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
                   "503": { "$ref": "#/components/responses/Unavailable" }
@@ -86,8 +86,10 @@ enum OpenAPIDocument {
                 "summary": "The service profiles, as `sharepipe services --json` prints them.",
                 "responses": {
                   "200": { "description": "Every profile (built in, and from --profiles).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "type": "array", "items": { "$ref": "#/components/schemas/ServiceProfile" } } } } },
+                  "400": { "$ref": "#/components/responses/MalformedRequest" },
                   "401": { "$ref": "#/components/responses/Unauthorized" },
-                  "405": { "$ref": "#/components/responses/MethodNotAllowed" }
+                  "405": { "$ref": "#/components/responses/MethodNotAllowed" },
+                  "431": { "$ref": "#/components/responses/HeadersTooLarge" }
                 }
               }
             },
@@ -98,7 +100,9 @@ enum OpenAPIDocument {
                 "security": [],
                 "responses": {
                   "200": { "description": "Alive.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ok" } } } } } },
-                  "405": { "$ref": "#/components/responses/MethodNotAllowed" }
+                  "400": { "$ref": "#/components/responses/MalformedRequest" },
+                  "405": { "$ref": "#/components/responses/MethodNotAllowed" },
+                  "431": { "$ref": "#/components/responses/HeadersTooLarge" }
                 }
               }
             },
@@ -109,7 +113,9 @@ enum OpenAPIDocument {
                 "security": [],
                 "responses": {
                   "200": { "description": "Ready for uploads.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ready" } } } } } },
+                  "400": { "$ref": "#/components/responses/MalformedRequest" },
                   "405": { "$ref": "#/components/responses/MethodNotAllowed" },
+                  "431": { "$ref": "#/components/responses/HeadersTooLarge" },
                   "503": { "$ref": "#/components/responses/Unavailable" }
                 }
               }
@@ -121,8 +127,10 @@ enum OpenAPIDocument {
                 "description": "sharepipe_requests_total{route,status,service}, sharepipe_request_body_bytes_total, sharepipe_response_body_bytes_total, sharepipe_prepare_duration_seconds (histogram), sharepipe_budget_capacity_bytes, sharepipe_budget_reserved_bytes, sharepipe_budget_peak_reserved_bytes, sharepipe_jobs_running, sharepipe_queue_waiting, sharepipe_rejections_total{reason} (queue_full, queue_timeout, body_too_large, read_timeout, draining, unauthorized), sharepipe_client_disconnects_total, sharepipe_spool_files, process_resident_memory_bytes, process_peak_resident_memory_bytes, sharepipe_sandbox_layer{layer} (1 when the process sandbox's layer is on: no_new_privs, seccomp, landlock_fs, landlock_net, landlock_scope; all 0 with --no-sandbox). A request whose client went away is counted with status 499.",
                 "responses": {
                   "200": { "description": "The metrics.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "text/plain": { "schema": { "type": "string" } } } },
+                  "400": { "$ref": "#/components/responses/MalformedRequest" },
                   "401": { "$ref": "#/components/responses/Unauthorized" },
-                  "405": { "$ref": "#/components/responses/MethodNotAllowed" }
+                  "405": { "$ref": "#/components/responses/MethodNotAllowed" },
+                  "431": { "$ref": "#/components/responses/HeadersTooLarge" }
                 }
               }
             },
@@ -132,8 +140,10 @@ enum OpenAPIDocument {
                 "summary": "This document.",
                 "responses": {
                   "200": { "description": "The OpenAPI 3.1 document, byte for byte as committed (Server/openapi.json).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "type": "object" } } } },
+                  "400": { "$ref": "#/components/responses/MalformedRequest" },
                   "401": { "$ref": "#/components/responses/Unauthorized" },
-                  "405": { "$ref": "#/components/responses/MethodNotAllowed" }
+                  "405": { "$ref": "#/components/responses/MethodNotAllowed" },
+                  "431": { "$ref": "#/components/responses/HeadersTooLarge" }
                 }
               }
             }
@@ -152,13 +162,15 @@ enum OpenAPIDocument {
               "Removed": { "description": "Comma list of the metadata kinds removed (exif, gps, exifThumbnail, xmp, iptc, icc, comment, text, time, other), or `none`.", "schema": { "type": "string" } },
               "Changed": { "description": "What changed beyond the request (which asks for a resize and for metadata to go), as comma-separated tokens: `format=gif->png`, `first-frame-only`, `frames=40->20`. Absent when nothing did.", "schema": { "type": "string" } },
               "RetryAfter": { "description": "Seconds after which to try again.", "schema": { "type": "integer" } },
-              "Allow": { "description": "The method the route takes.", "schema": { "type": "string" } }
+              "Allow": { "description": "The methods the route takes, comma-separated.", "schema": { "type": "string" } }
             },
             "responses": {
-              "BadRequest": { "description": "A bad query parameter or option (kinds invalidParameter, invalidOptions: the message names the query parameter), no or an unknown service (missingService, unknownService), an empty body (emptyBody), a broken multipart body (brokenMultipart), or an upload that broke off (unreadable).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+              "BadRequest": { "description": "A bad query parameter or option (kinds invalidParameter, invalidOptions: the message names the query parameter), no or an unknown service (missingService, unknownService), an empty body (emptyBody), a broken multipart body (brokenMultipart), an upload that broke off (unreadable), or a request that is not valid HTTP/1.1 (malformedRequest).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
               "Unauthorized": { "description": "The route needs `Authorization: Bearer TOKEN` (kind unauthorized).", "headers": { "WWW-Authenticate": { "schema": { "type": "string", "const": "Bearer" } }, "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+              "MalformedRequest": { "description": "The request is not valid HTTP/1.1 (kind malformedRequest): a malformed Content-Length, request line or header field. The connection is closed after the answer.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+              "HeadersTooLarge": { "description": "The request's header fields are over the server's limit of 80 KiB (kind headersTooLarge). The connection is closed after the answer.", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
               "NotFound": { "description": "No such route (kind notFound).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
-              "MethodNotAllowed": { "description": "The route takes another method (kind methodNotAllowed); Allow says which.", "headers": { "Allow": { "$ref": "#/components/headers/Allow" }, "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+              "MethodNotAllowed": { "description": "The route does not take the request's method, whatever it is (kind methodNotAllowed); Allow lists those it takes.", "headers": { "Allow": { "$ref": "#/components/headers/Allow" }, "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
               "InternalError": { "description": "SharePipe's own failure, never the upload's: an encoder failed (kind encodingFailed), a temporary file could not be written (unwritable), or a bug in SharePipe or the server (internal).", "headers": { "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
               "Unavailable": { "description": "Busy or shutting down: the queue is full (kind overloaded or queueFull), the wait for memory timed out (overloaded), or the server is draining (draining). Retry-After says when to try again.", "headers": { "Retry-After": { "$ref": "#/components/headers/RetryAfter" }, "X-Request-Id": { "$ref": "#/components/headers/RequestId" } }, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } }
             },
@@ -172,7 +184,7 @@ enum OpenAPIDocument {
                     "required": ["status", "kind", "message"],
                     "properties": {
                       "status": { "type": "integer", "description": "The HTTP status." },
-                      "kind": { "type": "string", "description": "A machine-readable name: invalidParameter, invalidOptions, missingService, unknownService, emptyBody, brokenMultipart, unreadable, unauthorized, notFound, methodNotAllowed, readTimeout, bodyTooLarge, tooLarge, unsupportedFormat, corrupt, cannotMeetLimit, overloaded, queueFull, draining, encodingFailed, unwritable, internal." },
+                      "kind": { "type": "string", "description": "A machine-readable name: malformedRequest, headersTooLarge, unknownMethod, invalidParameter, invalidOptions, missingService, unknownService, emptyBody, brokenMultipart, unreadable, unauthorized, notFound, methodNotAllowed, readTimeout, bodyTooLarge, tooLarge, unsupportedFormat, corrupt, cannotMeetLimit, timedOut, overloaded, queueFull, draining, encodingFailed, unwritable, internal." },
                       "message": { "type": "string", "description": "What is wrong, in words; names the parameter or limit." }
                     }
                   },

@@ -4,6 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import SharePipe
+import SharePipeMultipart
 
 /// `POST /v1/prepare?service=NAME[&service=NAME2…][&options]`: one upload (the body, or the `file` part of a
 /// `multipart/form-data` body) prepared for each service.

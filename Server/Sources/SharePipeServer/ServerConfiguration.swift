@@ -5,6 +5,7 @@
 #endif
 import Logging
 import SharePipe
+import SharePipeMultipart
 
 /// The server's settings: from command-line flags, over environment variables, over the defaults.
 public struct ServerConfiguration: Sendable {
@@ -20,6 +21,8 @@ public struct ServerConfiguration: Sendable {
     public var queueLength = 32
     /// How long a request may wait for memory before it is answered 503.
     public var queueTimeout: Duration = .seconds(30)
+    /// How long one job may run once admitted; past it the job stops and the answer is 422 (`timedOut`).
+    public var jobTimeout: Duration = .seconds(30)
     /// Largest request body accepted; a longer one is answered 413 before it is read whole.
     public var maxBodyBytes = 104_857_600
     /// The whole request body must arrive within this time, or the answer is 408.
@@ -37,6 +40,9 @@ public struct ServerConfiguration: Sendable {
     /// Whether the executable confines itself once it listens (`ProcessSandbox`: seccomp and Landlock; no
     /// program, process, socket or file beyond its spool folder for a hijacked decoder). Off for debugging.
     public var sandbox = true
+    /// Input families refused whole, before any decoder library reads an upload (`ImageLimits.disabledFormats`):
+    /// `heif,avif` keeps libheif, libde265, libavif and dav1d away from uploads. A client cannot change it.
+    public var disabledFormats: Set<FormatFamily> = []
 
     public init() {}
 
@@ -66,6 +72,8 @@ public struct ServerConfiguration: Sendable {
         case logLevel(WritableKeyPath<ServerConfiguration, Logger.Level> & Sendable)
         /// `on` or `off`.
         case onOff(WritableKeyPath<ServerConfiguration, Bool> & Sendable)
+        /// Format families separated by commas (`FormatFamily`), or `none`.
+        case families(WritableKeyPath<ServerConfiguration, Set<FormatFamily>> & Sendable)
     }
 
     /// One setting: its flag, its variable, the default shown by `--help`, what it is, and how to set it.
@@ -107,6 +115,8 @@ public struct ServerConfiguration: Sendable {
             case .seconds(let field): return ServerConfiguration.secondsText(defaults[keyPath: field])
             case .logLevel(let field): return defaults[keyPath: field].rawValue
             case .onOff(let field): return defaults[keyPath: field] ? "on" : "off"
+            case .families(let field):
+                return FormatFamily.text(defaults[keyPath: field])
             }
         }
 
@@ -142,6 +152,11 @@ public struct ServerConfiguration: Sendable {
                 case "off": configuration[keyPath: field] = false
                 default: throw UsageError("\(from) must be on or off, got \"\(text)\"")
                 }
+            case .families(let field):
+                guard let families = FormatFamily.parse(text) else {
+                    throw UsageError("\(from) takes \(OptionSpec.Kind.families.textPhrase), got \"\(text)\"")
+                }
+                configuration[keyPath: field] = families
             }
         }
     }
@@ -163,6 +178,9 @@ public struct ServerConfiguration: Sendable {
             help: "requests that may wait for memory; more are answered 503"),
         Setting("--queue-timeout", "SECONDS", .seconds(\.queueTimeout), help: "longest wait for memory before 503"),
         Setting(
+            "--job-timeout", "SECONDS", .seconds(\.jobTimeout),
+            help: "longest run of one job once admitted; past it the job stops and the answer is 422 (timedOut)"),
+        Setting(
             "--max-body-bytes", "N", .integer(\.maxBodyBytes, 1...(1 << 50), what: "a number of bytes"),
             help: "largest request body; more is answered 413"),
         Setting(
@@ -183,6 +201,10 @@ public struct ServerConfiguration: Sendable {
         Setting(
             "--sandbox", "on|off", .onOff(\.sandbox),
             help: "once listening, confine the process for good (seccomp, Landlock); off (or --no-sandbox) to debug"),
+        Setting(
+            "--disable", "FAMILIES", .families(\.disabledFormats),
+            help: "refuse uploads of these format families (415) before any decoder library reads them: "
+                + FormatFamily.allCases.map(\.rawValue).joined(separator: ",")),
     ]
 
     /// `--no-sandbox`: the one flag without a value, `--sandbox off`.
@@ -204,6 +226,9 @@ public struct ServerConfiguration: Sendable {
                 "  \(String(repeating: " ", count: width))  (env \(setting.variable); default \(setting.defaultText))")
         }
         lines.append("  \(padded(noSandboxFlag, width))  the same as --sandbox off")
+        lines.append(
+            "  \(padded("--health-check", width))  exit 0 if the server these settings describe answers /healthz")
+        lines.append("  \(padded("--version", width))  the release")
         lines.append("  \(padded("--help", width))  this text")
         return lines.joined(separator: "\n")
     }

@@ -44,7 +44,10 @@ struct ServerFailure: Error, Sendable {
             return ServerFailure(.notImplemented, error.kind, error.description)
         case .unsupportedFormat: return ServerFailure(.unsupportedMediaType, error.kind, error.description)
         case .tooLarge: return ServerFailure(.contentTooLarge, error.kind, error.description)
-        case .corrupt, .cannotMeetLimit: return ServerFailure(.unprocessableContent, error.kind, error.description)
+        // A job past --job-timeout: the upload costs more than the server gives one job; the same upload would
+        // end the same way, so 422 (not 503, which asks to retry).
+        case .corrupt, .cannotMeetLimit, .timedOut:
+            return ServerFailure(.unprocessableContent, error.kind, error.description)
         case .unreadable: return ServerFailure(.badRequest, error.kind, error.description)
         case .invalidOptions(let invalid):
             return ServerFailure(.badRequest, error.kind, QueryOptions.message(for: invalid))
@@ -99,19 +102,11 @@ extension HTTPField.Name {
     static let sharePipeStatus = Self("X-SharePipe-Status")!
 }
 
-/// Every route of the server: dispatch by path and method, the token, the request id, the metrics and
-/// one log line per request.
+/// The server's responder: dispatch by path and method (through `routes`, the one table of routes), the
+/// token, the request id, the metrics and one log line per request.
 public struct ServerResponder: HTTPResponder {
     public typealias Context = ServerRequestContext
     let server: SharePipeServer
-
-    /// The routes and the methods each takes.
-    public static let routes: [String: HTTPRequest.Method] = [
-        "/v1/prepare": .post, "/v1/services": .get, "/healthz": .get, "/readyz": .get, "/metrics": .get,
-        "/v1/openapi.json": .get,
-    ]
-    /// Routes open without the token (probes).
-    public static let openRoutes: Set<String> = ["/healthz", "/readyz"]
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         var context = context
@@ -119,13 +114,13 @@ public struct ServerResponder: HTTPResponder {
         context.logger[metadataKey: "hb.request.id"] = .string(id)
         let start = ContinuousClock.now
         let path = request.uri.path
-        let route = Self.routes[path] != nil ? path : "other"
+        let route = Self.routesByPath[path]
         var routed = await SharePipeServer.$requestID.withValue(id) {
             await self.route(request, path: path, context: context, id: id)
         }
         routed.response.headers[.xRequestID] = id
         let status = routed.response.status.code
-        server.metrics.countRequest(route: route, status: status, service: routed.service)
+        server.metrics.countRequest(route: route?.path ?? "other", status: status, service: routed.service)
         if let bytes = routed.response.body.contentLength { server.metrics.countResponseBody(bytes) }
         if let reason = routed.failure?.rejection { server.metrics.countRejection(reason) }
         var metadata: Logger.Metadata = [
@@ -137,9 +132,7 @@ public struct ServerResponder: HTTPResponder {
             metadata["error_kind"] = .string(failure.kind)
             metadata["error"] = .string(failure.message)
         }
-        // Probes and scrapes are frequent: logged at debug; requests of the API at info.
-        let level: Logger.Level = Self.openRoutes.contains(path) || path == "/metrics" ? .debug : .info
-        context.logger.log(level: level, "request", metadata: metadata)
+        context.logger.log(level: route?.logLevel ?? .info, "request", metadata: metadata)
         return routed.response
     }
 
@@ -155,58 +148,27 @@ public struct ServerResponder: HTTPResponder {
     }
 
     private func route(_ request: Request, path: String, context: Context, id: String) async -> Routed {
-        func failed(_ failure: ServerFailure, service: String = "") -> Routed {
-            Routed(response: failure.response(requestID: id), service: service, failure: failure)
+        let call = RouteCall(server: server, request: request, context: context, id: id)
+        guard let route = Self.routesByPath[path] else {
+            return call.failed(ServerFailure(.notFound, "notFound", "no route \(path); see /v1/openapi.json"))
         }
-        guard let method = Self.routes[path] else {
-            return failed(ServerFailure(.notFound, "notFound", "no route \(path); see /v1/openapi.json"))
+        guard let operation = route.operations.first(where: { $0.method == request.method }) else {
+            var failure = ServerFailure(
+                .methodNotAllowed, "methodNotAllowed",
+                "\(path) takes \(route.methods.map(\.rawValue).joined(separator: " or ")) only, not \(request.method)")
+            failure.headers[.allow] = route.allowHeader
+            return call.failed(failure)
         }
-        guard request.method == method else {
-            var failure = ServerFailure(.methodNotAllowed, "methodNotAllowed", "\(path) takes \(method.rawValue) only")
-            failure.headers[.allow] = method.rawValue
-            return failed(failure)
-        }
-        if let token = server.configuration.token, !Self.openRoutes.contains(path),
+        if route.access == .token, let token = server.configuration.token,
             !Self.authorized(request.headers[.authorization], token: token)
         {
             var failure = ServerFailure(
                 .unauthorized, "unauthorized", "a bearer token is required: Authorization: Bearer TOKEN",
                 rejection: .unauthorized)
             failure.headers[.wwwAuthenticate] = "Bearer"
-            return failed(failure)
+            return call.failed(failure)
         }
-        switch path {
-        case "/v1/prepare":
-            return await PrepareRoute(server: server, request: request, context: context, id: id).respond()
-        case "/v1/services":
-            return Routed(response: Self.text(Self.servicesJSON(server.catalog.profiles), type: "application/json"))
-        case "/healthz":
-            return Routed(response: Self.text("{\"status\":\"ok\"}\n", type: "application/json"))
-        case "/readyz":
-            if server.isDraining {
-                return failed(
-                    .unavailable("draining", "the server is shutting down", rejection: .draining, retryAfter: 5))
-            }
-            let usage = await server.pipeline.budget.usage
-            if usage.waitingRequests >= max(1, server.configuration.queueLength) {
-                var failure = ServerFailure(
-                    .serviceUnavailable, "queueFull", "the queue is full (\(usage.waitingRequests) waiting)")
-                failure.headers[.retryAfter] = "1"
-                return failed(failure)
-            }
-            return Routed(response: Self.text("{\"status\":\"ready\"}\n", type: "application/json"))
-        case "/metrics":
-            let resident = ProcessMemory.resident()
-            let gauges = ServerMetrics.Gauges(
-                budget: await server.pipeline.budget.usage, capacity: server.pipeline.budget.capacity,
-                spoolFiles: server.spool.fileCount(), residentBytes: resident.current,
-                peakResidentBytes: resident.peak, sandbox: server.sandbox)
-            return Routed(
-                response: Self.text(server.metrics.exposition(gauges), type: "text/plain; version=0.0.4; charset=utf-8")
-            )
-        default:  // "/v1/openapi.json"
-            return Routed(response: Self.text(OpenAPIDocument.text, type: "application/json"))
-        }
+        return await operation.handle(call)
     }
 
     /// Whether `header` is `Bearer <token>`, compared in constant time (every byte is looked at, whatever

@@ -8,6 +8,7 @@
 #endif
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -86,10 +87,12 @@ public final class SharePipeServer: Sendable {
         }
         var base = PrepareOptions()
         base.limits.maxInputBytes = configuration.maxBodyBytes
+        base.limits.disabledFormats = configuration.disabledFormats
         let pipelineConfiguration = SharePipeline.Configuration(
             memoryBudget: configuration.budgetBytes, maxConcurrentJobs: configuration.maxJobs,
             spoolDirectory: spool.path, baseOptions: base,
-            maxWaitingRequests: configuration.queueLength, maxWait: configuration.queueTimeout)
+            maxWaitingRequests: configuration.queueLength, maxWait: configuration.queueTimeout,
+            jobTimeout: configuration.jobTimeout)
         var pipelineLogger = logger
         pipelineLogger.handler.metadataProvider = .multiplex(
             [logger.metadataProvider, Self.requestMetadata].compactMap { $0 })
@@ -163,6 +166,10 @@ public final class SharePipeServer: Sendable {
     {
         Application(
             responder: ServerResponder(server: self),
+            // Requests the HTTP parser refuses get the JSON error too (Hummingbird's own answer has no body).
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [MalformedRequestAnswer(server: self)])),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "sharepipe-server"),

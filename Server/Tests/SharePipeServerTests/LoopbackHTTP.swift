@@ -40,6 +40,16 @@ enum LoopbackHTTP {
         }
     }
 
+    /// Sends `bytes` as they are (a request the parser may refuse) and reads the answer.
+    static func raw(port: Int, _ bytes: [UInt8]) async throws -> Response {
+        try await onThread {
+            let socket = try Socket(port: port)
+            defer { socket.close() }
+            try socket.send(bytes)
+            return try parse(socket.receiveAll())
+        }
+    }
+
     /// Posts `body` with `Transfer-Encoding: chunked`, in chunks of `chunkSize` bytes.
     static func postChunked(
         port: Int, path: String, headers: [(String, String)] = [], body: [UInt8],

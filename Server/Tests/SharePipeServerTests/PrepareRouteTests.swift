@@ -89,6 +89,40 @@ final class Failing: Sendable {
         }
     }
 
+    /// A job past --job-timeout (made long by a checkpoint that sleeps) is answered 422 `timedOut` within a second
+    /// of its deadline, in memory and spooled; its reservation is back at 0 and no spool file is left.
+    @Test func aJobPastTheJobTimeoutIsAnswered422WithinASecond() async throws {
+        let photo = try ServerHarness.image("jpeg/large-4000x3000.jpg")  // kept in memory
+        let large = try ServerHarness.image("jpeg/noisy-2000x1500.jpg")  // spooled: over 1 MiB
+        let slow = Failing()
+        var hooks = JobHooks()
+        hooks.checkpoint = { if slow.on { usleep(20_000) } }
+        let configuration = ServerHarness.configuration { $0.jobTimeout = .milliseconds(500) }
+        try await ServerHarness.withServer(configuration, jobHooks: hooks) { server, port in
+            for body in [photo, large] {
+                let started = ContinuousClock.now
+                let answer = try await LoopbackHTTP.request(
+                    port: port, method: "POST", path: "/v1/prepare?service=x", body: body)
+                let elapsed = ContinuousClock.now - started
+                let error = answer.json["error"] as? [String: Any] ?? [:]
+                #expect(answer.status == 422 && error["kind"] as? String == "timedOut", "\(answer.text)")
+                #expect(
+                    (error["message"] as? String)?.contains("timed out: the job ran past its deadline of 0.5 s")
+                        == true,
+                    "\(error)")
+                #expect(elapsed >= .milliseconds(500) && elapsed < .milliseconds(1500), "answered after \(elapsed)")
+                let metrics = try await ServerHarness.metrics(port: port)
+                #expect(metrics["sharepipe_budget_reserved_bytes"] == 0 && metrics["sharepipe_jobs_running"] == 0)
+                #expect(metrics["sharepipe_spool_files"] == 0)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: server.spool.path).isEmpty)
+            }
+            slow.on = false
+            let healed = try await LoopbackHTTP.request(
+                port: port, method: "POST", path: "/v1/prepare?service=x", body: photo)
+            #expect(healed.status == 200, "\(healed.status)")
+        }
+    }
+
     @Test func aGIFForAServiceWithoutGIFSaysWhatChangedAndAChunkedBodyWorks() async throws {
         let gif = try ServerHarness.image("gif/disposals.gif")
         let response = try await ServerHarness.withServer { _, port in

@@ -12,6 +12,13 @@ import Testing
             defaults.queueLength == 32 && defaults.queueTimeout == .seconds(30) && defaults.maxBodyBytes == 104_857_600)
         #expect(defaults.readTimeout == .seconds(60) && defaults.grace == .seconds(25) && defaults.token == nil)
         #expect(defaults.maxJobs == max(1, ProcessInfo.processInfo.activeProcessorCount))
+        #expect(defaults.jobTimeout == .seconds(30))
+        let jobTimeout = try ServerConfiguration(
+            arguments: ["--job-timeout", "2.5"], environment: ["SHAREPIPE_SERVER_JOB_TIMEOUT": "9"])
+        #expect(jobTimeout.jobTimeout == .milliseconds(2500))
+        #expect(
+            try ServerConfiguration(arguments: [], environment: ["SHAREPIPE_SERVER_JOB_TIMEOUT": "9"]).jobTimeout
+                == .seconds(9))
         let environment = [
             "SHAREPIPE_SERVER_HOST": "0.0.0.0", "SHAREPIPE_SERVER_PORT": "9000", "SHAREPIPE_SERVER_BUDGET_MIB": "128",
             "SHAREPIPE_SERVER_MAX_JOBS": "3", "SHAREPIPE_SERVER_QUEUE": "5", "SHAREPIPE_SERVER_QUEUE_TIMEOUT": "1.5",
@@ -72,7 +79,7 @@ import Testing
                     && usage.contains("default \(setting.defaultText)"),
                 "\(setting.flag)")
         }
-        #expect(ServerConfiguration.settings.count == 14)
+        #expect(ServerConfiguration.settings.count == 16)
     }
 
     @Test func logLinesAreJSONAndEveryLineAboutARequestCarriesItsID() async throws {

@@ -4,7 +4,7 @@ import SharePipeServer
 import SharePipeTestSupport
 import Testing
 
-/// Issue 21's property test, through the server's query: every option a client may set (the library's
+/// The option property test, through the server's query: every option a client may set (the library's
 /// option table, rows with `clientMaySet`), given extreme, random (seeded: the same every run) and odd
 /// values as query parameters of `POST /v1/prepare` on a live server. Never a 500 or a dead server; always
 /// 200, 422, or 400 with kind `invalidOptions` naming a parameter. The operator's options (limits,

@@ -17,15 +17,105 @@ import Testing
         let document = try #require(try JSONSerialization.jsonObject(with: Data(committed)) as? [String: Any])
         #expect(document["openapi"] as? String == "3.1.0")
         let paths = try #require(document["paths"] as? [String: [String: Any]])
-        #expect(Set(paths.keys) == Set(ServerResponder.routes.keys))
-        for (path, method) in ServerResponder.routes {
-            #expect(paths[path]?[method.rawValue.lowercased()] != nil, "\(path) \(method)")
-        }
         let prepare = try #require(paths["/v1/prepare"]?["post"] as? [String: Any])
         let parameters = (prepare["parameters"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         for name in QueryOptions.parameters { #expect(parameters.contains(name), "\(name)") }
         let statuses = Set((prepare["responses"] as? [String: Any] ?? [:]).keys)
         #expect(statuses.isSuperset(of: ["200", "400", "401", "405", "408", "413", "415", "422", "500", "503"]))
+    }
+
+    @Test func theDocumentDescribesTheRouteTable() throws {
+        let committed = try Data(contentsOf: URL(fileURLWithPath: ServerHarness.repository + "/Server/openapi.json"))
+        let document = try #require(try JSONSerialization.jsonObject(with: committed) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        #expect(Set(paths.keys) == Set(ServerResponder.routes.map(\.path)))
+        let httpMethods: Set = ["get", "put", "post", "delete", "options", "head", "patch", "trace", "query"]
+        for route in ServerResponder.routes {
+            let item = try #require(paths[route.path], "\(route.path)")
+            #expect(
+                Set(item.keys).intersection(httpMethods) == Set(route.methods.map { $0.rawValue.lowercased() }),
+                "\(route.path): the document's methods are not the table's")
+            for operation in route.operations {
+                let described = try #require(item[operation.method.rawValue.lowercased()] as? [String: Any])
+                #expect(described["operationId"] as? String == operation.operationID, "\(route.path)")
+                let responses = Set((described["responses"] as? [String: Any] ?? [:]).keys)
+                let security = described["security"] as? [Any]
+                switch route.access {
+                case .open:
+                    #expect(security?.isEmpty == true, "\(route.path) is open: \"security\": [] in the document")
+                    #expect(!responses.contains("401"), "\(route.path) is open: no 401")
+                case .token:
+                    #expect(security == nil, "\(route.path) needs the token: the document's default security")
+                    #expect(responses.contains("401"), "\(route.path) needs the token: 401")
+                }
+                // Any route: another method, a request the parser refuses, headers over the limit.
+                #expect(responses.isSuperset(of: ["200", "400", "405", "431"]), "\(route.path): \(responses)")
+            }
+        }
+    }
+
+    @Test func everyOtherMethodIs405WithTheRoutesMethodsInAllow() async throws {
+        let configuration = ServerHarness.configuration { $0.token = "t0ken" }
+        try await ServerHarness.withServer(configuration) { _, port in
+            for route in ServerResponder.routes {
+                let taken = Set(route.methods.map(\.rawValue))
+                for method in ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "QUERY"]
+                where !taken.contains(method) {
+                    // Without the token: the method is checked first, as the document's 405 says.
+                    let response = try await LoopbackHTTP.request(port: port, method: method, path: route.path)
+                    #expect(response.status == 405, "\(method) \(route.path): \(response.status) \(response.text)")
+                    #expect(response.headers["allow"] == route.allowHeader, "\(method) \(route.path)")
+                    #expect(response.headers["content-type"] == "application/json", "\(method) \(route.path)")
+                    #expect(response.errorKind == "methodNotAllowed", "\(method) \(route.path)")
+                    #expect(response.errorMessage.contains(method), "\(method) \(route.path): \(response.errorMessage)")
+                }
+            }
+        }
+    }
+
+    @Test func aRequestTheParserRefusesGetsTheJSONErrorAndIsCounted() async throws {
+        try await ServerHarness.withServer { _, port in
+            let big = String(repeating: "a", count: 100 * 1024)
+            let cases: [(name: String, request: String, status: Int, kind: String, fragment: String)] = [
+                (
+                    "content-length", "POST /v1/prepare?service=x HTTP/1.1\r\nHost: h\r\nContent-Length: 12ab\r\n\r\n",
+                    400, "malformedRequest", "content-length"
+                ),
+                (
+                    "negative length", "POST /v1/prepare?service=x HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n",
+                    400, "malformedRequest", "content-length"
+                ),
+                (
+                    "header", "GET /healthz HTTP/1.1\r\nHost: h\r\nno colon here\r\n\r\n", 400, "malformedRequest",
+                    "header"
+                ),
+                ("version", "GET /healthz HTTP/7.5\r\nHost: h\r\n\r\n", 400, "malformedRequest", "version"),
+                ("method", "BREW /healthz HTTP/1.1\r\nHost: h\r\n\r\n", 501, "unknownMethod", "post or get"),
+                (
+                    "too large", "GET /healthz HTTP/1.1\r\nHost: h\r\nX-Big: \(big)\r\n\r\n", 431, "headersTooLarge",
+                    "80 kib"
+                ),
+            ]
+            for (name, request, status, kind, fragment) in cases {
+                let response = try await LoopbackHTTP.raw(port: port, Array(request.utf8))
+                #expect(response.status == status, "\(name): \(response.status) \(response.text)")
+                #expect(response.headers["content-type"] == "application/json", "\(name)")
+                #expect(response.headers["connection"] == "close", "\(name)")
+                #expect(response.errorKind == kind, "\(name): \(response.text)")
+                #expect(response.errorMessage.lowercased().contains(fragment), "\(name): \(response.errorMessage)")
+                #expect(
+                    (response.json["request_id"] as? String).map {
+                        !$0.isEmpty && $0 == response.headers["x-request-id"]
+                    }
+                        == true, "\(name)")
+            }
+            let metrics = try await ServerHarness.metrics(port: port)
+            #expect(metrics["sharepipe_requests_total{route=\"other\",status=\"400\",service=\"\"}"] == 4)
+            #expect(metrics["sharepipe_requests_total{route=\"other\",status=\"431\",service=\"\"}"] == 1)
+            #expect(metrics["sharepipe_requests_total{route=\"other\",status=\"501\",service=\"\"}"] == 1)
+            // The server still answers.
+            #expect(try await LoopbackHTTP.request(port: port, path: "/healthz").status == 200)
+        }
     }
 
     @Test func servicesAreTheProfilesAsTheCLIPrintsThem() async throws {

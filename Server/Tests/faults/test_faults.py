@@ -9,9 +9,11 @@ Most tests share one server (--read-timeout 3 --grace 5 --max-body-bytes 40 MiB 
 up by a few real uploads; the SIGTERM test starts its own. After every test on the shared server: the process
 is still running, /metrics shows sharepipe_budget_reserved_bytes 0 and sharepipe_jobs_running 0 (polled for up
 to 5 s), no spool file exists (the folder walked and sharepipe_spool_files), and VmRSS is at most 10 MiB above
-its level after the warm-up. Images are generated here (noise PNGs with zlib, headers claiming 60000×60000)
+its level after the warm-up. Images are generated here (noise PNGs with zlib, headers claiming 60000×60000, small files declaring 256 MP)
 or read from TestImages/. Traffic on 127.0.0.1 only; every wait is bounded. Standard library only.
 
+JobTimeout starts a server of its own with --job-timeout 0.1 (a long job is 422 timedOut within a second of its
+deadline). The work bombs come from scripts/fixtures/make-work-bombs.py (heif-enc for the HEIC and AVIF grids).
 EarlyAnswer starts a server of its own with --max-body-bytes 1000000 (a client that sends its whole body before
 reading must read the 413). The last line of the output is `N passed, N failed`; the exit status is 1 when any test failed.
 """
@@ -593,6 +595,28 @@ class Faults(SharedServerTest):
                 self.assertErrorBody(response, 413)
                 self.assertLess(time.monotonic() - start, 2.0)
 
+    def test_work_bombs_are_413_from_their_headers(self):
+        """Small files declaring 256 MP or more (scripts/fixtures/make-work-bombs.py: HEIC and AVIF grids of thousands of
+        tiles pointing at one coded tile, zlib-bomb PNG and APNG, one-code JPEG and WebP, a GIF of 1×1 frames)."""
+        directory = tempfile.mkdtemp(prefix="sharepipe-faults-bombs.")
+        try:
+            subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fixtures", "make-work-bombs.py"), directory],
+                           check=True, stdout=subprocess.DEVNULL, timeout=600)
+            names = sorted(os.listdir(directory))
+            self.assertEqual(len(names), 7, names)
+            for name in names:
+                with self.subTest(name):
+                    body = open(os.path.join(directory, name), "rb").read()
+                    self.assertLessEqual(len(body), 1 * MIB)
+                    start = time.monotonic()
+                    response = http(self.server.port, "POST", PREPARE, body)
+                    elapsed = time.monotonic() - start
+                    error = self.assertErrorBody(response, 413)["error"]
+                    self.assertEqual(error["kind"], "tooLarge")
+                    self.assertLess(elapsed, 2.0)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
     def test_image_that_cannot_fit_the_byte_limit_is_422(self):
         response = http(self.server.port, "POST", PREPARE + "&max_bytes=1024", images()["noise-rgba"])
         self.assertErrorBody(response, 422)
@@ -662,6 +686,43 @@ class FullQueue(unittest.TestCase):
         self.assertEqual(status, 0, "exit status after SIGTERM (None: still running after %d s)" % (GRACE + 5))
 
     assertErrorBody = SharedServerTest.assertErrorBody
+
+
+class JobTimeout(unittest.TestCase):
+    """A job past --job-timeout is stopped within a second of its deadline and answered 422 (kind timedOut); its
+    reservation is given back and its spool file removed. A server of its own with --job-timeout 0.1; the job is
+    the 36 MB noise PNG (spooled), which takes longer than that to decode."""
+
+    TIMEOUT = 0.1
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess(["--job-timeout", str(cls.TIMEOUT)])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def test_a_job_past_the_job_timeout_is_422_within_a_second(self):
+        body = images()["slow"]
+        start = time.monotonic()
+        response = http(self.server.port, "POST", PREPARE, body)
+        elapsed = time.monotonic() - start
+        self.assertEqual(response.status, 422, response.body[:300])
+        error = response.json()["error"]
+        self.assertEqual(error["kind"], "timedOut")
+        self.assertIn("deadline of 0.1 s", error["message"])
+        # The upload over loopback and the header take well under a second; the job then has 0.1 s.
+        self.assertLess(elapsed, 1.0 + self.TIMEOUT + 1.0, "answered after %.2f s" % elapsed)
+        values, waited = wait_idle(self.server)
+        for name in ("sharepipe_budget_reserved_bytes", "sharepipe_jobs_running", "sharepipe_spool_files"):
+            self.assertEqual(metric(values, name), 0, "%s after %.1f s" % (name, waited))
+        self.assertEqual(self.server.spool_files(), [], "spool files left")
+        print("  --job-timeout %.1f: 422 timedOut after %.0f ms (upload included)" % (self.TIMEOUT, elapsed * 1000),
+              file=sys.stderr)
+        # A small job within the deadline is prepared.
+        response = http(self.server.port, "POST", PREPARE, read_test_image("jpeg/orient-1.jpg"))
+        self.assertEqual(response.status, 200, response.body[:300])
 
 
 class EarlyAnswer(unittest.TestCase):

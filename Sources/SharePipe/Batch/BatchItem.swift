@@ -1,6 +1,6 @@
 /// One input file and the name its outputs take under the output directory.
 ///
-/// The naming rule (README "Output names"): an output keeps the input's path below the folder given
+/// The naming rule (docs/cli.md, "Output names"): an output keeps the input's path below the folder given
 /// (or, for a file given by itself, just its name) and takes the output format's extension:
 /// `pics/IMG_1.jpeg` → `out/[<service>/]pics/IMG_1.jpg`. Two inputs never share an output:
 /// - files of one folder that share a stem (`pic.gif`, `pic.png`) keep their whole name and add the

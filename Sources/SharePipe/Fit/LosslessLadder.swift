@@ -21,8 +21,8 @@ struct LosslessLadder: LadderRunner {
     let defaultEffort: Int?
     private var changesFormat = false
     /// How far over the limit (limit × this) the first effort's encode may be for the stronger efforts to be
-    /// tried at the same size: above what zlib 9 saved over the first effort on the photos measured (issue 22:
-    /// RGBA PNGs of bench/compare's batch at 1080 short edge, with their sampled filter 0.4–7.1 % over zlib 1;
+    /// tried at the same size: above what zlib 9 saved over the first effort on the photos measured
+    /// (RGBA PNGs of bench/compare's batch at 1080 short edge, with their sampled filter 0.4–7.1 % over zlib 1;
     /// with libpng's per-row filters 0.6–6.4 % over zlib 3). Drawn images can gain more (TestImages'
     /// detail-rgba-8.png: about 20 %), so a limit they miss by more than this shrinks them instead.
     static let strongerEffortReach = 1.10

@@ -20,8 +20,8 @@ public func prepare(_ source: ImageSource, options: PrepareOptions = PrepareOpti
     }
 }
 
-/// Reads only the header of an image: format, size, orientation, metadata present.
+/// Reads only the header of an image: format, size, orientation, metadata present. An input in a family
+/// `limits.disabledFormats` turns off is refused (`unsupportedFormat`) before any decoder library reads it.
 public func inspect(_ source: ImageSource, limits: ImageLimits = ImageLimits()) throws -> ImageInfo {
-    let format = try Pipeline.withFile(source.displayName) { try ImageFormat.detect(source) }
-    return try FormatRegistry.descriptor(for: format).decoder.probe(source, limits: limits)
+    try Pipeline.probe(source, limits: limits)
 }

@@ -13,13 +13,19 @@
     ///   decoder taken over by a hostile file would (execve `/bin/sh`; open `/etc/passwd`; create a file beside
     ///   the input, or in the working folder for an input in memory; socket + connect to 127.0.0.1; fork),
     ///   then throws an internal error saying whether the system refused it ("refused (…)") or let it happen
-    ///   ("ALLOWED"), so the tests see the process sandbox (`ProcessSandbox`) at work from inside a job.
+    ///   ("ALLOWED"), so the tests see the process sandbox (`ProcessSandbox`) at work from inside a job;
+    /// - `slow`: every checkpoint of a job pauses 20 ms first, so an ordinary image makes a long job (the
+    ///   deadline's tests).
     enum DebugFault {
         struct Injected: Error, CustomStringConvertible {
             var description: String
         }
 
         static let requested = getenv("SHAREPIPE_DEBUG_FAULT").map { String(cString: $0) }
+        static let slow = requested == "slow"
+
+        /// The pause of a checkpoint under `slow`.
+        static func pause() { usleep(20_000) }
 
         static func check(_ source: ImageSource) throws {
             guard let requested else { return }

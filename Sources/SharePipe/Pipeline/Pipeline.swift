@@ -27,6 +27,8 @@ enum Pipeline {
         checkpoint: @escaping Checkpoint = {}, keepingOutputFiles: Bool = false
     ) -> [Result<PreparedImage, SharePipeError>] {
         let cache = RenderCache()
+        // One deadline per file (`PrepareOptions.timeout`): every target's clock starts here.
+        let started = ContinuousClock.now
         // Largest output first, so the shared render can serve every later one.
         let edges = targets.map { (try? $0.get().maxShortEdge) ?? 0 }
         let order = targets.indices.sorted { edges[$0] > edges[$1] }
@@ -37,7 +39,8 @@ enum Pipeline {
                 results[index] = .success(
                     try prepare(
                         source, options: options, checkpoint: checkpoint,
-                        cache: options.strategy == .cpuFirst ? cache : nil, keepingOutputFile: keepingOutputFiles))
+                        cache: options.strategy == .cpuFirst ? cache : nil, keepingOutputFile: keepingOutputFiles,
+                        startedAt: started))
             } catch {
                 // Anything but a `SharePipeError` here is SharePipe's bug, not the input's fault.
                 results[index] = .failure(.from(error, file: source.displayName))
@@ -46,25 +49,38 @@ enum Pipeline {
         return results.map { $0! }
     }
 
+    /// `startedAt`: when the job's deadline (`PrepareOptions.timeout`) started; now by default.
     static func prepare(
         _ source: ImageSource, options: PrepareOptions.Checked,
-        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil, keepingOutputFile: Bool = false
+        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil, keepingOutputFile: Bool = false,
+        startedAt: ContinuousClock.Instant = .now
     ) throws -> PreparedImage {
+        let guarded = JobDeadline.checkpoint(
+            checkpoint, timeout: options.timeout.map(Double.init), startedAt: startedAt, file: source.displayName)
         let job = try plan(source, options: options)
         return try prepare(
-            source, job: job, checkpoint: checkpoint, cache: cache, keepingOutputFile: keepingOutputFile)
+            source, job: job, checkpoint: guarded, cache: cache, keepingOutputFile: keepingOutputFile,
+            deadlineStarted: true)
     }
 
     /// Runs `job`, planned beforehand (`plan(_:options:probed:)`): the same value `SharePipeline` priced for
     /// its reservation. An output written to a temporary file (the animation route's GIF) is read into the
     /// result's `bytes`, unless `keepingOutputFile`: the caller then writes `PreparedImage.outputFile` where it
     /// belongs (`FileIO.writeAtomically(_:to:)`) without ever holding the whole output.
+    /// The job's deadline (`PrepareOptions.timeout`) starts here unless `deadlineStarted` (the caller's
+    /// checkpoint already checks it).
     static func prepare(
         _ source: ImageSource, job: PlannedJob,
-        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil, keepingOutputFile: Bool = false
+        checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil, keepingOutputFile: Bool = false,
+        deadlineStarted: Bool = false
     ) throws -> PreparedImage {
+        let guarded =
+            deadlineStarted
+            ? checkpoint
+            : JobDeadline.checkpoint(
+                checkpoint, timeout: job.options.timeout.map(Double.init), file: source.displayName)
         do {
-            var prepared = try prepareSteps(source, job: job, checkpoint: checkpoint, cache: cache)
+            var prepared = try prepareSteps(source, job: job, checkpoint: guarded, cache: cache)
             if !keepingOutputFile { try prepared.loadOutputFile(naming: source.displayName) }
             return prepared
         } catch let failure as EncoderFailure {
@@ -93,10 +109,18 @@ enum Pipeline {
         if let probed, probed.limits == options.limits {
             info = probed.info
         } else {
-            let format = try withFile(file) { try ImageFormat.detect(source) }
-            info = try FormatRegistry.descriptor(for: format).decoder.probe(source, limits: options.limits)
+            info = try probe(source, limits: options.limits)
         }
         return plan(source, info: info, options: options)
+    }
+
+    /// Step 1: the format from the magic bytes, the checks on the file's own structure that come before any
+    /// decoder library (`FormatFamilyGate`: the disabled families, a HEIF/AVIF's essential transforms), then the
+    /// format's header read.
+    static func probe(_ source: ImageSource, limits: ImageLimits) throws -> ImageInfo {
+        let format = try withFile(source.displayName) { try ImageFormat.detect(source) }
+        try FormatFamilyGate.check(source, format: format, limits: limits)
+        return try FormatRegistry.descriptor(for: format).decoder.probe(source, limits: limits)
     }
 
     /// Step 2 alone: the plan for a probe, built once. The source's own quality is read only where it would
@@ -127,9 +151,13 @@ enum Pipeline {
 
         // An image over the default pixel limit that its header check let past: taken only when its still route
         // streams it and the job's priced memory fits (`ImageLimits.checkStreamedCost`); nothing decoded yet.
+        // Then work priced from the header: a small file declaring hundreds of megapixels (tiles, frames, passes)
+        // stops here (`ImageLimits.checkWork`). The pixel limit is checked first, so an image over it is refused
+        // with that limit's message, as before the work limit.
         try options.limits.checkStreamedCost(
             size: info.size, route: plan.route, estimate: job.estimate(input: InputResidence(of: source)),
             file: file)
+        try options.limits.checkWork(WorkEstimate(info: info, route: plan.route), size: info.size, file: file)
         var driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
 
         switch plan.route {
@@ -320,5 +348,52 @@ struct StillRenderer {
         }
         // Orient (the render is held in the meter while the upright copy is made).
         return meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
+    }
+}
+
+/// A job's deadline: a checkpoint that throws `SharePipeError.timedOut` once it has passed. The pipeline
+/// reaches its checkpoints between steps, between fitting attempts and every few rows, bands, tiles and frames
+/// inside a step (through `PixelMemoryMeter`), so a job past its deadline stops within the longest stretch
+/// between two of them: a fraction of a second, except inside a single call into a C decoder that has no row
+/// callback (libheif's whole-image decode of a non-grid HEIF or AVIF).
+struct JobDeadline: Sendable {
+    /// The deadline's length, for the error.
+    let seconds: Double
+    /// When it passes.
+    let instant: ContinuousClock.Instant
+
+    init(seconds: Double, from start: ContinuousClock.Instant = .now) {
+        self.seconds = seconds
+        // Capped at about 31 years, so that no length the options take overflows the clock's milliseconds.
+        self.instant = start + .milliseconds(Int64((min(seconds, 1_000_000_000) * 1000).rounded(.up)))
+    }
+
+    /// Throws `timedOut` naming `file` once the deadline has passed.
+    func check(file: String) throws {
+        if ContinuousClock.now >= instant { throw SharePipeError.timedOut(file: file, seconds: seconds) }
+    }
+
+    /// `checkpoint` followed by the deadline's check (and, in a debug build under
+    /// `SHAREPIPE_DEBUG_FAULT=slow`, a pause), or `checkpoint` itself without a timeout.
+    static func checkpoint(
+        _ checkpoint: @escaping Pipeline.Checkpoint, timeout seconds: Double?,
+        startedAt: ContinuousClock.Instant = .now, file: String
+    ) -> Pipeline.Checkpoint {
+        #if DEBUG
+            let paced: Pipeline.Checkpoint =
+                DebugFault.slow
+                ? {
+                    DebugFault.pause()
+                    try checkpoint()
+                } : checkpoint
+        #else
+            let paced = checkpoint
+        #endif
+        guard let seconds else { return paced }
+        let deadline = JobDeadline(seconds: seconds, from: startedAt)
+        return {
+            try paced()
+            try deadline.check(file: file)
+        }
     }
 }

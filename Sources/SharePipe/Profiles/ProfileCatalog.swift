@@ -254,6 +254,7 @@ struct ProfileEntry: Decodable {
         case .strip: return try c.decodeIfPresent(StripMode.self, forKey: key).map { .word($0.rawValue) }
         case .strategy: return try c.decodeIfPresent(FitStrategy.self, forKey: key).map { .word($0.rawValue) }
         case .formats, .formatList: return try c.decodeIfPresent([ImageFormat].self, forKey: key).map { .formats($0) }
+        case .families: return try c.decodeIfPresent(Set<FormatFamily>.self, forKey: key).map { .families($0) }
         }
     }
 

@@ -70,7 +70,7 @@ enum ScalePlan {
     /// The DCT scale for a render under a byte limit that bites (`ImageDecoder.renderSharp`): the smallest M
     /// whose decode leaves the resampler at least a factor of two on both edges, as vipsthumbnail leaves its
     /// reduce step. A DCT-scaled decode close to the target is soft and aliased next to a Lanczos reduction
-    /// from twice it: on bench/make-cap-photos.py's photos at 1620×1080, 3600×2400 decoded at 4/8 and reduced
+    /// from twice it: on scripts/fixtures/make-cap-photos.py's photos at 1620×1080, 3600×2400 decoded at 4/8 and reduced
     /// scored butteraugli 1.13 (landscape) and 1.95 (sign) against vips's Lanczos-3 from the whole image, at
     /// 8/8 0.29 and 0.36. At most 8 (a source under twice the target is decoded whole).
     static func sharpJPEGScaleNumerator(stored: PixelSize, target: PixelSize) -> Int {

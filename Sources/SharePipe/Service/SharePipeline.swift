@@ -53,6 +53,10 @@ public struct SharePipeline: Sendable {
         /// How long a call may wait for memory before it is refused with `SharePipeError.overloaded`
         /// (`MemoryBudget.maxWait`); nil: as long as it takes (the default).
         public var maxWait: Duration?
+        /// How long one profile's job may run once admitted (its wait for memory not counted): past it the job
+        /// stops at its next checkpoint with `SharePipeError.timedOut`, its reservation released and its spool
+        /// file removed. nil: the profile's `PrepareOptions.timeout`, if any (the default).
+        public var jobTimeout: Duration?
 
         /// - Parameters:
         ///   - memoryBudget: bytes the pipeline may hold at once.
@@ -63,11 +67,12 @@ public struct SharePipeline: Sendable {
         ///   - baseOptions: options every profile starts from.
         ///   - maxWaitingRequests: calls that may wait for memory at once (default: no bound).
         ///   - maxWait: how long a call may wait for memory (nil: no limit).
+        ///   - jobTimeout: how long one job may run once admitted (nil: the options' `timeout`).
         public init(
             memoryBudget: Int, maxConcurrentJobs: Int? = nil, oversizedJobs: OversizedJobPolicy = .runAlone,
             spoolThreshold: Int = 1 << 20, spoolDirectory: String? = nil,
             baseOptions: PrepareOptions = PrepareOptions(), maxWaitingRequests: Int = .max,
-            maxWait: Duration? = nil
+            maxWait: Duration? = nil, jobTimeout: Duration? = nil
         ) {
             self.memoryBudget = memoryBudget
             self.maxConcurrentJobs = maxConcurrentJobs ?? max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -80,6 +85,7 @@ public struct SharePipeline: Sendable {
             self.baseOptions = baseOptions
             self.maxWaitingRequests = maxWaitingRequests
             self.maxWait = maxWait
+            self.jobTimeout = jobTimeout
         }
     }
 
@@ -367,6 +373,10 @@ public struct SharePipeline: Sendable {
     {
         let flag = CancellationFlag()
         let checkpointHook = hooks.checkpoint
+        let deadline = configuration.jobTimeout.map { timeout in
+            JobDeadline(
+                seconds: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PreparedImage, any Error>) in
                 DispatchQueue.global(qos: .userInitiated).async {
@@ -376,6 +386,7 @@ public struct SharePipeline: Sendable {
                             return try Pipeline.prepare(source, job: job) {
                                 try checkpointHook?()
                                 if flag.isRaised { throw SharePipeError.cancelled(file: name) }
+                                try deadline?.check(file: name)
                             }
                         })
                 }

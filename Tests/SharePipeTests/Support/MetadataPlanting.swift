@@ -146,7 +146,7 @@ enum Plant {
     }
 
     /// A copy of a committed HEIF/AVIF with a C2PA manifest store holding `marker` (placed as `placement` says)
-    /// and an unknown top-level box `prvt` holding `unknownMarker`, written by scripts/heif-boxes.py.
+    /// and an unknown top-level box `prvt` holding `unknownMarker`, written by scripts/fixtures/heif-boxes.py.
     static func heif(
         _ fixture: String, c2pa marker: String, unknown unknownMarker: String,
         placement: HEIFPlacement = .uuidBox
@@ -161,7 +161,7 @@ enum Plant {
             : ["--mime-item", "application/c2pa:" + directory + "/c2pa.bin"]
         let result = try Tool.run(
             "python3",
-            [Fixtures.root + "/scripts/heif-boxes.py", Fixtures.path(fixture), directory + "/out"]
+            [Fixtures.root + "/scripts/fixtures/heif-boxes.py", Fixtures.path(fixture), directory + "/out"]
                 + store + ["--top-box", "prvt:" + directory + "/prvt.bin"])
         guard result.status == 0 else { throw PlantingFailed(reason: result.stderr) }
         return try Fixtures.bytes(directory + "/out")

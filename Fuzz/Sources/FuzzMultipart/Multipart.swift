@@ -1,0 +1,1 @@
+../../../Server/Sources/SharePipeMultipart/Multipart.swift

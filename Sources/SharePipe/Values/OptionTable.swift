@@ -1,0 +1,543 @@
+/// Every option of `PrepareOptions` in one table: how each surface names it (the library, the command line,
+/// a profile file, an HTTP query), its type, the values it accepts, its default and its help. What reads or
+/// checks options is derived from it: `PrepareOptions.checked()` runs each row's check in table order, the
+/// profile reader decodes the rows' profile fields, the CLI takes its flag names and help from it, an
+/// `InvalidOption` is named on any surface through it (`InvalidOption.message(on:)`), and
+/// `PrepareOptions.applying(textValues:scope:)` parses query text by it.
+///
+/// Adding an option: a property on `PrepareOptions` (or `ImageLimits`, `AnimationLimits`), a row here (in
+/// `all`, at the place its check should run), and, where the CLI gets a flag, an `@Option` in
+/// `PipelineOptions` naming the row.
+public enum OptionTable {
+    /// The output's short-edge cap.
+    public static let maxShortEdge = OptionSpec(
+        "maxShortEdge", .integer(\.maxShortEdge), flag: "max-short-edge",
+        profile: ("maxShortEdge", .integer(\.caps.shortEdge)),
+        query: "max_short_edge", clientMaySet: true, valid: .atLeast(1, phrase: "a positive number of pixels"),
+        help: "Largest short edge of the output in pixels; never enlarged.")
+    /// The output's long-edge cap.
+    public static let maxLongEdge = OptionSpec(
+        "maxLongEdge", .optionalInteger(\.maxLongEdge), profile: ("maxLongEdge", .optionalInteger(\.caps.longEdge)),
+        valid: .atLeastOption("maxShortEdge"), help: "Largest long edge of the output in pixels.")
+    /// The output's area cap.
+    public static let maxPixels = OptionSpec(
+        "maxPixels", .optionalInteger(\.maxPixels), profile: ("maxPixels", .optionalInteger(\.caps.pixels)),
+        valid: .atLeast(1, phrase: "a positive pixel count"), help: "Largest width × height of the output.")
+    /// The still byte limit.
+    public static let maxBytes = OptionSpec(
+        "maxBytes", .optionalInteger(\.maxBytes), flag: "max-bytes",
+        profile: ("maxStillBytes", .integer(\.maxStillBytes)),
+        query: "max_bytes", clientMaySet: true,
+        valid: .atLeast(1024, phrase: "at least 1024 bytes", atMost: OptionTable.byteLimitCeiling),
+        help: "Largest output size in bytes.")
+    /// The highest JPEG quality.
+    public static let quality = OptionSpec(
+        "quality", .integer(\.quality), flag: "quality", profile: ("maxQuality", .integer(\.maxQuality)),
+        query: "quality", clientMaySet: true, valid: .within(1...100),
+        help: "Highest JPEG quality; the byte-limit search starts here.")
+    /// The lowest JPEG quality.
+    public static let minQuality = OptionSpec(
+        "minQuality", .integer(\.minQuality), flag: "min-quality", profile: ("minQuality", .integer(\.minQuality)),
+        query: "min_quality", clientMaySet: true, valid: .fromOneUpToOption("quality"),
+        help: "Lowest JPEG quality the byte-limit search may use before shrinking dimensions.")
+    /// The dimension search's floor.
+    public static let minShortEdge = OptionSpec(
+        "minShortEdge", .integer(\.minShortEdge), valid: .atLeast(1, phrase: "a positive number of pixels"),
+        help: "Smallest short edge the dimension search may go to.")
+    /// `ImageLimits.maxDimension`.
+    public static let limitsMaxDimension = OptionSpec(
+        "limits.maxDimension", .integer(\.limits.maxDimension), flag: "max-dimension", query: "max_dimension",
+        valid: .atLeast(1, phrase: "a positive limit"), help: "Refuse images wider or taller than this.")
+    /// `ImageLimits.maxPixels`.
+    public static let limitsMaxPixels = OptionSpec(
+        "limits.maxPixels", .integer(\.limits.maxPixels), flag: "max-pixels", query: "max_pixels",
+        valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Refuse images with more pixels than this (decompression bombs). Unset, 120 MP where the job holds a "
+            + "full-resolution bitmap; an image its route streams (grid HEIC, JPEG shrunk on load, non-interlaced "
+            + "PNG) may be larger, up to 1 GP, when its job is priced within --max-streamed-memory. "
+            + "Set, it applies to every image as given.")
+    /// `ImageLimits.maxFrames`.
+    public static let limitsMaxFrames = OptionSpec(
+        "limits.maxFrames", .integer(\.limits.maxFrames), flag: "max-frames", query: "max_frames",
+        valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Refuse animations with more frames than this (checked on the header walk, before decoding).")
+    /// `ImageLimits.maxTotalFramePixels`.
+    public static let limitsMaxTotalFramePixels = OptionSpec(
+        "limits.maxTotalFramePixels", .integer(\.limits.maxTotalFramePixels), flag: "max-frame-pixels",
+        query: "max_frame_pixels", valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Refuse animations whose frames add up to more pixels than this (frames × width × height).")
+    /// `ImageLimits.maxInputBytes`.
+    public static let limitsMaxInputBytes = OptionSpec(
+        "limits.maxInputBytes", .integer(\.limits.maxInputBytes), flag: "max-input-bytes", query: "max_input_bytes",
+        valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Refuse input files larger than this many bytes, before reading them.")
+    /// `ImageLimits.maxDecoderMemory`.
+    public static let limitsMaxDecoderMemory = OptionSpec(
+        "limits.maxDecoderMemory", .integer(\.limits.maxDecoderMemory), query: "max_decoder_memory",
+        valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Largest memory libjpeg, libpng and libwebp may use for their own arrays, in bytes.")
+    /// `ImageLimits.maxMetadataBytes`.
+    public static let limitsMaxMetadataBytes = OptionSpec(
+        "limits.maxMetadataBytes", .integer(\.limits.maxMetadataBytes), query: "max_metadata_bytes",
+        valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Largest total of metadata read from an image's header, in bytes.")
+    /// `ImageLimits.maxStreamedMemory`.
+    public static let limitsMaxStreamedMemory = OptionSpec(
+        "limits.maxStreamedMemory", .integer(\.limits.maxStreamedMemory), flag: "max-streamed-memory",
+        query: "max_streamed_memory", valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Largest priced memory, in bytes, of a job whose image is over the default pixel limit (such an image "
+            + "is taken only when its route streams it).")
+    /// `ImageLimits.maxWorkPerInputByte`.
+    public static let limitsMaxWorkPerInputByte = OptionSpec(
+        "limits.maxWorkPerInputByte", .integer(\.limits.maxWorkPerInputByte), flag: "max-work-per-byte",
+        query: "max_work_per_byte", valid: .atLeast(1, phrase: "a positive limit"),
+        help: "Refuse, from the header, a job decoding over 64 MP (tiles, frames and passes counted) with more "
+            + "pixels than this per byte of input: a small file declaring a huge image.")
+    /// `ImageLimits.disabledFormats`.
+    public static let limitsDisabledFormats = OptionSpec(
+        "limits.disabledFormats", .families(\.limits.disabledFormats), flag: "disable", query: "disable",
+        help: "Refuse inputs of these families, from their magic bytes, before any decoder library reads them: "
+            + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ")
+            + " (png includes animated PNGs; heif keeps libheif and libde265 away, avif libavif and dav1d and "
+            + "AV1-coded HEIFs). Comma-separated; none by default.")
+    /// The output's width cap.
+    public static let maxWidth = OptionSpec(
+        "maxWidth", .optionalInteger(\.maxWidth), profile: ("maxWidth", .optionalInteger(\.caps.width)),
+        valid: .atLeast(1, phrase: "a positive number"), help: "Largest output width in pixels.")
+    /// The output's height cap.
+    public static let maxHeight = OptionSpec(
+        "maxHeight", .optionalInteger(\.maxHeight), profile: ("maxHeight", .optionalInteger(\.caps.height)),
+        valid: .atLeast(1, phrase: "a positive number"), help: "Largest output height in pixels.")
+    /// The output's width + height cap.
+    public static let maxEdgeSum = OptionSpec(
+        "maxEdgeSum", .optionalInteger(\.maxEdgeSum), profile: ("maxEdgeSum", .optionalInteger(\.caps.edgeSum)),
+        valid: .atLeast(2, phrase: "at least 2 (a 1×1 image)"), help: "Largest output width + height in pixels.")
+    /// `AnimationLimits.maxWidth`.
+    public static let animationMaxWidth = OptionSpec(
+        "animation.maxWidth", .optionalInteger(\.animation.maxWidth),
+        profile: ("animated.maxWidth", .optionalInteger(\.animation.maxWidth)),
+        valid: .atLeast(1, phrase: "a positive number"), help: "Largest width of an animated output in pixels.")
+    /// `AnimationLimits.maxHeight`.
+    public static let animationMaxHeight = OptionSpec(
+        "animation.maxHeight", .optionalInteger(\.animation.maxHeight),
+        profile: ("animated.maxHeight", .optionalInteger(\.animation.maxHeight)),
+        valid: .atLeast(1, phrase: "a positive number"), help: "Largest height of an animated output in pixels.")
+    /// `AnimationLimits.maxPixels`.
+    public static let animationMaxPixels = OptionSpec(
+        "animation.maxPixels", .optionalInteger(\.animation.maxPixels),
+        profile: ("animated.maxPixels", .optionalInteger(\.animation.maxPixels)),
+        valid: .atLeast(1, phrase: "a positive number"), help: "Largest width × height of an animated output.")
+    /// `AnimationLimits.maxFrames`.
+    public static let animationMaxFrames = OptionSpec(
+        "animation.maxFrames", .optionalInteger(\.animation.maxFrames),
+        profile: ("animated.maxFrames", .optionalInteger(\.animation.maxFrames)),
+        valid: .atLeast(1, phrase: "a positive number"),
+        help: "Largest number of frames of an animated output; more are decimated, keeping the total duration.")
+    /// `AnimationLimits.maxTotalPixels`.
+    public static let animationMaxTotalPixels = OptionSpec(
+        "animation.maxTotalPixels", .optionalInteger(\.animation.maxTotalPixels),
+        profile: ("animated.maxTotalPixels", .optionalInteger(\.animation.maxTotalPixels)),
+        valid: .atLeast(1, phrase: "a positive number"),
+        help: "Largest width × height × frames of an animated output; over it the size shrinks or frames are decimated."
+    )
+    /// `AnimationLimits.maxBytes`.
+    public static let animationMaxBytes = OptionSpec(
+        "animation.maxBytes", .optionalInteger(\.animation.maxBytes),
+        profile: ("animated.maxBytes", .optionalInteger(\.animation.maxBytes)),
+        valid: .atLeast(1024, phrase: "at least 1024 bytes", atMost: OptionTable.byteLimitCeiling),
+        help: "Byte limit of an animated output; none means the still limit.")
+    /// `AnimationLimits.allowed`.
+    public static let animationAllowed = OptionSpec(
+        "animation.allowed", .boolean(\.animation.allowed),
+        profile: ("animated.allowed", .boolean(\.animation.allowed)),
+        help: "Whether the destination shows animations; when false an animation becomes a still of its first frame.")
+    /// The accepted output formats.
+    public static let acceptedFormats = OptionSpec(
+        "acceptedFormats", .formats(\.acceptedFormats), profile: ("formats", .formatList(\.formats)),
+        valid: .nonEmpty(phrase: "at least one format"),
+        help: "Output formats the destination accepts (none: all); others are converted.")
+    /// Whether a PNG may become a JPEG.
+    public static let allowFormatChange = OptionSpec(
+        "allowFormatChange", .boolean(\.allowFormatChange),
+        profile: ("allowFormatChange", .boolean(\.allowFormatChange)),
+        help: "Whether a PNG without meaningful alpha may become a JPEG to meet the byte limit.")
+    /// The metadata mode.
+    public static let strip = OptionSpec(
+        "strip", .strip(\.strip), flag: "strip", profile: ("strip", .strip(\.strip)), query: "strip",
+        clientMaySet: true,
+        help:
+            "Metadata to remove: all (keep only the colour profile; the default), gps (keep Exif without location), none."
+    )
+    /// Progressive JPEG output.
+    public static let progressive = OptionSpec(
+        "progressive", .boolean(\.progressive), flag: "progressive", query: "progressive", clientMaySet: true,
+        help: "Write progressive JPEGs.")
+    /// The fitting search's memory/CPU trade-off.
+    public static let strategy = OptionSpec(
+        "strategy", .strategy(\.strategy), flag: "strategy", query: "strategy",
+        help: "memoryFirst (re-decode for each size) or cpuFirst (keep the first decode).")
+
+    /// The job's deadline.
+    public static let timeout = OptionSpec(
+        "timeout", .optionalInteger(\.timeout), flag: "timeout",
+        valid: .atLeast(1, phrase: "a positive number of seconds"),
+        help: "Stop a file's job after this many seconds (timedOut; the batch goes on with the next file).")
+
+    /// The largest byte limit accepted (1 TiB): far above any output, and low enough that the memory
+    /// estimate's multiples of it (an animation's output buffer: 4 × the limit, doubled) cannot overflow.
+    public static let byteLimitCeiling = 1 << 40
+
+    /// Every option, in the order `PrepareOptions.checked()` checks them (the first invalid one is reported).
+    public static let all: [OptionSpec] = [
+        maxShortEdge, maxLongEdge, maxPixels, maxBytes, quality, minQuality, minShortEdge,
+        limitsMaxDimension, limitsMaxPixels, limitsMaxFrames, limitsMaxTotalFramePixels, limitsMaxInputBytes,
+        limitsMaxDecoderMemory, limitsMaxMetadataBytes, limitsMaxStreamedMemory, limitsMaxWorkPerInputByte,
+        limitsDisabledFormats,
+        maxWidth, maxHeight, maxEdgeSum,
+        animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
+        animationMaxBytes, animationAllowed,
+        acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
+    ]
+
+    /// The row of the option `PrepareOptions` spells `name` (`minQuality`, `limits.maxPixels`).
+    public static func option(named name: String) -> OptionSpec? { byName[name] }
+
+    /// The row whose HTTP query name is `queryName` (`max_bytes`).
+    public static func option(queryName: String) -> OptionSpec? { byQueryName[queryName] }
+
+    /// How `surface` names the option `PrepareOptions` spells `name`; an option the surface cannot set is
+    /// named as the nearest surface that can (see `OptionSurface`), else by its library name, in backquotes.
+    public static func displayName(of name: String, on surface: OptionSurface) -> String {
+        guard let spec = byName[name] else { return "`\(name)`" }
+        return spec.displayName(on: surface)
+    }
+
+    private static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+    private static let byQueryName = Dictionary(
+        uniqueKeysWithValues: all.compactMap { spec in spec.queryName.map { ($0, spec) } })
+}
+
+/// Where an option is set: each names it its own way.
+public enum OptionSurface: Sendable, CaseIterable {
+    /// `PrepareOptions`' property path: `animation.maxTotalPixels`.
+    case library
+    /// The `sharepipe` flag: `--max-bytes`. Options without a flag come from a profile file on the command
+    /// line, so they are named by their profile field.
+    case commandLine
+    /// A profile file's field: `animated.maxTotalPixels`, `maxStillBytes`.
+    case profileFile
+    /// An HTTP query parameter: `max_bytes`.
+    case query
+}
+
+/// One row of `OptionTable`.
+public struct OptionSpec: Sendable, CustomStringConvertible {
+    /// The value's type.
+    public enum Kind: Sendable, Equatable {
+        /// A whole number; `optional` when the option may be unset (no cap).
+        case integer(optional: Bool)
+        /// true or false.
+        case boolean
+        /// One of these words.
+        case choice([String])
+        /// A list of formats (`ImageFormat` raw values); unset accepts every format.
+        case formats
+        /// A set of input families (`FormatFamily` raw values); empty by default.
+        case families
+    }
+
+    /// The values an option accepts (an unset optional is always accepted).
+    public enum ValidValues: Sendable, Equatable {
+        /// Every value of its type.
+        case any
+        /// At least `minimum` (`phrase` says so in messages: "a positive number of pixels") and at most
+        /// `atMost` ("at most 1099511627776").
+        case atLeast(Int, phrase: String, atMost: Int = Int.max)
+        /// A number in this range.
+        case within(ClosedRange<Int>)
+        /// At least the value of the option named (maxLongEdge ≥ maxShortEdge).
+        case atLeastOption(String)
+        /// From 1 up to the value of the option named (minQuality ≤ quality).
+        case fromOneUpToOption(String)
+        /// At least one element; `phrase` says so in messages.
+        case nonEmpty(phrase: String)
+    }
+
+    /// The name as `PrepareOptions` spells it, the path for nested values: `limits.maxPixels`.
+    public let name: String
+    /// The `sharepipe prepare` flag (`--max-bytes`), or nil when the CLI has none.
+    public let flag: String?
+    /// The profile file's field, dotted where nested (`animated.maxTotalPixels`), or nil.
+    public let profileField: String?
+    /// The HTTP query parameter (`max_bytes`), or nil.
+    public let queryName: String?
+    /// Whether a server's client may set it by its query name; the others (the limits, the strategy) are
+    /// the server operator's.
+    public let clientMaySet: Bool
+    /// The values accepted.
+    public let valid: ValidValues
+    /// One sentence for help texts.
+    public let help: String
+
+    let field: OptionField<PrepareOptions>
+    let profileBinding: OptionField<ServiceProfile>?
+
+    init(
+        _ name: String, _ field: OptionField<PrepareOptions>, flag: String? = nil,
+        profile: (field: String, binding: OptionField<ServiceProfile>)? = nil, query: String? = nil,
+        clientMaySet: Bool = false, valid: ValidValues = .any, help: String
+    ) {
+        self.name = name
+        self.field = field
+        self.flag = flag.map { "--" + $0 }
+        self.profileField = profile?.field
+        self.profileBinding = profile?.binding
+        self.queryName = query
+        self.clientMaySet = clientMaySet
+        self.valid = valid
+        self.help = help
+    }
+
+    /// The type of the value.
+    public var kind: Kind { field.kind }
+
+    /// The flag without its dashes (`max-bytes`), as ArgumentParser's `.customLong` takes it.
+    public var flagName: String? { flag.map { String($0.dropFirst(2)) } }
+
+    /// The default value as text (`1080`, `none` for an unset option, `all`, `false`).
+    public var defaultValue: String { field.get(PrepareOptions()).text }
+
+    /// How `surface` names the option: a flag bare (`--max-bytes`), other names in backquotes.
+    public func displayName(on surface: OptionSurface) -> String {
+        switch surface {
+        case .library: return "`\(name)`"
+        case .commandLine: return flag ?? "`\(profileField ?? name)`"
+        case .profileFile: return "`\(profileField ?? name)`"
+        case .query: return "`\(queryName ?? name)`"
+        }
+    }
+
+    /// `name (kind) = default`.
+    public var description: String { "\(name) (\(kind)) = \(defaultValue)" }
+
+    /// Why this option's value in `options` cannot work, or nil when it can.
+    func invalidity(in options: PrepareOptions) -> InvalidOption? {
+        let value = field.get(options)
+        switch (valid, value) {
+        case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families):
+            return nil
+        case (.atLeast(let minimum, let phrase, let maximum), .integer(let number?)):
+            if number < minimum { return InvalidOption(name, expected: .phrase(phrase), found: "\(number)") }
+            return number <= maximum
+                ? nil : InvalidOption(name, expected: .phrase("at most \(maximum)"), found: "\(number)")
+        case (.within(let range), .integer(let number?)):
+            return range.contains(number)
+                ? nil
+                : InvalidOption(
+                    name, expected: .phrase("\(range.lowerBound)...\(range.upperBound)"), found: "\(number)")
+        case (.atLeastOption(let other), .integer(let number?)):
+            guard let bound = Self.number(other, in: options), number < bound else { return nil }
+            return InvalidOption(name, expected: .atLeast(option: other), found: "\(number)")
+        case (.fromOneUpToOption(let other), .integer(let number?)):
+            guard let bound = Self.number(other, in: options) else { return nil }
+            return number >= 1 && number <= bound
+                ? nil
+                : InvalidOption(name, expected: .upTo(option: other, value: bound), found: "\(number)")
+        case (.nonEmpty(let phrase), .formats(let formats?)):
+            return formats.isEmpty ? InvalidOption(name, expected: .phrase(phrase), found: "\(formats)") : nil
+        default:
+            preconditionFailure("OptionTable: \(name)'s check does not fit its type")
+        }
+    }
+
+    /// The value of the whole-number option `name` refers to (nil when unset); a row naming an option that
+    /// is not one traps, so a misspelt bound cannot turn a check off.
+    private static func number(_ name: String, in options: PrepareOptions) -> Int? {
+        guard case .integer(let value)? = OptionTable.option(named: name)?.field.get(options) else {
+            preconditionFailure("OptionTable: \(name) is not a whole-number option")
+        }
+        return value
+    }
+
+    /// `text` read as this option's value, or `invalidOptions` naming the option and saying what text is
+    /// expected. Numbers are decimal integers (`Int`'s range; no exponent, no spaces); booleans are
+    /// `true`/`false`/`1`/`0`; words are spelt exactly; formats are separated by commas.
+    func parse(_ text: String) throws(SharePipeError) -> OptionValue {
+        let value: OptionValue?
+        switch kind {
+        case .integer: value = Int(text).map { OptionValue.integer($0) }
+        case .boolean:
+            value = ["true": true, "1": true, "false": false, "0": false][text].map { OptionValue.boolean($0) }
+        case .choice(let words): value = words.contains(text) ? OptionValue.word(text) : nil
+        case .formats:
+            let formats = text.split(separator: ",", omittingEmptySubsequences: false).map {
+                ImageFormat(rawValue: String($0))
+            }
+            value = formats.contains(nil) ? nil : OptionValue.formats(formats.compactMap { $0 })
+        case .families:
+            value = FormatFamily.parse(text).map { OptionValue.families($0) }
+        }
+        guard let value else {
+            throw .invalidOptions(InvalidOption(name, expected: .phrase(kind.textPhrase), found: Self.quoted(text)))
+        }
+        return value
+    }
+
+    /// Text as an error shows it: quoted, cut after 40 characters.
+    static func quoted(_ text: String) -> String {
+        text.count <= 40 ? "'\(text)'" : "'\(text.prefix(40))…' (\(text.utf8.count) bytes)"
+    }
+}
+
+extension OptionSpec.Kind: CustomStringConvertible {
+    /// `integer`, `integer?`, `boolean`, `all|gps|none`, `formats`.
+    public var description: String {
+        switch self {
+        case .integer(let optional): return optional ? "integer?" : "integer"
+        case .boolean: return "boolean"
+        case .choice(let words): return words.joined(separator: "|")
+        case .formats: return "formats"
+        case .families: return "families"
+        }
+    }
+
+    /// What text a value of this kind is written as.
+    public var textPhrase: String {
+        switch self {
+        case .integer: return "a whole number"
+        case .boolean: return "true or false"
+        case .choice(let words): return "one of " + words.joined(separator: ", ")
+        case .formats:
+            return "formats separated by commas (" + ImageFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+        case .families:
+            return "format families separated by commas ("
+                + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ") + "), or none"
+        }
+    }
+}
+
+/// An option's value, whatever its type.
+enum OptionValue: Sendable, Equatable {
+    case integer(Int?)
+    case boolean(Bool)
+    case word(String)
+    case formats([ImageFormat]?)
+    case families(Set<FormatFamily>)
+
+    /// The value as help texts show it.
+    var text: String {
+        switch self {
+        case .integer(let number): return number.map { "\($0)" } ?? "none"
+        case .boolean(let flag): return "\(flag)"
+        case .word(let word): return word
+        case .formats(let formats): return formats.map { $0.map(\.rawValue).joined(separator: ",") } ?? "all"
+        case .families(let families): return FormatFamily.text(families)
+        }
+    }
+}
+
+/// Where a row's value lives in `Root` (`PrepareOptions`, or `ServiceProfile` for a profile's field).
+enum OptionField<Root>: Sendable {
+    case integer(WritableKeyPath<Root, Int> & Sendable)
+    case optionalInteger(WritableKeyPath<Root, Int?> & Sendable)
+    case boolean(WritableKeyPath<Root, Bool> & Sendable)
+    case strip(WritableKeyPath<Root, StripMode> & Sendable)
+    case strategy(WritableKeyPath<Root, FitStrategy> & Sendable)
+    case formats(WritableKeyPath<Root, [ImageFormat]?> & Sendable)
+    case formatList(WritableKeyPath<Root, [ImageFormat]> & Sendable)
+    case families(WritableKeyPath<Root, Set<FormatFamily>> & Sendable)
+
+    var kind: OptionSpec.Kind {
+        switch self {
+        case .integer: return .integer(optional: false)
+        case .optionalInteger: return .integer(optional: true)
+        case .boolean: return .boolean
+        case .strip: return .choice(StripMode.allCases.map(\.rawValue))
+        case .strategy: return .choice(FitStrategy.allCases.map(\.rawValue))
+        case .formats, .formatList: return .formats
+        case .families: return .families
+        }
+    }
+
+    func get(_ root: Root) -> OptionValue {
+        switch self {
+        case .integer(let path): return .integer(root[keyPath: path])
+        case .optionalInteger(let path): return .integer(root[keyPath: path])
+        case .boolean(let path): return .boolean(root[keyPath: path])
+        case .strip(let path): return .word(root[keyPath: path].rawValue)
+        case .strategy(let path): return .word(root[keyPath: path].rawValue)
+        case .formats(let path): return .formats(root[keyPath: path])
+        case .formatList(let path): return .formats(root[keyPath: path])
+        case .families(let path): return .families(root[keyPath: path])
+        }
+    }
+
+    /// Sets `value`, which must be of this field's kind (the table's parsers and decoders make only such).
+    func set(_ value: OptionValue, in root: inout Root) {
+        switch (self, value) {
+        case (.integer(let path), .integer(let number?)): root[keyPath: path] = number
+        case (.optionalInteger(let path), .integer(let number)): root[keyPath: path] = number
+        case (.boolean(let path), .boolean(let flag)): root[keyPath: path] = flag
+        case (.strip(let path), .word(let word)) where StripMode(rawValue: word) != nil:
+            root[keyPath: path] = StripMode(rawValue: word)!
+        case (.strategy(let path), .word(let word)) where FitStrategy(rawValue: word) != nil:
+            root[keyPath: path] = FitStrategy(rawValue: word)!
+        case (.formats(let path), .formats(let formats)): root[keyPath: path] = formats
+        case (.formatList(let path), .formats(let formats?)): root[keyPath: path] = formats
+        case (.families(let path), .families(let families)): root[keyPath: path] = families
+        default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
+        }
+    }
+}
+
+extension InvalidOption {
+    /// The message with every option named as `surface` names it (`OptionTable`): on the command line
+    /// "expected 1...--quality (85) for --min-quality, got 90"; in a profile file "expected at least 1024
+    /// bytes for `maxStillBytes`, got 100".
+    public func message(on surface: OptionSurface) -> String {
+        message { OptionTable.displayName(of: $0, on: surface) }
+    }
+}
+
+extension PrepareOptions {
+    /// Which names `applying(textValues:scope:)` accepts.
+    public enum TextValueScope: Sendable {
+        /// Only the options a server's client may set (`OptionSpec.clientMaySet`): strip, max_bytes,
+        /// max_short_edge, quality, min_quality, progressive.
+        case client
+        /// Every option with a query name, the limits and the strategy too (a server's own configuration).
+        case all
+    }
+
+    /// These options with values given as text by their HTTP query names (`OptionSpec.queryName`), e.g.
+    /// `[("max_bytes", "200000"), ("strip", "gps")]`: numbers in decimal, booleans `true`/`false`/`1`/`0`,
+    /// words as spelt in `OptionSpec.Kind.choice`. The result passes `validate()`.
+    ///
+    /// - Throws: `SharePipeError.invalidOptions` for the first name that is unknown, outside `scope` or
+    ///   given twice, or text that is not a value of the option's type (the `InvalidOption` names the option
+    ///   as `PrepareOptions` spells it, or the name given when it is none; `message(on: .query)` names it by
+    ///   its query name); then as `validate()` for values out of range.
+    public func applying(
+        textValues: [(name: String, value: String)],
+        scope: TextValueScope = .client
+    ) throws(SharePipeError) -> PrepareOptions {
+        var options = self
+        var seen: Set<String> = []
+        for (name, text) in textValues {
+            guard let spec = OptionTable.option(queryName: name), scope == .all || spec.clientMaySet else {
+                let names = OptionTable.all.filter { scope == .all || $0.clientMaySet }.compactMap(\.queryName)
+                throw .invalidOptions(
+                    InvalidOption(
+                        name, expected: .phrase("a parameter among " + names.joined(separator: ", ")),
+                        found: OptionSpec.quoted(text)))
+            }
+            guard seen.insert(name).inserted else {
+                throw .invalidOptions(
+                    InvalidOption(spec.name, expected: "one value", found: "a second one, " + OptionSpec.quoted(text)))
+            }
+            spec.field.set(try spec.parse(text), in: &options)
+        }
+        try options.validate()
+        return options
+    }
+}
