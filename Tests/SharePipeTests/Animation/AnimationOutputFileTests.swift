@@ -6,7 +6,7 @@ import Testing
 /// The animation route's GIF goes to an unlinked temporary file as it is written, never held whole: the same
 /// bytes as a writer into memory, one file per attempt that goes with the attempt, read back for callers that
 /// take bytes and copied into place (temporary name, then rename) by a batch.
-@Suite(.tags(.witness)) struct AnimationOutputFileTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness")) struct AnimationOutputFileTests {
     /// How many of this process's open descriptors are files made in `directory` (unlinked ones too: Linux
     /// shows them as "<path> (deleted)").
     static func openFiles(in directory: String) -> Int {

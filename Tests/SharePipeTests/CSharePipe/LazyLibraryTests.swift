@@ -4,7 +4,7 @@ import Testing
 
 /// libheif, libwebp (+ demux, mux) and lcms2 are loaded by the shim on first use (sp_lazy.h), not linked.
 /// Each case runs the CLI in a process of its own, so the load it checks is that process's first one.
-@Suite(.tags(.witness), .serialized) struct LazyLibraryTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness"), .serialized) struct LazyLibraryTests {
     /// The CLI with extra environment variables.
     static func sharepipe(_ environment: [String], _ arguments: [String]) throws -> Tool.Output {
         try Tool.run("env", environment + [Tool.sharepipe] + arguments)

@@ -75,7 +75,7 @@ func filesBelow(_ directory: String) -> [String] {
 /// through a regular file (ENOTDIR, always available), an immutable directory (`chattr +i`, where the file
 /// system supports it), and a full disk is a 64 KiB tmpfs mounted for the test (root with CAP_SYS_ADMIN);
 /// the last two are skipped, with their reason, where they cannot be set up.
-@Suite(.tags(.witness), .serialized) struct HardeningFilesTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness"), .serialized) struct HardeningFilesTests {
     static func command(_ arguments: [String]) -> Int32 {
         (try? Tool.run(arguments[0], Array(arguments.dropFirst())).status) ?? -1
     }

@@ -4,7 +4,7 @@ import Testing
 
 /// Odd files that browsers display (TestImages/lenient/, made by scripts/fixtures/make-test-images): SharePipe
 /// prepares them as Chromium shows them, and does not do what a browser does not do.
-@Suite("Lenient as a browser", .tags(.witness))
+@Suite("Lenient as a browser", .tags(.witness), .skipped(whenListed: "witness"))
 struct LenientInputTests {
     static func path(_ name: String) -> String { Fixtures.path("lenient/" + name) }
 

@@ -7,7 +7,7 @@ import Testing
 /// pixel and within `maxStreamedMemory` — and refused as before when its route holds a full-resolution bitmap;
 /// a set `maxPixels` applies as given. Every decision is made on the header, before anything is decoded:
 /// these tests stop each admitted job at the pipeline's checkpoint just before the render.
-@Suite(.tags(.witness), .serialized) struct LimitsByCostTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness"), .serialized) struct LimitsByCostTests {
     /// A 200 MP grid HEIC as a Galaxy S24 Ultra stores one (16320×12240 in 32×24 tiles of 512×512), every tile
     /// the same heif-enc tile (a blurred plasma: about 4.5 KB coded, near the 3 KB a tile of a real S24 Ultra
     /// photo, so the file brings as many bytes per pixel as a real one: `ImageLimits.maxWorkPerInputByte`),

@@ -7,7 +7,7 @@ import Testing
 /// a zlib-bomb PNG and APNG, a lossless WebP of one-symbol codes, a GIF of 1×1 frames on a 4096×4096 screen, a
 /// JPEG of one-code Huffman tables — are refused from their headers, before anything is decoded. The files are
 /// made by scripts/fixtures/make-work-bombs.py, once per test process.
-@Suite(.tags(.witness), .serialized) struct WorkLimitTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness"), .serialized) struct WorkLimitTests {
     static let bombs: String = {
         let directory = NSTemporaryDirectory() + "sharepipe-work-bombs-\(getpid())"
         _ = try? Tool.run("python3", [Fixtures.root + "/scripts/fixtures/make-work-bombs.py", directory])

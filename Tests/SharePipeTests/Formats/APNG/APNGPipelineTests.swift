@@ -4,7 +4,7 @@ import Testing
 
 /// APNG end to end through `SharePipe.prepare` and the CLI: an animated GIF where the service takes
 /// animation (frames, delays, loop count, pixels, metadata), the first frame as a still elsewhere, reported.
-@Suite(.tags(.witness)) struct APNGPipelineTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness")) struct APNGPipelineTests {
     static func path(_ name: String) -> String { Fixtures.path("apng/" + name) }
 
     /// Options that keep animation and write GIF (X's profile: GIF accepted, animation allowed).

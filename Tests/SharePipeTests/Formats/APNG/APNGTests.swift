@@ -4,7 +4,7 @@ import Testing
 
 /// APNG reading: the animation chunks found by the probe, and the frames composited by `APNGFrameSource`,
 /// checked against hand-computed pixels and against ffmpeg's APNG decoder as an outside witness.
-@Suite(.tags(.witness)) struct APNGTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness")) struct APNGTests {
     static func path(_ name: String) -> String { Fixtures.path("apng/" + name) }
 
     static func probe(_ path: String, limits: ImageLimits = ImageLimits()) throws -> ImageInfo {

@@ -17,7 +17,7 @@ import Testing
 ///   draws nothing for the AV1-AVIF conformance files whose `lsel` picks layer 1 (Apple's
 ///   animals_00_multilayer_lsel, _a1op_lsel, _grid_lsel). SharePipe prepares the layer the file selects;
 /// - `lsel` 2 of two layers in `a1lx`: both refuse it (Chromium does not load it).
-@Suite(.tags(.witness), .serialized) struct AVIFLayeredTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness"), .serialized) struct AVIFLayeredTests {
     /// The folder of generated layered AVIFs (made once per test process).
     static let fixtures: String = {
         let directory = NSTemporaryDirectory() + "sharepipe-avif-layered-\(getpid())"

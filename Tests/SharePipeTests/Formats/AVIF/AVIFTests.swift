@@ -5,7 +5,7 @@ import Testing
 /// AVIF through libavif: alpha, `irot`/`imir`, image sequences with and without a
 /// still item taking the animation route, and limits refused from the header. Fixtures are made here by
 /// ImageMagick (PNG frames) and libavif's own `avifenc` (scripts/install-deps: libavif-bin), once per run.
-@Suite(.tags(.witness), .serialized) struct AVIFTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness"), .serialized) struct AVIFTests {
     /// The folder of generated AVIFs (made once per test process).
     static let fixtures: String = {
         let directory = NSTemporaryDirectory() + "sharepipe-avif-fixtures-\(getpid())-v2"

@@ -5,7 +5,9 @@ import Testing
 /// Runs the real-world animated GIFs of the shared corpus (../shared/corpus/gif-animated, listed in its
 /// MANIFEST.tsv) through the CLI and checks every file keeps its frame count, delays and loop count, and shows
 /// the same pictures. Runs only where the corpus exists; the files are never copied into the repository.
-@Suite("GIF corpus", .tags(.witness), .enabled(if: GIFCorpus.available, "needs ../shared/corpus/MANIFEST.tsv"))
+@Suite(
+    "GIF corpus", .tags(.witness), .skipped(whenListed: "witness"),
+    .enabled(if: GIFCorpus.available, "needs ../shared/corpus/MANIFEST.tsv"))
 struct GIFCorpusTests {
     @Test("every corpus animation keeps frames, delays, loop count and pictures (CLI, default options)")
     func corpusThroughCLI() throws {

@@ -4,7 +4,7 @@ import Testing
 
 /// Animated GIFs through the whole pipeline, checked with the library's own decoder and, where installed,
 /// with gifsicle and ImageMagick as outside witnesses.
-@Suite("GIF pipeline", .tags(.witness))
+@Suite("GIF pipeline", .tags(.witness), .skipped(whenListed: "witness"))
 struct GIFPipelineTests {
     static let animatedFixtures = [
         "delays-loop0.gif", "disposals.gif", "loop3.gif", "noloop.gif", "interlaced.gif",

@@ -5,7 +5,7 @@ import Testing
 /// GIF outputs that every decoder shows the same way: a first frame written over
 /// the whole screen where the source's covers it, and a metadata-only copy for a GIF that needs nothing
 /// else, never larger than its input.
-@Suite("GIF outputs as portable as gifsicle's", .tags(.witness), .serialized)
+@Suite("GIF outputs as portable as gifsicle's", .tags(.witness), .skipped(whenListed: "witness"), .serialized)
 struct GIFPortableOutputTests {
     static func lenient(_ name: String) -> String { Fixtures.path("lenient/" + name) }
 

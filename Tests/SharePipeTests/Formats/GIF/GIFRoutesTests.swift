@@ -4,7 +4,7 @@ import Testing
 
 /// One GIF metadata policy on every route (still, animated, converted to PNG and to JPEG), checked on the
 /// output bytes and with exiftool; and the animation route fed by an `AnimationFrameSource`.
-@Suite(.tags(.witness)) struct GIFRoutesTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness")) struct GIFRoutesTests {
     struct Route: CustomStringConvertible, Sendable {
         var description: String
         var file: String
@@ -126,7 +126,7 @@ struct GIFAsFrameSource: AnimationFrameSource {
     mutating func close() { next = decoded.frames.count }
 }
 
-@Suite(.tags(.witness)) struct AnimationFrameSourceTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness")) struct AnimationFrameSourceTests {
     /// Runs the animation route over `GIFAsFrameSource` the way `Pipeline` runs it for a format whose
     /// descriptor offers `.frames`.
     static func prepare(_ name: String, options: PrepareOptions = PrepareOptions()) throws -> PreparedImage {

@@ -6,7 +6,7 @@ import Testing
 /// The HEIF/AVIF codec layer on the committed images in TestImages/heif (made by scripts/fixtures/make-test-images):
 /// header facts, metadata items, transforms, YCbCr conversion against libheif's own (heif-convert), alpha,
 /// 10-bit samples, nclx colour and the limits.
-@Suite(.tags(.witness)) struct HEIFDecodeTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness")) struct HEIFDecodeTests {
     static func render(
         _ file: String, target: PixelSize? = nil, limits: ImageLimits = ImageLimits(),
         meter: PixelMemoryMeter = PixelMemoryMeter()

@@ -5,7 +5,7 @@ import Testing
 /// HEIF/HEIC and AVIF end to end, through `SharePipe.prepare` and the CLI: detection by bytes, output format,
 /// displayed orientation (irot applied once, the Exif orientation never), metadata per strip mode with
 /// exiftool as the witness, colour profile, alpha, byte limits.
-@Suite(.tags(.witness)) struct HEIFPipelineTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness")) struct HEIFPipelineTests {
     static func prepare(_ file: String, _ configure: (inout PrepareOptions) -> Void = { _ in }) throws -> PreparedImage
     {
         var options = PrepareOptions()

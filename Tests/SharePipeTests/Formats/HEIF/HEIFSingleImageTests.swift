@@ -8,7 +8,7 @@ import Testing
 /// straight from libde265's picture. Fixtures are made here by ImageMagick and libheif's `heif-enc`
 /// (scripts/install-deps: libheif-examples), once per run; the committed single images of TestImages/heif carry
 /// the transforms. Compared with the libheif route (`HEIFDecoding.render(grid: nil)`) and libheif's own RGB.
-@Suite(.tags(.witness), .serialized) struct HEIFSingleImageTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness"), .serialized) struct HEIFSingleImageTests {
     /// The folder of generated HEICs (made once per test process).
     static let fixtures: String = {
         let directory = NSTemporaryDirectory() + "sharepipe-heif-single-\(getpid())"

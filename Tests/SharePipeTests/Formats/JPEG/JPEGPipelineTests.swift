@@ -3,7 +3,7 @@ import Testing
 @testable import SharePipe
 
 /// The spine: JPEG in, stripped, oriented, downscaled JPEG under a byte limit out — checked on decoded pixels.
-@Suite(.tags(.witness)) struct JPEGPipelineTests {
+@Suite(.tags(.witness), .skipped(whenListed: "witness")) struct JPEGPipelineTests {
     static let red = [255, 0, 0], green = [0, 255, 0], blue = [0, 0, 255]
 
     @Test(arguments: 1...8)

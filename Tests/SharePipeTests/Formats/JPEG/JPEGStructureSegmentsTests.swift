@@ -5,7 +5,7 @@ import Testing
 /// The JPEG segments the metadata rewrite keeps as structure carry no picture and nothing unparsed: the JFIF
 /// APP0 header loses its RGB thumbnail, a JFXX extension thumbnail goes, and an Adobe APP14 keeps only the
 /// 12 bytes libjpeg reads — under `all` and `gps`. Under `none` the thumbnails stay on the metadata copy.
-@Suite("JPEG structure segments", .tags(.witness))
+@Suite("JPEG structure segments", .tags(.witness), .skipped(whenListed: "witness"))
 struct JPEGStructureSegmentsTests {
     static let thumbnailMarker = "SPJFIF-THUMBNAIL-K8"
     static let extensionMarker = "SPJFXX-THUMBNAIL-M2"

@@ -6,7 +6,7 @@ import Testing
 /// JPEGs within the caps whose only change is their orientation are turned without decoding
 /// (`JPEGTurner`, TurboJPEG's tjTransform with TJXOPT_PERFECT): the pixels must be exactly those of
 /// `jpegtran -perfect` with the same operation, the metadata that of the rewriter, orientation 1.
-@Suite("Lossless turns", .tags(.witness))
+@Suite("Lossless turns", .tags(.witness), .skipped(whenListed: "witness"))
 struct LosslessTurnTests {
     /// jpegtran's operation for the turn that displays orientation N upright.
     static let jpegtranArguments: [Orientation: [String]] = [

@@ -4,7 +4,7 @@ import Testing
 
 /// WebP through the whole pipeline (`SharePipe.prepare` and the CLI): outputs decoded by libwebp's `dwebp`,
 /// metadata checked with exiftool.
-@Suite("WebP end to end", .tags(.witness))
+@Suite("WebP end to end", .tags(.witness), .skipped(whenListed: "witness"))
 struct WebPPipelineTests {
     private func prepare(_ name: String, _ options: PrepareOptions) throws -> PreparedImage {
         try SharePipe.prepare(WebPFixtures.source(name), options: options)

@@ -70,7 +70,7 @@ enum WebPFixtures {
     }
 }
 
-@Suite("WebP header and metadata", .tags(.witness))
+@Suite("WebP header and metadata", .tags(.witness), .skipped(whenListed: "witness"))
 struct WebPProbeTests {
     @Test("sniffing: RIFF/WEBP is WebP, a RIFF/WAVE file is not")
     func sniff() {
@@ -180,7 +180,7 @@ struct WebPProbeTests {
     }
 }
 
-@Suite("WebP decoding", .tags(.witness))
+@Suite("WebP decoding", .tags(.witness), .skipped(whenListed: "witness"))
 struct WebPDecodeTests {
     private func render(_ name: String, target: PixelSize? = nil) throws -> (RenderedImage, PixelMemoryMeter) {
         let source = WebPFixtures.source(name)
@@ -398,7 +398,7 @@ struct WebPDecodeTests {
     }
 }
 
-@Suite("WebP encoding and rewriting", .tags(.witness))
+@Suite("WebP encoding and rewriting", .tags(.witness), .skipped(whenListed: "witness"))
 struct WebPEncodeTests {
     @Test("lossy: marked corners survive, libwebp's dwebp agrees; lower quality is smaller")
     func lossy() throws {
