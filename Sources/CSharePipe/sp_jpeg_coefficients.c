@@ -1,4 +1,5 @@
 // The compact coefficient store: see sp_jpeg_coefficients.h for what it keeps and why that is exact.
+// Its block encoding is in sp_jpeg_coefficients_blocks.h, the encoding's SSSE3 twin in sp_jpeg_coefficients_ssse3.c.
 //
 // libjpeg-turbo 2.1 facts the store relies on (jdcoefct.c, jdphuff.c, jdarith.c, jidctint.c, jidctred.c):
 // - jinit_d_coef_controller requests one pre-zeroed array per component, in component order, padded to
@@ -24,24 +25,12 @@
 //   scans assign, and refinement only tests against zero (above).
 #include "sp_jpeg_coefficients.h"
 #include "sp_jpeg_band_skip.h"
+#include "sp_jpeg_coefficients_blocks.h"
 
 #include <jerror.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// The SSSE3 block codec (below): compiled for SSSE3 and POPCNT function by function and used only where the
-// CPU has them (cpuid), so the shim still runs on any x86-64.
-#include <cpuid.h>
-#include <pthread.h>
-#include <tmmintrin.h>
-#define SP_COEF_VECTOR 1
-#else
-#define SP_COEF_VECTOR 0
-#endif
 
 struct sp_coef_array {
     sp_coef_array *next;
@@ -122,233 +111,6 @@ static void *checked_calloc(j_common_ptr cinfo, size_t count, size_t size) {
     return pointer;
 }
 
-// MARK: - Blocks
-//
-// One block, encoded: a byte saying which of the 8 bytes of its 64-bit non-zero map are non-zero, those
-// bytes, then the values (int16, native order) of the non-zero kept coefficients in natural order.
-
-static inline uint64_t nonzero_map(const JCOEF *block) {
-#if defined(__SSE2__)
-    const __m128i zero = _mm_setzero_si128();
-    uint64_t map = 0;
-    for (int i = 0; i < 8; i += 2) {
-        __m128i a = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(block + i * 8)), zero);
-        __m128i b = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(block + i * 8 + 8)), zero);
-        uint64_t zeros = (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_packs_epi16(a, b));
-        map |= (~zeros & 0xFFFFull) << (i * 8);
-    }
-    return map;
-#else
-    uint64_t map = 0;
-    for (int p = 0; p < DCTSIZE2; p++) map |= (uint64_t)(block[p] != 0) << p;
-    return map;
-#endif
-}
-
-// Bits counted without the POPCNT instruction (not in the x86-64 baseline, so __builtin_popcountll would
-// become a library call).
-static inline int count_bits(uint64_t x) {
-    x = x - ((x >> 1) & 0x5555555555555555ull);
-    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-    return (int)((x * 0x0101010101010101ull) >> 56);
-}
-
-// Bit i set where byte i of map is non-zero.
-static inline unsigned int nonzero_bytes(uint64_t map) {
-    uint64_t x = map | (map >> 4);
-    x |= x >> 2;
-    x |= x >> 1;
-    x &= 0x0101010101010101ull;
-    return (unsigned int)((x * 0x0102040810204080ull) >> 56);
-}
-
-static inline size_t encoded_size(uint64_t map, uint64_t kept) {
-    return 1 + (size_t)count_bits(nonzero_bytes(map)) + 2 * (size_t)count_bits(map & kept);
-}
-
-static inline uint8_t *encode_block(uint8_t *out, const JCOEF *block, uint64_t map, uint64_t kept) {
-    unsigned int summary = nonzero_bytes(map);
-    *out++ = (uint8_t)summary;
-    for (unsigned int bytes = summary; bytes != 0; bytes &= bytes - 1) *out++ = (uint8_t)(map >> (8 * __builtin_ctz(bytes)));
-    for (uint64_t values = map & kept; values != 0; values &= values - 1) {
-        JCOEF value = block[__builtin_ctzll(values)];
-        memcpy(out, &value, sizeof value);
-        out += sizeof value;
-    }
-    return out;
-}
-
-// Fills a zeroed block; returns the byte after it and sets *map to its non-zero map.
-static inline const uint8_t *decode_block(const uint8_t *in, JCOEF *block, uint64_t kept, uint64_t *map_out) {
-    unsigned int summary = *in++;
-    uint64_t map = 0;
-    for (unsigned int bytes = summary; bytes != 0; bytes &= bytes - 1) map |= (uint64_t)(*in++) << (8 * __builtin_ctz(bytes));
-    for (uint64_t bits = map; bits != 0; bits &= bits - 1) {
-        int position = __builtin_ctzll(bits);
-        if ((kept >> position) & 1) {
-            memcpy(&block[position], in, sizeof(JCOEF));
-            in += sizeof(JCOEF);
-        } else {
-            block[position] = 1;   // non-zero, value never read
-        }
-    }
-    *map_out = map;
-    return in;
-}
-
-// MARK: - The SSSE3 block codec
-//
-// The same encoding, a block row (8 positions, one map byte) at a time: PSHUFB packs a row's kept non-zero
-// values together (encode) or puts them back at their positions with zeros between (decode), through tables
-// indexed by the row's map byte. Decoding writes all 64 coefficients of the block, so a window block needs no
-// clearing first. Both read or write up to 16 bytes past a row's last value: they run only while a block's
-// most bytes (SP_COEF_VECTOR_REACH) fit before the end of the row's buffer, the plain code above after that.
-
-#define SP_COEF_VECTOR_REACH (1 + 8 + 2 * DCTSIZE2 + 16)
-
-#if SP_COEF_VECTOR
-typedef struct {
-    uint8_t count[256];             // set bits of a byte
-    __m128i pack_bytes[256];        // the bytes whose bit is set, first
-    __m128i unpack_bytes[256];      // the first bytes back at the set bits' places, zero elsewhere
-    __m128i pack_words[256];        // the same for 16-bit lanes
-    __m128i unpack_words[256];
-    __m128i ones[256];              // 16-bit 1 at the set bits' lanes
-} sp_coef_tables;
-
-static sp_coef_tables vector_tables;
-static int vector_usable;
-static pthread_once_t vector_once = PTHREAD_ONCE_INIT;
-
-static void vector_setup(void) {
-    unsigned int eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_SSSE3) || !(ecx & bit_POPCNT)) return;
-    for (int mask = 0; mask < 256; mask++) {
-        uint8_t pack_bytes[16], unpack_bytes[16], pack_words[16], unpack_words[16];
-        int16_t ones[8];
-        memset(pack_bytes, 0x80, 16);
-        memset(unpack_bytes, 0x80, 16);
-        memset(pack_words, 0x80, 16);
-        memset(unpack_words, 0x80, 16);
-        int rank = 0;
-        for (int lane = 0; lane < 8; lane++) {
-            ones[lane] = (int16_t)((mask >> lane) & 1);
-            if (!((mask >> lane) & 1)) continue;
-            pack_bytes[rank] = (uint8_t)lane;
-            unpack_bytes[lane] = (uint8_t)rank;
-            pack_words[2 * rank] = (uint8_t)(2 * lane);
-            pack_words[2 * rank + 1] = (uint8_t)(2 * lane + 1);
-            unpack_words[2 * lane] = (uint8_t)(2 * rank);
-            unpack_words[2 * lane + 1] = (uint8_t)(2 * rank + 1);
-            rank++;
-        }
-        vector_tables.count[mask] = (uint8_t)rank;
-        vector_tables.pack_bytes[mask] = _mm_loadu_si128((const __m128i *)pack_bytes);
-        vector_tables.unpack_bytes[mask] = _mm_loadu_si128((const __m128i *)unpack_bytes);
-        vector_tables.pack_words[mask] = _mm_loadu_si128((const __m128i *)pack_words);
-        vector_tables.unpack_words[mask] = _mm_loadu_si128((const __m128i *)unpack_words);
-        vector_tables.ones[mask] = _mm_loadu_si128((const __m128i *)ones);
-    }
-    vector_usable = 1;
-}
-
-static int vector_available(void) {
-    pthread_once(&vector_once, vector_setup);
-    return vector_usable;
-}
-
-// encode_block's bytes; `out` has SP_COEF_VECTOR_REACH bytes of room.
-__attribute__((target("ssse3,popcnt"))) static inline uint8_t *encode_block_vector(uint8_t *out, const JCOEF *block,
-                                                                                  uint64_t map, uint64_t kept) {
-    __m128i map_bytes = _mm_cvtsi64_si128((long long)map);
-    unsigned int summary = ~(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(map_bytes, _mm_setzero_si128())) & 0xFF;
-    *out++ = (uint8_t)summary;
-    _mm_storel_epi64((__m128i *)out, _mm_shuffle_epi8(map_bytes, vector_tables.pack_bytes[summary]));
-    out += vector_tables.count[summary];
-    uint64_t values = map & kept;
-    // Rows past the last with a value to keep add nothing.
-    for (const JCOEF *source = block; values != 0; values >>= 8, source += DCTSIZE) {
-        unsigned int lanes = (unsigned int)values & 0xFF;
-        __m128i coefficients = _mm_loadu_si128((const __m128i *)source);
-        _mm_storeu_si128((__m128i *)out, _mm_shuffle_epi8(coefficients, vector_tables.pack_words[lanes]));
-        out += 2 * vector_tables.count[lanes];
-    }
-    return out;
-}
-
-// decode_block's result, every coefficient of the block written; `in` has SP_COEF_VECTOR_REACH bytes.
-__attribute__((target("ssse3,popcnt"))) static inline const uint8_t *decode_block_vector(const uint8_t *in,
-                                                                                        JCOEF *block, uint64_t kept,
-                                                                                        uint64_t *map_out) {
-    unsigned int summary = *in++;
-    __m128i packed = _mm_loadl_epi64((const __m128i *)in);
-    uint64_t map = (uint64_t)_mm_cvtsi128_si64(_mm_shuffle_epi8(packed, vector_tables.unpack_bytes[summary]));
-    in += vector_tables.count[summary];
-    uint64_t values = map & kept, ones = map & ~kept;
-    // The block cleared, then its rows up to the last with a non-zero coefficient.
-    const __m128i zero = _mm_setzero_si128();
-    for (int row = 0; row < DCTSIZE; row++) _mm_storeu_si128((__m128i *)(block + row * DCTSIZE), zero);
-    for (JCOEF *target = block; (values | ones) != 0; values >>= 8, ones >>= 8, target += DCTSIZE) {
-        unsigned int lanes = (unsigned int)values & 0xFF;
-        __m128i coefficients = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)in), vector_tables.unpack_words[lanes]);
-        coefficients = _mm_or_si128(coefficients, vector_tables.ones[ones & 0xFF]);
-        _mm_storeu_si128((__m128i *)target, coefficients);
-        in += 2 * vector_tables.count[lanes];
-    }
-    *map_out = map;
-    return in;
-}
-
-// compact_row's first loop: each block's non-zero map (into `maps`) and DC (into `dc`, if any); returns the
-// row's encoded size and sets *any when some block has a map bit in `wanted`.
-__attribute__((target("ssse3,popcnt"))) static size_t measure_row_vector(JBLOCKROW blocks, uint64_t *maps, JCOEF *dc,
-                                                                        JDIMENSION count, uint64_t wanted,
-                                                                        uint64_t kept, int *any) {
-    size_t size = 0;
-    uint64_t seen = 0;
-    const __m128i zero = _mm_setzero_si128();
-    for (JDIMENSION b = 0; b < count; b++) {
-        uint64_t map = nonzero_map(blocks[b]);
-        maps[b] = map;
-        if (dc != NULL) dc[b] = blocks[b][0];
-        map &= wanted;
-        seen |= map;
-        unsigned int zero_bytes =
-            (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_cvtsi64_si128((long long)map), zero)) & 0xFF;
-        size += 1 + 8 - (size_t)__builtin_popcount(zero_bytes) + 2 * (size_t)__builtin_popcountll(map & kept);
-    }
-    *any = seen != 0;
-    return size;
-}
-
-// compact_row's second loop: the blocks encoded into [out, end).
-__attribute__((target("ssse3,popcnt"))) static void encode_row_vector(uint8_t *out, const uint8_t *end,
-                                                                     JBLOCKROW blocks, const uint64_t *maps,
-                                                                     JDIMENSION count, uint64_t wanted,
-                                                                     uint64_t kept) {
-    for (JDIMENSION b = 0; b < count; b++) {
-        if ((size_t)(end - out) >= SP_COEF_VECTOR_REACH) out = encode_block_vector(out, blocks[b], maps[b] & wanted, kept);
-        else out = encode_block(out, blocks[b], maps[b] & wanted, kept);
-    }
-}
-
-// expand_row's decode of a stored row [in, end) into its window blocks (the DC after it, by the caller).
-__attribute__((target("ssse3,popcnt"))) static void expand_row_vector(const uint8_t *in, const uint8_t *end,
-                                                                     JBLOCKROW blocks, uint64_t *maps,
-                                                                     JDIMENSION count, uint64_t kept) {
-    for (JDIMENSION b = 0; b < count; b++) {
-        if ((size_t)(end - in) >= SP_COEF_VECTOR_REACH) {
-            in = decode_block_vector(in, blocks[b], kept, &maps[b]);
-        } else {
-            for (uint64_t bits = maps[b]; bits != 0; bits &= bits - 1) blocks[b][__builtin_ctzll(bits)] = 0;
-            in = decode_block(in, blocks[b], kept, &maps[b]);
-        }
-    }
-}
-#else
-static int vector_available(void) { return 0; }
-#endif
 
 // MARK: - Rows
 
@@ -370,7 +132,7 @@ static void compact_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row
     int any = 0;
 #if SP_COEF_VECTOR
     if (store->vector) {
-        size = measure_row_vector(blocks, maps, dc, array->blocks_per_row, wanted & ~1ull, kept, &any);
+        size = sp_coef_measure_row_vector(blocks, maps, dc, array->blocks_per_row, wanted & ~1ull, kept, &any);
     } else
 #endif
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
@@ -401,7 +163,7 @@ static void compact_row(j_common_ptr cinfo, sp_coef_array *array, JDIMENSION row
     uint8_t *out = array->row_data[row];
 #if SP_COEF_VECTOR
     if (store->vector) {
-        encode_row_vector(out, out + size, blocks, maps, array->blocks_per_row, wanted & ~1ull, kept);
+        sp_coef_encode_row_vector(out, out + size, blocks, maps, array->blocks_per_row, wanted & ~1ull, kept);
         return;
     }
 #endif
@@ -417,7 +179,7 @@ static void expand_row(sp_coef_array *array, JDIMENSION row, JDIMENSION slot, in
 #if SP_COEF_VECTOR
     if (vector && array->row_length[row] != 0) {
         const uint8_t *in = array->row_data[row];
-        expand_row_vector(in, in + array->row_length[row], blocks, maps, array->blocks_per_row,
+        sp_coef_expand_row_vector(in, in + array->row_length[row], blocks, maps, array->blocks_per_row,
                           dc != NULL ? array->kept : 0);
     } else
 #else
@@ -753,7 +515,7 @@ void sp_coef_store_set_band(sp_coef_store *store, long budget, JDIMENSION keep_s
     store->min_keep_end = min_keep_end < keep_end ? min_keep_end : keep_end;
 }
 
-void sp_coef_store_set_vector(sp_coef_store *store, int allowed) { store->vector = allowed && vector_available(); }
+void sp_coef_store_set_vector(sp_coef_store *store, int allowed) { store->vector = allowed && sp_coef_vector_available(); }
 
 void sp_coef_store_set_skip(sp_coef_store *store, struct sp_band_skip *skip) { store->skip = skip; }
 

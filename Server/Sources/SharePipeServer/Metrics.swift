@@ -67,6 +67,8 @@ public final class ServerMetrics: Sendable {
         var spoolFiles: Int
         var residentBytes: Int
         var peakResidentBytes: Int
+        /// The process sandbox's layers (nil: not entered, every layer 0).
+        var sandbox: ProcessSandbox.Report?
     }
 
     /// The whole page.
@@ -131,6 +133,12 @@ public final class ServerMetrics: Sendable {
         sample("process_resident_memory_bytes", String(gauges.residentBytes))
         family("process_peak_resident_memory_bytes", "gauge", "Peak resident memory size in bytes (VmHWM).")
         sample("process_peak_resident_memory_bytes", String(gauges.peakResidentBytes))
+        family(
+            "sharepipe_sandbox_layer", "gauge",
+            "1 when the layer of the process sandbox is on (0: --no-sandbox, not entered, or the kernel lacks it).")
+        for layer in (gauges.sandbox ?? ProcessSandbox.Report()).layers {
+            labeled("sharepipe_sandbox_layer", [("layer", layer.name)], layer.on ? "1" : "0")
+        }
         return out
     }
 

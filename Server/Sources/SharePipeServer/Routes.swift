@@ -114,7 +114,8 @@ extension ServerResponder {
         let resident = ProcessMemory.resident()
         let gauges = ServerMetrics.Gauges(
             budget: await server.pipeline.budget.usage, capacity: server.pipeline.budget.capacity,
-            spoolFiles: server.spool.fileCount(), residentBytes: resident.current, peakResidentBytes: resident.peak)
+            spoolFiles: server.spool.fileCount(), residentBytes: resident.current, peakResidentBytes: resident.peak,
+            sandbox: server.sandbox)
         return Routed(
             response: text(server.metrics.exposition(gauges), type: "text/plain; version=0.0.4; charset=utf-8"))
     }

@@ -37,6 +37,9 @@ public struct ServerConfiguration: Sendable {
     public var profilesFile: String?
     /// Log lines below this level are not written.
     public var logLevel: Logger.Level = .info
+    /// Whether the executable confines itself once it listens (`ProcessSandbox`: seccomp and Landlock; no
+    /// program, process, socket or file beyond its spool folder for a hijacked decoder). Off for debugging.
+    public var sandbox = true
     /// Input families refused whole, before any decoder library reads an upload (`ImageLimits.disabledFormats`):
     /// `heif,avif` keeps libheif, libde265, libavif and dav1d away from uploads. A client cannot change it.
     public var disabledFormats: Set<FormatFamily> = []
@@ -67,6 +70,8 @@ public struct ServerConfiguration: Sendable {
         case seconds(WritableKeyPath<ServerConfiguration, Duration> & Sendable)
         /// A swift-log level name.
         case logLevel(WritableKeyPath<ServerConfiguration, Logger.Level> & Sendable)
+        /// `on` or `off`.
+        case onOff(WritableKeyPath<ServerConfiguration, Bool> & Sendable)
         /// Format families separated by commas (`FormatFamily`), or `none`.
         case families(WritableKeyPath<ServerConfiguration, Set<FormatFamily>> & Sendable)
     }
@@ -109,6 +114,7 @@ public struct ServerConfiguration: Sendable {
             case .integer(let field, _, _, let shift): return String(defaults[keyPath: field] >> shift)
             case .seconds(let field): return ServerConfiguration.secondsText(defaults[keyPath: field])
             case .logLevel(let field): return defaults[keyPath: field].rawValue
+            case .onOff(let field): return defaults[keyPath: field] ? "on" : "off"
             case .families(let field):
                 return FormatFamily.text(defaults[keyPath: field])
             }
@@ -140,6 +146,12 @@ public struct ServerConfiguration: Sendable {
                         "\(from) must be trace, debug, info, notice, warning, error or critical, got \"\(text)\"")
                 }
                 configuration[keyPath: field] = level
+            case .onOff(let field):
+                switch text.trimmed().lowercased() {
+                case "on": configuration[keyPath: field] = true
+                case "off": configuration[keyPath: field] = false
+                default: throw UsageError("\(from) must be on or off, got \"\(text)\"")
+                }
             case .families(let field):
                 guard let families = FormatFamily.parse(text) else {
                     throw UsageError("\(from) takes \(OptionSpec.Kind.families.textPhrase), got \"\(text)\"")
@@ -187,10 +199,16 @@ public struct ServerConfiguration: Sendable {
             "--log-level", "LEVEL", .logLevel(\.logLevel),
             help: "trace, debug, info, notice, warning, error or critical"),
         Setting(
+            "--sandbox", "on|off", .onOff(\.sandbox),
+            help: "once listening, confine the process for good (seccomp, Landlock); off (or --no-sandbox) to debug"),
+        Setting(
             "--disable", "FAMILIES", .families(\.disabledFormats),
             help: "refuse uploads of these format families (415) before any decoder library reads them: "
                 + FormatFamily.allCases.map(\.rawValue).joined(separator: ",")),
     ]
+
+    /// `--no-sandbox`: the one flag without a value, `--sandbox off`.
+    static let noSandboxFlag = "--no-sandbox"
 
     /// The text of `sharepipe-server --help`.
     public static var usage: String {
@@ -207,6 +225,7 @@ public struct ServerConfiguration: Sendable {
             lines.append(
                 "  \(String(repeating: " ", count: width))  (env \(setting.variable); default \(setting.defaultText))")
         }
+        lines.append("  \(padded(noSandboxFlag, width))  the same as --sandbox off")
         lines.append(
             "  \(padded("--health-check", width))  exit 0 if the server these settings describe answers /healthz")
         lines.append("  \(padded("--version", width))  the release")
@@ -232,6 +251,11 @@ public struct ServerConfiguration: Sendable {
         var index = 0
         while index < arguments.count {
             var flag = arguments[index], value: String?
+            if flag == Self.noSandboxFlag {
+                given["--sandbox"] = ("off", flag)
+                index += 1
+                continue
+            }
             if flag.hasPrefix("--"), let equals = flag.firstIndex(of: "=") {
                 value = String(flag[flag.index(after: equals)...])
                 flag = String(flag[..<equals])

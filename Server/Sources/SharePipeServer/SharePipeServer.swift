@@ -3,6 +3,9 @@
 #else
     import Foundation
 #endif
+#if canImport(Glibc)
+    import Glibc
+#endif
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -45,6 +48,10 @@ public final class SharePipeServer: Sendable {
     private let draining = NIOLockedValueBox(false)
     /// `/v1/prepare` requests whose answer is not yet written to the connection.
     private let answersInFlight = NIOLockedValueBox(0)
+    private let sandboxReport = NIOLockedValueBox<ProcessSandbox.Report?>(nil)
+
+    /// The process sandbox's layers once `run(confining: true)` has entered it; nil before, or without it.
+    public var sandbox: ProcessSandbox.Report? { sandboxReport.withLockedValue { $0 } }
 
     /// The id of the request being handled, for SharePipe's log lines (through `requestMetadata`).
     @TaskLocal static var requestID: String?
@@ -129,8 +136,32 @@ public final class SharePipeServer: Sendable {
         }
     }
 
+    /// Confines the process for good (`ProcessSandbox`), once it listens: the libraries SharePipe loads on
+    /// first use opened first, then no new privileges, the seccomp filter (no program, process, socket, bind,
+    /// listen or connect; accepting on the listener stays) and Landlock: the spool folder read-write (and its
+    /// parent only to remove it at exit), the system's libraries and data, `/proc/self` read-only, nothing
+    /// else; no TCP bind or connect.
+    ///
+    /// - Throws: `ProcessSandbox.Failure` when a layer the kernel has could not be applied.
+    func confine() throws(ProcessSandbox.Failure) -> ProcessSandbox.Report {
+        if let missing = ProcessSandbox.loadLibraries() {
+            logger.notice(
+                "a library could not be loaded: its formats are not available", metadata: ["reason": "\(missing)"])
+        }
+        var rules = ProcessSandbox.Rules.system()
+        rules.allow(spool.path, .write)
+        rules.allow(configuration.spoolParent, .removeFolders)
+        let report = try ProcessSandbox.enter(rules)
+        sandboxReport.withLockedValue { $0 = report }
+        return report
+    }
+
     /// The Hummingbird application; `onServerRunning` gets the listening channel (its port when `port` is 0).
-    public func application(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in })
+    /// `confining`: enter the process sandbox once listening, before the `listening` line (the executable's
+    /// way; a server inside another program, as the tests run it, leaves that program unconfined).
+    public func application(
+        confining: Bool = false, onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    )
         -> some ApplicationProtocol
     {
         Application(
@@ -143,6 +174,18 @@ public final class SharePipeServer: Sendable {
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "sharepipe-server"),
             onServerRunning: { [logger, configuration] channel in
+                var sandbox = "off"
+                if confining {
+                    do throws(ProcessSandbox.Failure) {
+                        sandbox = try self.confine().summary
+                    } catch {
+                        logger.critical(
+                            "the process sandbox could not be entered (--no-sandbox runs without it)",
+                            metadata: ["error": "\(error.description)", "sandbox": "\(error.report.summary)"])
+                        self.spool.remove()
+                        exit(1)
+                    }
+                }
                 logger.info(
                     "listening",
                     metadata: [
@@ -152,6 +195,7 @@ public final class SharePipeServer: Sendable {
                         "max_jobs": .stringConvertible(configuration.maxJobs),
                         "queue": .stringConvertible(configuration.queueLength),
                         "spool": .string(self.spool.path),
+                        "sandbox": .string(sandbox),
                     ])
                 await onServerRunning(channel)
             },
@@ -159,15 +203,18 @@ public final class SharePipeServer: Sendable {
     }
 
     /// Serves until SIGTERM or SIGINT, then drains: stops accepting, lets jobs in flight finish within
-    /// `grace` (then cancels them), removes the spool folder. Returns normally after a signal.
-    public func run(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) async throws {
+    /// `grace` (then cancels them), removes the spool folder. Returns normally after a signal. `confining`:
+    /// enter the process sandbox once listening (`confine()`; the executable passes `--sandbox`).
+    public func run(
+        confining: Bool = false, onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    ) async throws {
         defer {
             spool.remove()
             logger.info("stopped")
         }
         var groupConfiguration = ServiceGroupConfiguration(
             services: [
-                .init(service: application(onServerRunning: onServerRunning)),
+                .init(service: application(confining: confining, onServerRunning: onServerRunning)),
                 .init(service: DrainWatcher(server: self), successTerminationBehavior: .ignore),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)

@@ -70,7 +70,7 @@ do {
     fail("\(error)")
 }
 do {
-    try await server.run()
+    try await server.run(confining: configuration.sandbox)
 } catch {
     logger.critical("the server stopped", metadata: ["error": "\(error)"])
     exit(1)

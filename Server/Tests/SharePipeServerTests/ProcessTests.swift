@@ -79,7 +79,7 @@ import Testing
                     && usage.contains("default \(setting.defaultText)"),
                 "\(setting.flag)")
         }
-        #expect(ServerConfiguration.settings.count == 15)
+        #expect(ServerConfiguration.settings.count == 16)
     }
 
     @Test func logLinesAreJSONAndEveryLineAboutARequestCarriesItsID() async throws {

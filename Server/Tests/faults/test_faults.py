@@ -625,6 +625,16 @@ class Faults(SharedServerTest):
         self.assertEqual(response.status, 200, response.body[:300])
         self.assertTrue(response.body.startswith(b"\x89PNG"))
 
+    def test_the_server_runs_confined(self):
+        # The process sandbox, from outside: the kernel's status file and the gauges; uploads prepared meanwhile.
+        with open("/proc/%d/status" % self.server.pid) as f:
+            status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        self.assertEqual(status.get("Seccomp"), "2")
+        self.assertEqual(status.get("NoNewPrivs"), "1")
+        values = metrics(self.server.port)
+        for layer in ("no_new_privs", "seccomp"):
+            self.assertEqual(values.get(("sharepipe_sandbox_layer", (("layer", layer),))), 1.0, layer)
+
 
 class FullQueue(unittest.TestCase):
     """A refusal while the body is still arriving, on a server of its own (--max-jobs 1 --queue 1)."""

@@ -123,13 +123,14 @@ extension ServiceProfile {
         source: "Telegram Bot API sendPhoto, TDLib docs", confidence: "high")
 
     /// Discord: 10 MiB (10,485,760 bytes) per attachment, still or animated. The docs say 20 MiB since
-    /// discord-api-docs PR 8578, but the API still enforced 10 MiB through 2026-09 (discord-api-docs issue
-    /// 8572): 10 MiB is the limit every upload meets; a user profile can raise it.
+    /// discord/discord-api-docs#8578, but the API still enforced 10 MiB through 2026-09
+    /// (discord/discord-api-docs#8572): 10 MiB is the limit every upload meets; a user profile can raise it.
     public static let discord = ServiceProfile(
         name: "discord", displayName: "Discord", maxStillBytes: 10_485_760,
         animation: AnimationLimits(maxBytes: 10_485_760),
         formats: [.jpeg, .png, .gif, .webp],
-        source: "discord-api-docs reference (uploading files); 10 MiB enforced per issue 8572 despite PR 8578's 20 MiB",
+        source:
+            "discord-api-docs reference (uploading files); 10 MiB enforced (discord/discord-api-docs#8572) though #8578 documents 20 MiB",
         confidence: "medium")
 
     /// Instagram (content publishing API): JPEG only, ≤ 8 MB, width 320–1440 (the service scales to 1440
