@@ -52,6 +52,18 @@ for variable in variables:
     check(variable in manual, f"sharepipe-server(8) lacks {variable}")
     check(f"#{variable}=" in defaults, f"/etc/default/sharepipe-server lacks {variable}")
 
+# The CLI's pages: every flag of `sharepipe prepare --help` is in sharepipe.prepare(1); apropos lists each page.
+check(read("man-prepare.err").strip() == "", "man sharepipe.prepare warned: " + read("man-prepare.err"))
+prepare_flags = set(re.findall(r"^  (?:-[a-zA-Z], )?(--[a-z][a-z-]*)", read("prepare-help.txt"), re.M))
+check(len(prepare_flags) >= 20, f"sharepipe prepare --help lists {len(prepare_flags)} flags")
+prepare_manual = read("man-prepare.txt")
+for flag in sorted(prepare_flags - {"--help"}):
+    check(flag in prepare_manual, f"sharepipe.prepare(1) lacks {flag}")
+apropos = read("apropos.txt")
+for page in ("sharepipe (1)", "sharepipe.prepare (1)", "sharepipe.inspect (1)", "sharepipe.services (1)",
+             "sharepipe.options (1)", "sharepipe-server (8)"):
+    check(page in apropos, f"apropos sharepipe lacks {page}: {apropos}")
+
 # Four inputs for two services: each output fits the service, in a format it takes, without location.
 services = {profile["name"]: profile for profile in json.loads(read("services.json"))}
 reports = lines("prepared.jsonl")

@@ -42,6 +42,11 @@ apt-get install -y -qq --no-install-recommends man-db curl > /dev/null 2>&1
 for page in sharepipe sharepipe.prepare sharepipe-server; do man -w "$page" >> "$out/man-w.txt" 2>&1 || true; done
 MANWIDTH=100 man sharepipe-server 2> "$out/man-server.err" | col -b > "$out/man-server.txt"
 sharepipe-server --help > "$out/server-help.txt"
+# The CLI's pages come from the same definitions as --help; whatis and apropos index them (mandb, as cron would).
+MANWIDTH=200 man sharepipe.prepare 2> "$out/man-prepare.err" | col -b > "$out/man-prepare.txt"
+sharepipe prepare --help > "$out/prepare-help.txt"
+mandb -q 2> "$out/mandb.err" || true
+apropos sharepipe > "$out/apropos.txt" 2>&1 || true
 cp /etc/default/sharepipe-server "$out/etc-default"
 
 # Four kinds of input, two services each; reports and outputs go to the host.
