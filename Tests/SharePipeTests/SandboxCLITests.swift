@@ -144,4 +144,51 @@ import Testing
         let run = try Tool.run(Tool.sharepipe, ["inspect", Fixtures.path("heif/mirror.heic"), "--json"])
         #expect(run.status == 0 && run.stdout.contains("heif"), "\(run.stdout) \(run.stderr)")
     }
+
+    @Test("a library loaded on first use from a folder in LD_LIBRARY_PATH (outside /usr) loads after confinement")
+    func libraryFromLoaderPathLoads() throws {
+        // libheif under a name only the temporary folder has: the loader finds it there or nowhere.
+        let candidates = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
+        let system = try #require(
+            candidates.map { $0 + "/libheif.so.1" }.first { FileManager.default.fileExists(atPath: $0) },
+            "libheif.so.1 is in none of \(candidates)")
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/lib", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: URL(fileURLWithPath: system).resolvingSymlinksInPath().path,
+            toPath: directory + "/lib/libsharepipe-test-heif.so.1")
+        for sandbox in [true, false] {
+            let out = directory + (sandbox ? "/out" : "/out-unconfined")
+            let run = try Tool.run(
+                "env",
+                [
+                    "LD_LIBRARY_PATH=\(directory)/lib", "SHAREPIPE_LIBHEIF=libsharepipe-test-heif.so.1",
+                    Tool.sharepipe, "prepare", Fixtures.path("heif/mirror.heic"), "--out", out, "--json",
+                ] + (sandbox ? [] : ["--no-sandbox"]))
+            #expect(run.status == 0 && run.stdout.contains("\"status\":\"ok\""), "sandbox \(sandbox): \(run.stderr)")
+            #expect(FileManager.default.fileExists(atPath: out + "/mirror.jpg"), "sandbox \(sandbox): \(run.stdout)")
+        }
+    }
+
+    @Test("the loader's folders: LD_LIBRARY_PATH's absolute entries, then ld.so.conf's, includes followed once")
+    func loaderSearchFolders() throws {
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/conf.d", withIntermediateDirectories: true)
+        let files = [
+            "ld.so.conf":
+                "# the main file\ninclude conf.d/*.conf\n/opt/a/lib   # a comment\nhwcap 0 nosegneg\n/opt/b=libc6\n",
+            "conf.d/1-first.conf": "/opt/c\n\n/opt/d:/opt/e,/opt/f\n",
+            "conf.d/2-loop.conf": "include \(directory)/ld.so.conf\nrelative/folder\n/opt/a/lib\n",
+            "conf.d/ignored.txt": "/opt/not-included\n",
+        ]
+        for (name, text) in files {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
+        }
+        let folders = ProcessSandbox.Rules.loaderSearchFolders(
+            environment: "/opt/env::relative;/opt/env2:/opt/c", configuration: directory + "/ld.so.conf")
+        #expect(folders == ["/opt/env", "/opt/env2", "/opt/c", "/opt/d", "/opt/e", "/opt/f", "/opt/a/lib", "/opt/b"])
+        #expect(ProcessSandbox.Rules.loaderSearchFolders(environment: nil, configuration: directory + "/none").isEmpty)
+    }
 }

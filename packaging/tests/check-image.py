@@ -61,6 +61,29 @@ root = tarfile.open(fileobj=io.BytesIO(raw))
 members = {member.name.removeprefix("./"): member for member in root.getmembers()}
 
 
+def resolve(path):
+    """`path` in the image's root with its folders' symbolic links followed (Debian 12 has merged /usr: the .deb's
+    /lib/systemd/system/… is usr/lib/systemd/system/… in the layer, /lib being a link to usr/lib)."""
+    parts, done = path.strip("/").split("/"), []
+    for _ in range(len(parts) + 40):
+        if not parts:
+            break
+        candidate = "/".join(done + [parts[0]])
+        member = members.get(candidate)
+        if member is not None and member.issym() and len(parts) > 1:
+            target = member.linkname
+            base = [] if target.startswith("/") else done
+            parts = target.strip("/").split("/") + parts[1:]
+            done = list(base)
+            continue
+        part = parts.pop(0)
+        if part == "..":
+            done = done[:-1]
+        elif part not in ("", "."):
+            done.append(part)
+    return "/".join(done)
+
+
 def text(name):
     return root.extractfile(members[name]).read().decode()
 
@@ -87,7 +110,7 @@ for member in package.getmembers():
     if not member.isfile() or not kept(path):
         continue
     count += 1
-    inside = members.get(path.lstrip("/"))
+    inside = members.get(resolve(path))
     check(inside is not None, f"{path} of the .deb is not in the image")
     if inside is not None:
         same = root.extractfile(inside).read() == package.extractfile(member).read()

@@ -52,6 +52,18 @@ for variable in variables:
     check(variable in manual, f"sharepipe-server(8) lacks {variable}")
     check(f"#{variable}=" in defaults, f"/etc/default/sharepipe-server lacks {variable}")
 
+# The CLI's pages: every flag of `sharepipe prepare --help` is in sharepipe.prepare(1); apropos lists each page.
+check(read("man-prepare.err").strip() == "", "man sharepipe.prepare warned: " + read("man-prepare.err"))
+prepare_flags = set(re.findall(r"^  (?:-[a-zA-Z], )?(--[a-z][a-z-]*)", read("prepare-help.txt"), re.M))
+check(len(prepare_flags) >= 20, f"sharepipe prepare --help lists {len(prepare_flags)} flags")
+prepare_manual = read("man-prepare.txt")
+for flag in sorted(prepare_flags - {"--help"}):
+    check(flag in prepare_manual, f"sharepipe.prepare(1) lacks {flag}")
+apropos = read("apropos.txt")
+for page in ("sharepipe (1)", "sharepipe.prepare (1)", "sharepipe.inspect (1)", "sharepipe.services (1)",
+             "sharepipe.options (1)", "sharepipe-server (8)"):
+    check(page in apropos, f"apropos sharepipe lacks {page}: {apropos}")
+
 # Four inputs for two services: each output fits the service, in a format it takes, without location.
 services = {profile["name"]: profile for profile in json.loads(read("services.json"))}
 reports = lines("prepared.jsonl")
@@ -86,11 +98,15 @@ for report in reports:
 check(seen_formats == {".jpg", ".heic", ".webp", ".gif"}, f"inputs prepared: {seen_formats}")
 
 # The server: it answered, counted, and stopped cleanly on SIGTERM.
-headers = read("post-headers.txt")
-check(headers.startswith("HTTP/1.1 200") and "content-type: image/jpeg" in headers.lower(), headers)
-with open(os.path.join(out, "posted.jpg"), "rb") as handle:
-    check(handle.read(3) == b"\xff\xd8\xff", "the posted image's answer is no JPEG")
-metrics = read("metrics.txt")
+for name, kind in (("post-jpeg", "a JPEG's body, service x"), ("post-heic", "a multipart HEIC, service mastodon")):
+    headers = read(f"{name}-headers.txt") if os.path.exists(os.path.join(out, f"{name}-headers.txt")) else ""
+    with open(os.path.join(out, f"{name}.body"), "rb") as handle:
+        body = handle.read()
+    answered = notes.get(f"{name}-curl-status") == "0" and headers.startswith("HTTP/1.1 200")
+    check(answered and "content-type: image/jpeg" in headers.lower() and body[:3] == b"\xff\xd8\xff",
+          f"POST {kind}: {headers.splitlines()[:1]} {body[:400]!r}")
+check(notes.get("metrics-curl-status") == "0", "GET /metrics failed: " + read("curl.err"))
+metrics = read("metrics.body")
 for service in ("x", "mastodon"):
     sample = f'sharepipe_requests_total{{route="/v1/prepare",status="200",service="{service}"}} 1'
     check(sample in metrics, f"/metrics lacks {sample}")
@@ -107,6 +123,12 @@ check(notes.get("no-libheif-exit-status") not in (None, "0"), "a HEIC was prepar
 message = read("no-libheif.err")
 check("libheif" in message and "gps-irot.heic" in message, "without libheif the message says: " + message)
 check("install ok installed" in read("after-libheif-removed.txt"), "removing libheif removed sharepipe")
+check(notes.get("no-libheif-jpeg-exit-status") == "0",
+      "without libheif a JPEG failed: " + read("no-libheif-jpeg.err"))
+jpeg_reports = lines("no-libheif-jpeg.jsonl")
+check(len(jpeg_reports) == 1 and jpeg_reports[0].get("status") == "ok"
+      and os.path.exists(os.path.join(out, "no-libheif", "x", "gps-orient6.jpg")),
+      f"without libheif the JPEG's report: {jpeg_reports}")
 
 # Byte for byte: the installed binary with the root's libraries against the release build here.
 def files(root):

@@ -33,7 +33,9 @@ public enum ProcessSandbox {
 
         /// Rules for what every SharePipe process still reads: the system's libraries and their data (`/usr`,
         /// the loader's cache, the time zone), the folders of every library mapped now (a toolchain's runtime
-        /// outside `/usr`), `/proc` (its own memory figures, and Dispatch's worker monitor, which reads
+        /// outside `/usr`), the folders the loader searches for a library opened later by its name
+        /// (`LD_LIBRARY_PATH`'s and `/etc/ld.so.conf`'s: libheif built into `/opt`), `/proc` (its own memory
+        /// figures, and Dispatch's worker monitor, which reads
         /// `/proc/<tid>/stat` of every worker thread and stops the process when it cannot: Landlock cannot name
         /// the threads yet to come, so the whole of `/proc` stays readable), the CPU list (`nproc`), `/dev/null` and
         /// `/dev/urandom`.
@@ -45,6 +47,10 @@ public enum ProcessSandbox {
             ] { rules.allow(path, .read) }
             rules.allow("/dev/null", .write)
             for folder in mappedLibraryFolders() { rules.allow(folder, .read) }
+            // Where a library loaded on first use after confinement is looked for, so that it is found where it
+            // would be without the sandbox (a folder Landlock hides makes the loader go on to the next one, and
+            // the library is "not available" when it is only there).
+            for folder in loaderSearchFolders() { rules.allow(folder, .read) }
             // A library file named by SHAREPIPE_LIBHEIF and the like (tests point one elsewhere).
             for variable in [
                 "SHAREPIPE_LIBHEIF", "SHAREPIPE_LIBDE265", "SHAREPIPE_LIBAVIF", "SHAREPIPE_LIBWEBP",
@@ -61,6 +67,72 @@ public enum ProcessSandbox {
 
         /// Keeps `path` (a file or a folder; one that does not exist is left out) for `access`.
         public mutating func allow(_ path: String, _ access: Access) { paths.append((path, access)) }
+
+        /// The folders the dynamic loader searches for a library opened by its name, beyond `/usr` and `/lib`:
+        /// the absolute entries of `LD_LIBRARY_PATH` (`environment`) and the folders `configuration` (the
+        /// loader cache's source, `/etc/ld.so.conf`) lists, its `include` files followed as ldconfig follows
+        /// them.
+        static func loaderSearchFolders(
+            environment: String? = getenv("LD_LIBRARY_PATH").map { String(cString: $0) },
+            configuration: String = "/etc/ld.so.conf"
+        ) -> [String] {
+            var folders: [String] = []
+            // The loader splits LD_LIBRARY_PATH at ':' and ';'; an empty or relative entry names the working
+            // folder, which the sandbox does not open up.
+            for entry in (environment ?? "").split(whereSeparator: { $0 == ":" || $0 == ";" })
+            where entry.hasPrefix("/") {
+                folders.append(String(entry))
+            }
+            var visited = Set<String>()
+            readLoaderConfiguration(configuration, into: &folders, visited: &visited)
+            var seen = Set<String>()
+            return folders.filter { seen.insert($0).inserted }
+        }
+
+        /// Reads one ldconfig configuration file: a folder per line (an old `folder=TYPE` suffix dropped),
+        /// `include PATTERN…` (relative to the file's folder, expanded with glob, in order), `hwcap` lines
+        /// skipped, `#` to the end of a line a comment. A file already read is not read again.
+        private static func readLoaderConfiguration(
+            _ path: String, into folders: inout [String], visited: inout Set<String>
+        ) {
+            guard visited.count < 256, visited.insert(path).inserted, let file = fopen(path, "r") else { return }
+            defer { fclose(file) }
+            let base = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+            var line: UnsafeMutablePointer<CChar>?
+            var capacity = 0
+            defer { free(line) }
+            while getline(&line, &capacity, file) > 0, let line {
+                var text = Substring(String(cString: line))
+                if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
+                let words = text.split(whereSeparator: \.isWhitespace)
+                guard let first = words.first else { continue }
+                if first == "include" {
+                    for pattern in words.dropFirst() {
+                        let absolute = pattern.hasPrefix("/") ? String(pattern) : base + "/" + pattern
+                        for match in globbed(absolute) {
+                            readLoaderConfiguration(match, into: &folders, visited: &visited)
+                        }
+                    }
+                } else if first != "hwcap" {
+                    for word in words {
+                        for entry in word.split(whereSeparator: { $0 == ":" || $0 == "," }) {
+                            let folder = entry.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+                            if folder.hasPrefix("/") { folders.append(folder) }
+                        }
+                    }
+                }
+            }
+        }
+
+        /// The paths `pattern` matches, sorted (none when nothing does).
+        private static func globbed(_ pattern: String) -> [String] {
+            var matches = glob_t()
+            defer { globfree(&matches) }
+            guard glob(pattern, 0, nil, &matches) == 0 else { return [] }
+            return (0..<Int(matches.gl_pathc)).compactMap { index in
+                matches.gl_pathv[index].map { String(cString: $0) }
+            }
+        }
 
         /// The folders of the files mapped into the process (its executable and shared libraries).
         static func mappedLibraryFolders() -> [String] {
