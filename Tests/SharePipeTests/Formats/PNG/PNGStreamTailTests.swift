@@ -61,7 +61,7 @@ struct PNGStreamTailTests {
         let input = Self.png(tailMebibytes: 4096)
         #expect(input.count > 4_000_000)
         // The CPU time of this thread (prepare runs on it), not the wall clock: other tests and other processes
-        // share the machine (2.2 s of wall clock was seen at load 25 for well under 1 s of work).
+        // share the machine (on a busy one, over twice the wall clock was seen for well under 1 s of work).
         let start = Self.threadCPUSeconds()
         let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: .all))
         let seconds = Self.threadCPUSeconds() - start
