@@ -139,8 +139,8 @@ public final class SharePipeServer: Sendable {
     /// Confines the process for good (`ProcessSandbox`), once it listens: the libraries SharePipe loads on
     /// first use opened first, then no new privileges, the seccomp filter (no program, process, socket, bind,
     /// listen or connect; accepting on the listener stays) and Landlock: the spool folder read-write (and its
-    /// parent only to remove it at exit), the system's libraries and data, `/proc/self` read-only, nothing
-    /// else; no TCP bind or connect.
+    /// parent only to remove it at exit), the system's libraries and data and `/proc` read-only
+    /// (`ProcessSandbox.Rules.system()`), nothing else; no TCP bind or connect.
     ///
     /// - Throws: `ProcessSandbox.Failure` when a layer the kernel has could not be applied.
     func confine() throws(ProcessSandbox.Failure) -> ProcessSandbox.Report {
