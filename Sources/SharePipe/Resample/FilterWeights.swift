@@ -19,22 +19,37 @@ struct FilterWeights: Sendable {
 
     /// The filter's reach on either side of an output's centre, in input positions: wider when reducing
     /// (antialiasing).
-    private static func support(inputSize: Int, outputSize: Int) -> Double {
-        lobes * max(Double(inputSize) / Double(outputSize), 1)
+    private static func support(scale: Double) -> Double {
+        lobes * max(scale, 1)
     }
 
-    /// `maxTaps` of the weights for these sizes, without making them (memory estimates).
+    /// `maxTaps` of the weights for these sizes, without making them (memory estimates). An upper bound for
+    /// weights over a partial last input position too (`inputExtent` below `inputSize` only narrows them).
     static func maxTaps(inputSize: Int, outputSize: Int) -> Int {
-        min(inputSize, Int((support(inputSize: inputSize, outputSize: outputSize) * 2).rounded(.up)) + 2)
+        maxTaps(inputSize: inputSize, scale: Double(inputSize) / Double(outputSize))
     }
 
-    init(inputSize: Int, outputSize: Int) {
+    private static func maxTaps(inputSize: Int, scale: Double) -> Int {
+        min(inputSize, Int((support(scale: scale) * 2).rounded(.up)) + 2)
+    }
+
+    /// Weights mapping `inputExtent` input positions onto `outputSize` outputs. `inputExtent` (default
+    /// `inputSize`) may end inside the last input position, in (inputSize − 1, inputSize]: a JPEG decoded at
+    /// a DCT scale M/8 is ceil(W·M/8) pixels wide but shows W·M/8 of them, its last column covering less than
+    /// 8/M source pixels. The scale is then the true extent's, so the picture is not stretched by the rounding,
+    /// and the partial position counts for the part it covers: its centre is that part's centre, its weight
+    /// the kernel there times its width (the rest of it is the encoder's edge padding).
+    init(inputSize: Int, outputSize: Int, inputExtent: Double? = nil) {
         self.inputSize = inputSize
         self.outputSize = outputSize
-        let scale = Double(inputSize) / Double(outputSize)
+        // At least 1/64 of the last position (a DCT-scaled decode's covers at least 1/8 of it).
+        let extent = min(Double(inputSize), max(Double(inputSize - 1) + 1.0 / 64, inputExtent ?? Double(inputSize)))
+        // The part of the last input position inside the extent: 1 unless it is partial.
+        let lastCoverage = extent - Double(inputSize - 1)
+        let scale = extent / Double(outputSize)
         let filterScale = max(scale, 1)  // widen the filter when reducing: antialiasing
-        let support = FilterWeights.support(inputSize: inputSize, outputSize: outputSize)
-        let maxTaps = FilterWeights.maxTaps(inputSize: inputSize, outputSize: outputSize)
+        let support = FilterWeights.support(scale: scale)
+        let maxTaps = FilterWeights.maxTaps(inputSize: inputSize, scale: scale)
         var starts = [Int](repeating: 0, count: outputSize)
         var counts = [Int](repeating: 0, count: outputSize)
         var weights = [Float](repeating: 0, count: outputSize * maxTaps)
@@ -46,7 +61,12 @@ struct FilterWeights: Sendable {
             var values: [Double] = []
             var total = 0.0
             for j in low..<high {
-                let w = FilterWeights.lanczos((Double(j) + 0.5 - center) / filterScale)
+                let w: Double
+                if j == inputSize - 1 && lastCoverage < 1 {
+                    w = FilterWeights.lanczos((Double(j) + lastCoverage / 2 - center) / filterScale) * lastCoverage
+                } else {
+                    w = FilterWeights.lanczos((Double(j) + 0.5 - center) / filterScale)
+                }
                 values.append(w)
                 total += w
             }

@@ -72,10 +72,12 @@ struct LanczosResampler {
     private var counted = true
 
     /// `fixedPoint`: nil (the pipeline) and true pick fixed point for every layout but gray with alpha; false
-    /// Float (tests compare both).
+    /// Float (tests compare both). `sourceExtent`: how much of `source` the picture covers, when its last
+    /// column or row is partial (a DCT-scaled JPEG: `ScalePlan.jpegDecodedExtent`); the whole of it by default.
+    /// The extent, not the rounded-up size, is mapped onto `target` (`FilterWeights.init`).
     init(
         from source: PixelSize, to target: PixelSize, layout: PixelLayout, meter: PixelMemoryMeter,
-        fixedPoint: Bool? = nil
+        fixedPoint: Bool? = nil, sourceExtent: (width: Double, height: Double)? = nil
     ) {
         precondition(target.width >= 1 && target.height >= 1 && source.width >= 1 && source.height >= 1)
         precondition(fixedPoint != true || layout != .grayAlpha, "gray with alpha filters in Float only")
@@ -83,8 +85,10 @@ struct LanczosResampler {
         self.target = target
         self.layout = layout
         self.channels = layout.channels
-        self.horizontal = FilterWeights(inputSize: source.width, outputSize: target.width)
-        self.vertical = FilterWeights(inputSize: source.height, outputSize: target.height)
+        self.horizontal = FilterWeights(
+            inputSize: source.width, outputSize: target.width, inputExtent: sourceExtent?.width)
+        self.vertical = FilterWeights(
+            inputSize: source.height, outputSize: target.height, inputExtent: sourceExtent?.height)
         self.ringRows = vertical.maxTaps
         let rowLength = target.width * layout.channels
         let arithmetic: Arithmetic =

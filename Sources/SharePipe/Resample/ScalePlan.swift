@@ -67,6 +67,15 @@ enum ScalePlan {
         return 8
     }
 
+    /// How much of a JPEG decoded at `numerator`/8 its picture covers, in decoded pixels: W·M/8 by H·M/8.
+    /// libjpeg rounds the decoded size up (`jpegScaleNumerator`), so when W·M/8 is not whole the last column
+    /// covers only its fraction of 8/M source pixels, the rest being the encoder's edge padding; the resampler
+    /// maps this extent onto the output, not the rounded-up size, or the picture would be stretched by up to
+    /// an output pixel.
+    static func jpegDecodedExtent(stored: PixelSize, numerator: Int) -> (width: Double, height: Double) {
+        (Double(stored.width * numerator) / 8, Double(stored.height * numerator) / 8)
+    }
+
     /// The DCT scale for a render under a byte limit that bites (`ImageDecoder.renderSharp`): the smallest M
     /// whose decode leaves the resampler at least a factor of two on both edges, as vipsthumbnail leaves its
     /// reduce step. A DCT-scaled decode close to the target is soft and aliased next to a Lanczos reduction

@@ -125,7 +125,10 @@ struct JPEGDecoder: ImageDecoder {
             let layout: PixelLayout = components == 1 ? .gray : .rgb
             let outputTarget = PixelSize(
                 width: min(target.width, decoded.width), height: min(target.height, decoded.height))
-            var resampler = LanczosResampler(from: decoded, to: outputTarget, layout: layout, meter: meter)
+            // The decoded size is rounded up: the picture covers W·M/8 of it, mapped onto the output.
+            var resampler = LanczosResampler(
+                from: decoded, to: outputTarget, layout: layout, meter: meter,
+                sourceExtent: ScalePlan.jpegDecodedExtent(stored: stored, numerator: numerator))
 
             let batch = Self.rowBatch
             let rowBytes = decoded.width * components
