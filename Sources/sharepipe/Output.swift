@@ -56,6 +56,8 @@ struct FileJSON: Encodable {
     var peakPixelBytes: Int?
     var warnings: [String]?
     var adjustments: [String]?
+    /// BlurHash and ThumbHash of the output as displayed (`PreparedImage.placeholder`).
+    var placeholder: Placeholder?
     var error: String?
     var errorKind: String?
     /// For `tooLarge`: which limit, the value found and the limit's number.
@@ -88,6 +90,7 @@ struct FileJSON: Encodable {
             peakPixelBytes = result.peakPixelBytes
             warnings = result.warnings
             adjustments = result.adjustments
+            placeholder = result.placeholder
         }
         if let error = report.error {
             self.error = error.description

@@ -49,6 +49,16 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .table(OptionTable.timeout), help: .table(OptionTable.timeout))
     var timeout: Int?
 
+    @Option(
+        name: .table(OptionTable.blurHashXComponents),
+        help: .table(OptionTable.blurHashXComponents, showingDefault: true))
+    var blurHashX: Int?
+
+    @Option(
+        name: .table(OptionTable.blurHashYComponents),
+        help: .table(OptionTable.blurHashYComponents, showingDefault: true))
+    var blurHashY: Int?
+
     /// nil: not given (`ImageLimits.maxPixels` unset: the cost-based default).
     @Option(name: .table(OptionTable.limitsMaxPixels), help: .table(OptionTable.limitsMaxPixels))
     var maxPixels: Int?
@@ -126,6 +136,8 @@ struct PipelineOptions: ParsableArguments {
     func makeTargets() throws -> [(name: String?, options: PrepareOptions)] {
         var base = PrepareOptions(progressive: progressive, strategy: strategy)
         base.timeout = timeout
+        if let blurHashX { base.blurHashXComponents = blurHashX }
+        if let blurHashY { base.blurHashYComponents = blurHashY }
         if let maxPixels { base.limits.maxPixels = maxPixels }
         base.limits.maxStreamedMemory = maxStreamedMemory
         base.limits.maxWorkPerInputByte = maxWorkPerByte

@@ -28,6 +28,8 @@ enum OpenAPIDocument {
                   { "name": "quality", "in": "query", "required": false, "description": "Highest JPEG quality, 1 to 100; the byte-limit search starts here. As --quality.", "schema": { "type": "integer", "minimum": 1, "maximum": 100 } },
                   { "name": "min_quality", "in": "query", "required": false, "description": "Lowest JPEG quality the byte-limit search may use, 1 to quality. As --min-quality.", "schema": { "type": "integer", "minimum": 1, "maximum": 100 } },
                   { "name": "progressive", "in": "query", "required": false, "description": "Write progressive JPEGs. As --progressive.", "schema": { "type": "string", "enum": ["true", "false"] } },
+                  { "name": "blurhash_x", "in": "query", "required": false, "description": "BlurHash components across, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-x.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
+                  { "name": "blurhash_y", "in": "query", "required": false, "description": "BlurHash components down, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-y.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
                   { "name": "X-Request-Id", "in": "header", "required": false, "description": "The client's id for the request (1 to 128 letters, digits, '-', '_', '.'); otherwise the server makes one.", "schema": { "type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$" } }
                 ],
                 "requestBody": {
@@ -51,6 +53,8 @@ enum OpenAPIDocument {
                       "X-SharePipe-Format": { "$ref": "#/components/headers/Format" },
                       "X-SharePipe-Removed": { "$ref": "#/components/headers/Removed" },
                       "X-SharePipe-Changed": { "$ref": "#/components/headers/Changed" },
+                      "X-SharePipe-BlurHash": { "$ref": "#/components/headers/BlurHash" },
+                      "X-SharePipe-ThumbHash": { "$ref": "#/components/headers/ThumbHash" },
                       "X-Request-Id": { "$ref": "#/components/headers/RequestId" },
                       "Connection": { "description": "Always `close`.", "schema": { "type": "string", "const": "close" } }
                     },

@@ -317,6 +317,10 @@ struct PrepareRoute {
         let removed = image.removedMetadata.sorted().map(\.rawValue)
         headers[.sharePipeRemoved] = removed.isEmpty ? "none" : removed.joined(separator: ",")
         if let changed = changedBeyondRequest(image) { headers[.sharePipeChanged] = changed }
+        if let placeholder = image.placeholder {
+            headers[.sharePipeBlurHash] = placeholder.blurHash
+            headers[.sharePipeThumbHash] = placeholder.thumbHash
+        }
         return headers
     }
 

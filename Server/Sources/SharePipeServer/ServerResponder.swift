@@ -100,6 +100,8 @@ extension HTTPField.Name {
     static let sharePipeRemoved = Self("X-SharePipe-Removed")!
     static let sharePipeChanged = Self("X-SharePipe-Changed")!
     static let sharePipeStatus = Self("X-SharePipe-Status")!
+    static let sharePipeBlurHash = Self("X-SharePipe-BlurHash")!
+    static let sharePipeThumbHash = Self("X-SharePipe-ThumbHash")!
 }
 
 /// The server's responder: dispatch by path and method (through `routes`, the one table of routes), the

@@ -34,6 +34,11 @@ final class Failing: Sendable {
             response.headers["x-sharepipe-removed"]?.split(separator: ",").contains("gps") == true,
             "\(response.headers)")
         #expect(response.headers["x-sharepipe-changed"] == nil)
+        // The placeholders: the library's own for the same upload; 4 × 4 components make 36 characters.
+        let direct = try await SharePipe.prepare(.bytes(photo), options: ServiceProfile.x.options())
+        #expect(response.headers["x-sharepipe-blurhash"] == direct.placeholder?.blurHash)
+        #expect(response.headers["x-sharepipe-thumbhash"] == direct.placeholder?.thumbHash)
+        #expect(response.headers["x-sharepipe-blurhash"]?.count == 36)
         #expect(response.headers["x-request-id"] == "photo-1")
         #expect(response.headers["connection"] == "close")
         let info = try SharePipe.inspect(.bytes(response.body))

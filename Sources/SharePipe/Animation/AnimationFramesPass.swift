@@ -81,6 +81,7 @@ struct AnimationFramesPass {
         let whole = GIFRect(left: 0, top: 0, width: plan.size.width, height: plan.size.height)
         let wholeCanvas = GIFRect(left: 0, top: 0, width: frames.canvasSize.width, height: frames.canvasSize.height)
         var index = 0
+        var firstPicture: PlaceholderThumbnail?
         while let frame = try frames.nextFrame() {
             try checkpoint()
             guard frame.canvas.size == frames.canvasSize, frame.canvas.layout == .rgba else {
@@ -100,6 +101,7 @@ struct AnimationFramesPass {
                 picture = []  // a dropped frame: its picture is never read
                 patch = .empty
             }
+            if index == 0 { firstPicture = PlaceholderThumbnail(pixels: picture, size: plan.size, layout: .rgba) }
             spill?.append(
                 picture, patch: patch, canvasChanged: changed, durationMilliseconds: frame.durationMilliseconds)
             try sequence.add(picture, canvasChanged: changed, durationMilliseconds: frame.durationMilliseconds)
@@ -109,7 +111,7 @@ struct AnimationFramesPass {
         if let spill, spill.finishWriting() { spills?.spill = spill }
         return AnimatedGIFPass.Output(
             try writer.finishOutput(), framesWritten: encoder.statistics.framesWritten,
-            statistics: encoder.statistics, globalUsage: encoder.globalUsage)
+            statistics: encoder.statistics, globalUsage: encoder.globalUsage, firstPicture: firstPicture)
     }
 
     /// A pass over the pictures spilled by an earlier pass at the same size.
@@ -129,15 +131,19 @@ struct AnimationFramesPass {
         meter.allocate(picture.count)
         defer { meter.release(plan.size.area * 4) }
         var reader = try spill.reader()
+        var firstPicture: PlaceholderThumbnail?
         while let frame = try reader.next(patching: &picture) {
             try checkpoint()
+            if firstPicture == nil {
+                firstPicture = PlaceholderThumbnail(pixels: picture, size: plan.size, layout: .rgba)
+            }
             try sequence.add(
                 picture, canvasChanged: frame.canvasChanged, durationMilliseconds: frame.durationMilliseconds)
         }
         try encoder.finish()
         return AnimatedGIFPass.Output(
             try writer.finishOutput(), framesWritten: encoder.statistics.framesWritten,
-            statistics: encoder.statistics, globalUsage: encoder.globalUsage)
+            statistics: encoder.statistics, globalUsage: encoder.globalUsage, firstPicture: firstPicture)
     }
 
     private func container(_ plan: AnimatedGIFPlan, loopCount: Int?) -> GIFContainer {

@@ -19,6 +19,8 @@ struct AnimationLadder: LadderRunner {
     private var plan: AnimatedGIFPlan
     private var lastBytes = 0
     private var globalUsage: [Int]?
+    /// The first frame of the first pass, reduced for the placeholder.
+    private(set) var placeholderThumbnail: PlaceholderThumbnail?
 
     init(
         run: @escaping Pass, initial: AnimatedGIFPlan, frameCount: Int, dimensionFloor: Int, minShortEdge: Int,
@@ -37,6 +39,7 @@ struct AnimationLadder: LadderRunner {
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
         let output = try run(plan, globalUsage, checkpoint)
         if globalUsage == nil { globalUsage = output.globalUsage }
+        if placeholderThumbnail == nil { placeholderThumbnail = output.firstPicture }
         lastBytes = output.byteCount
         guard
             log.record(

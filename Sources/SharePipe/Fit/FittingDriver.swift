@@ -35,7 +35,8 @@ struct FittingDriver {
         while true {
             try checkpoint()
             if let fit = try ladder.attempt(&log, checkpoint: checkpoint) {
-                return prepared(fit, attempts: log.attempts, warnings: ladder.warnings)
+                return prepared(
+                    fit, attempts: log.attempts, warnings: ladder.warnings, thumbnail: ladder.placeholderThumbnail)
             }
             guard ladder.advance(limit: log.limit) else {
                 throw SharePipeError.cannotMeetLimit(
@@ -44,9 +45,12 @@ struct FittingDriver {
         }
     }
 
-    /// The result: the plan's facts, the fit's bytes (or its file), the attempts, the meter's peak.
-    func prepared(_ fit: Fit, attempts: [FitAttempt], warnings: [String]) -> PreparedImage {
-        PreparedImage(
+    /// The result: the plan's facts, the fit's bytes (or its file), the attempts, the meter's peak, and the
+    /// placeholder hashed from `thumbnail` (the render reduced, `PlaceholderThumbnail`).
+    func prepared(_ fit: Fit, attempts: [FitAttempt], warnings: [String], thumbnail: PlaceholderThumbnail?)
+        -> PreparedImage
+    {
+        var prepared = PreparedImage(
             bytes: fit.bytes, format: fit.format, size: fit.size, inputFormat: info.format,
             inputSize: info.size, inputByteCount: info.byteCount,
             appliedOrientation: fit.method == .metadataRewrite ? .up : plan.orientation,
@@ -54,6 +58,10 @@ struct FittingDriver {
             removedMetadata: fit.metadata.removed, keptMetadata: MetadataOutcome.kinds(of: fit.metadata.kept),
             frameCount: fit.frameCount, peakPixelBytes: meter.peakBytes, warnings: warnings,
             adjustments: plan.adjustments + fit.adjustments, inputFrameCount: info.frameCount, outputFile: fit.file)
+        prepared.placeholder = thumbnail?.placeholder(
+            xComponents: plan.blurHashComponents.x, yComponents: plan.blurHashComponents.y)
+        prepared.placeholderPixels = thumbnail
+        return prepared
     }
 
     /// The shrink step every ladder uses: about sqrt(limit / bytes) smaller (`ScalePlan.shrink`), or nil
@@ -73,6 +81,8 @@ struct FittingDriver {
 protocol LadderRunner {
     /// Recoverable problems the decoders reported while the ladder ran.
     var warnings: [String] { get }
+    /// The first picture the ladder rendered, reduced for the placeholder (`PlaceholderThumbnail`).
+    var placeholderThumbnail: PlaceholderThumbnail? { get }
     /// Encodes every rung of the current step, recording each encode in `log`; returns the first that fits.
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit?
     /// Moves to the next step (a smaller size, fewer colours, fewer frames); false when none is left.

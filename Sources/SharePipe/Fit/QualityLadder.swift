@@ -23,6 +23,7 @@ struct QualityLadder: LadderRunner {
     let sharpRender: Bool
 
     var warnings: [String] { sizes.warnings }
+    var placeholderThumbnail: PlaceholderThumbnail? { sizes.placeholderThumbnail }
 
     /// The attempt note and adjustment of a 4:4:4 fit.
     static let fullChromaNote = "4:4:4 chroma"

@@ -9,6 +9,9 @@ struct StillSizes {
     /// The smallest encode at the current size: what the next size is planned from.
     var smallestAtSize = Int.max
     private(set) var warnings: [String] = []
+    /// The first render reduced for the placeholder (`PlaceholderThumbnail`): every later size shows the same
+    /// picture.
+    private(set) var placeholderThumbnail: PlaceholderThumbnail?
 
     init(renderer: StillRenderer, target: PixelSize, minShortEdge: Int) {
         self.renderer = renderer
@@ -25,6 +28,7 @@ struct StillSizes {
     mutating func render(sharp: Bool = false) throws -> Bitmap {
         smallestAtSize = Int.max
         let oriented = try renderer.oriented(size, sharp: sharp, warnings: &warnings)
+        if placeholderThumbnail == nil { placeholderThumbnail = PlaceholderThumbnail(oriented) }
         renderer.meter.allocate(oriented.byteCount)
         return oriented
     }

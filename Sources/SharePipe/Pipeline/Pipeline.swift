@@ -191,7 +191,7 @@ enum Pipeline {
             }
             if plan.route == .losslessTurn {
                 // 3c. Only the orientation changes: turn the image data, rewrite the metadata.
-                switch try turnLosslessly(source, info: info, plan: plan, driver: driver) {
+                switch try turnLosslessly(source, info: info, plan: plan, options: options, driver: driver) {
                 case .turned(let prepared):
                     return prepared
                 case .impossible(let why):
@@ -220,7 +220,7 @@ enum Pipeline {
         let input = FormatRegistry.descriptor(for: info.format)
         guard let rewrite = input.metadataRewriter else { return nil }
         let check = try input.decoder.render(
-            source, info: info, target: ScalePlan.scaled(info.size, by: 0.125),
+            source, info: info, target: placeholderRenderSize(info.size, atLeast: 0.125),
             limits: options.limits, meter: driver.meter)
         guard check.imageDataCopyable else { return nil }  // re-encoded, with the render's warning
         guard let bytes = try rewrite(source, plan.metadata.kept) else { return nil }
@@ -235,13 +235,22 @@ enum Pipeline {
                 bytes: bytes, format: info.format, size: info.size, quality: nil,
                 metadata: plan.metadata, frameCount: info.frameCount,
                 method: .metadataRewrite),
-            attempts: log.attempts, warnings: check.warnings)
+            attempts: log.attempts, warnings: check.warnings,
+            thumbnail: PlaceholderThumbnail(check.bitmap.applying(info.orientation)))
+    }
+
+    /// The size a route that renders no output picture decodes for the placeholder (`PlaceholderThumbnail`):
+    /// fitting the thumbnail's 100 × 100, or `scale` of the image when that is larger (the metadata rewrite's
+    /// proof that the data is whole).
+    static func placeholderRenderSize(_ size: PixelSize, atLeast scale: Double = 0) -> PixelSize {
+        let fit = Double(PlaceholderThumbnail.maxEdge) / Double(max(size.width, size.height, 1))
+        return ScalePlan.scaled(size, by: max(scale, fit))
     }
 
     /// The lossless turn, or why it cannot serve (a partial MCU in the way, damage it would copy, or a
     /// turned file over the byte limit).
     static func turnLosslessly(
-        _ source: ImageSource, info: ImageInfo, plan: PreparePlan,
+        _ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
         driver: FittingDriver
     ) throws -> LosslessTurnResult {
         guard let turn = FormatRegistry.descriptor(for: info.format).losslessTurn else {
@@ -261,12 +270,17 @@ enum Pipeline {
             else {
                 return .impossible("the losslessly turned file, \(bytes.count) bytes, is over the byte limit")
             }
+            // No picture was rendered: a small decode for the placeholder (a JPEG decodes it at 1/8 scale).
+            let small = try FormatRegistry.descriptor(for: info.format).decoder.render(
+                source, info: info, target: placeholderRenderSize(info.size), limits: options.limits,
+                meter: driver.meter)
             return .turned(
                 driver.prepared(
                     FittingDriver.Fit(
                         bytes: bytes, format: info.format, size: displayed,
                         quality: nil, metadata: metadata, method: .losslessTurn),
-                    attempts: log.attempts, warnings: []))
+                    attempts: log.attempts, warnings: [],
+                    thumbnail: PlaceholderThumbnail(small.bitmap.applying(info.orientation))))
         }
     }
 

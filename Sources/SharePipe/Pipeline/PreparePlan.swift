@@ -53,6 +53,8 @@ struct PreparePlan: Sendable, Equatable {
     /// The ladder searches quality in the input's own format, so the source's quality would cap it: only then
     /// is it worth reading (`Pipeline` reads it and calls `capQuality(atSource:options:)`).
     private(set) var capsAtSourceQuality = false
+    /// The BlurHash's components (`PrepareOptions.blurHashXComponents`, `blurHashYComponents`).
+    var blurHashComponents = BlurHashComponents(x: 4, y: 4)
 
     /// Plans preparing an input with `info` under `options`. `sourceQuality` is the input's own encoding
     /// quality (JPEG), which caps the quality search when the output keeps the input's format.
@@ -62,6 +64,7 @@ struct PreparePlan: Sendable, Equatable {
         inputFormat = info.format
         metadata = decided
         adjustments = []
+        blurHashComponents = BlurHashComponents(x: options.blurHashXComponents, y: options.blurHashYComponents)
 
         let animated =
             info.frameCount > 1 && input.animation != nil && options.animation.allowed

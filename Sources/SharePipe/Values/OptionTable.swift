@@ -183,6 +183,17 @@ public enum OptionTable {
         valid: .atLeast(1, phrase: "a positive number of seconds"),
         help: "Stop a file's job after this many seconds (timedOut; the batch goes on with the next file).")
 
+    /// The placeholder's BlurHash components across.
+    public static let blurHashXComponents = OptionSpec(
+        "blurHashXComponents", .integer(\.blurHashXComponents), flag: "blurhash-x", query: "blurhash_x",
+        clientMaySet: true, valid: .within(1...9),
+        help: "BlurHash components across, 1 to 9 (the placeholder in the report, beside a ThumbHash).")
+    /// The placeholder's BlurHash components down.
+    public static let blurHashYComponents = OptionSpec(
+        "blurHashYComponents", .integer(\.blurHashYComponents), flag: "blurhash-y", query: "blurhash_y",
+        clientMaySet: true, valid: .within(1...9),
+        help: "BlurHash components down, 1 to 9 (the placeholder in the report, beside a ThumbHash).")
+
     /// The largest byte limit accepted (1 TiB): far above any output, and low enough that the memory
     /// estimate's multiples of it (an animation's output buffer: 4 × the limit, doubled) cannot overflow.
     public static let byteLimitCeiling = 1 << 40
@@ -197,6 +208,7 @@ public enum OptionTable {
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,
         acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
+        blurHashXComponents, blurHashYComponents,
     ]
 
     /// The row of the option `PrepareOptions` spells `name` (`minQuality`, `limits.maxPixels`).

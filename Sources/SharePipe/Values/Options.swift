@@ -264,6 +264,10 @@ public struct PrepareOptions: Sendable, Equatable {
     /// Output formats the destination accepts; nil accepts all. An input in a format not listed is
     /// converted (to JPEG when listed, flattening alpha over white, else to PNG).
     public var acceptedFormats: [ImageFormat]?
+    /// The BlurHash's components across and down (`PreparedImage.placeholder`), 1...9 each; 4 × 4 by default,
+    /// as Mastodon stores it.
+    public var blurHashXComponents = 4
+    public var blurHashYComponents = 4
 
     /// The format to write for an input in `format`: the same where accepted; otherwise JPEG, or PNG for a
     /// GIF and for a WebP with alpha (`hasAlpha`) where PNG is accepted.

@@ -58,6 +58,12 @@ public struct PreparedImage: Sendable {
     /// Number of frames in the input (more than `frameCount` when only the first frame was kept, or frames
     /// were dropped to meet a limit).
     public var inputFrameCount: Int = 1
+    /// What a client shows while the image loads: BlurHash and ThumbHash of the output as displayed (an
+    /// animation's first frame), from the job's own render. nil only where no picture was rendered.
+    public var placeholder: Placeholder? = nil
+    /// Inside the library only: the pixels the placeholder was hashed from (at most 100 × 100 RGBA), for the
+    /// tests to hand the same pixels to the reference encoders.
+    var placeholderPixels: PlaceholderThumbnail? = nil
     /// Inside the library only: the output, when it is in an unlinked temporary file rather than in `bytes`
     /// (then empty). `Pipeline.prepare` reads it into `bytes` unless its caller writes the file where it
     /// belongs itself (`Batch`, `FileIO.writeAtomically(_:to:)`), so every public result has its bytes.

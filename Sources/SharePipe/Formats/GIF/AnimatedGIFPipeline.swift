@@ -65,18 +65,21 @@ struct AnimatedGIFPass {
         var framesWritten: Int
         var statistics: GIFAnimationEncoder.Statistics
         var globalUsage: [Int]
+        /// The first picture written (RGBA at the output size), reduced for the placeholder.
+        var firstPicture: PlaceholderThumbnail?
 
         /// The output's length, wherever it is.
         var byteCount: Int { file?.byteCount ?? bytes.count }
 
         init(
             _ output: (bytes: [UInt8], file: EncodedFile?), framesWritten: Int,
-            statistics: GIFAnimationEncoder.Statistics, globalUsage: [Int]
+            statistics: GIFAnimationEncoder.Statistics, globalUsage: [Int], firstPicture: PlaceholderThumbnail?
         ) {
             (bytes, file) = output
             self.framesWritten = framesWritten
             self.statistics = statistics
             self.globalUsage = globalUsage
+            self.firstPicture = firstPicture
         }
     }
 
@@ -111,6 +114,7 @@ struct AnimatedGIFPass {
                 countsPictures: resampler == nil)
             var index = 0
             var clearedSinceLastPicture: GIFRect?  // source pixels disposal may have made transparent
+            var firstPicture: PlaceholderThumbnail?
             while let frame = try stream.nextFrame() {
                 try checkpoint()
                 try canvas.draw(frame, globalPalette: summary.container.globalPalette, from: stream)
@@ -126,6 +130,9 @@ struct AnimatedGIFPass {
                     } else {
                         pixels = try Self.picture(of: canvas, at: plan.size, meter: meter)
                         changed = nil
+                    }
+                    if index == 0 {
+                        firstPicture = PlaceholderThumbnail(pixels: pixels, size: plan.size, layout: .rgba)
                     }
                     let mayDrop = clearedSinceLastPicture.map { Self.outputArea(of: $0, from: screen, to: plan.size) }
                     try encoder.add(
@@ -149,7 +156,7 @@ struct AnimatedGIFPass {
             }
             return Output(
                 try writer.finishOutput(), framesWritten: encoder.statistics.framesWritten,
-                statistics: encoder.statistics, globalUsage: encoder.globalUsage)
+                statistics: encoder.statistics, globalUsage: encoder.globalUsage, firstPicture: firstPicture)
         }
     }
 

@@ -20,6 +20,7 @@ struct LosslessFirstLadder: LadderRunner {
     }
 
     var warnings: [String] { sizes.warnings }
+    var placeholderThumbnail: PlaceholderThumbnail? { sizes.placeholderThumbnail }
 
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
         let oriented = try sizes.render()
