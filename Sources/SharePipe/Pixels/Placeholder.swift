@@ -64,51 +64,75 @@ struct PlaceholderThumbnail: Sendable, Equatable {
         let channels = layout.channels
         var out = [UInt8](repeating: 0, count: width * height * 4)
         // Each thumbnail pixel averages the source pixels of its share of the rows and columns; colours are
-        // weighted by alpha (premultiplied), then divided back out. Per column: r, g, b, alpha, pixel count.
+        // weighted by alpha (premultiplied), then divided back out. Integer sums per thumbnail column: r, g, b
+        // (each times alpha), alpha, pixel count; one pass over the rows, in order, each column's run of
+        // pixels summed in registers. Where a thumbnail row covers 8 source rows or more (a render of 800 rows
+        // and up), every other row is read: still an average of 4 rows or more, at half the cost (the whole
+        // placeholder then costs about 1.5 % of a 24 MP JPEG job's instructions).
+        let rowStep = source.height >= height * 8 ? 2 : 1
         let columnStarts = (0...width).map { $0 * source.width / width }
-        var sums = [Double](repeating: 0, count: width * 5)
+        var sums = [Int](repeating: 0, count: width * 5)
         pixels.withUnsafeBufferPointer { pixels in
-            for ty in 0..<height {
-                let rowStart = ty * source.height / height
-                let rowEnd = max(rowStart + 1, (ty + 1) * source.height / height)
-                for index in sums.indices { sums[index] = 0 }
-                for sy in rowStart..<min(rowEnd, source.height) {
-                    let row = sy * source.width * channels
-                    for tx in 0..<width {
-                        let columnEnd = min(source.width, max(columnStarts[tx] + 1, columnStarts[tx + 1]))
-                        var r = 0.0, g = 0.0, b = 0.0, a = 0.0
-                        for sx in columnStarts[tx]..<columnEnd {
-                            let p = row + sx * channels
-                            let alpha: Double
-                            let red: UInt8, green: UInt8, blue: UInt8
-                            switch layout {
-                            case .gray: (red, green, blue, alpha) = (pixels[p], pixels[p], pixels[p], 255)
-                            case .grayAlpha:
-                                (red, green, blue, alpha) = (pixels[p], pixels[p], pixels[p], Double(pixels[p + 1]))
-                            case .rgb: (red, green, blue, alpha) = (pixels[p], pixels[p + 1], pixels[p + 2], 255)
-                            case .rgba:
-                                (red, green, blue, alpha) = (
-                                    pixels[p], pixels[p + 1], pixels[p + 2], Double(pixels[p + 3])
-                                )
-                            }
-                            r += Double(red) * alpha
-                            g += Double(green) * alpha
-                            b += Double(blue) * alpha
-                            a += alpha
+            sums.withUnsafeMutableBufferPointer { sums in
+                var sy = 0
+                for ty in 0..<height {
+                    let rowEnd = max(sy + 1, min(source.height, (ty + 1) * source.height / height))
+                    for index in 0..<sums.count { sums[index] = 0 }
+                    var rowInBand = 0
+                    while sy < rowEnd {
+                        defer {
+                            sy += 1
+                            rowInBand += 1
                         }
-                        sums[tx * 5] += r
-                        sums[tx * 5 + 1] += g
-                        sums[tx * 5 + 2] += b
-                        sums[tx * 5 + 3] += a
-                        sums[tx * 5 + 4] += Double(columnEnd - columnStarts[tx])
+                        if rowInBand % rowStep != 0 { continue }
+                        let row = sy * source.width * channels
+                        for tx in 0..<width {
+                            let first = columnStarts[tx], end = max(first + 1, columnStarts[tx + 1])
+                            var r = 0, g = 0, b = 0, a = 0
+                            var p = row + first * channels
+                            switch layout {
+                            case .rgb:
+                                for _ in first..<end {
+                                    r &+= Int(pixels[p])
+                                    g &+= Int(pixels[p + 1])
+                                    b &+= Int(pixels[p + 2])
+                                    p += 3
+                                }
+                                (r, g, b, a) = (r &* 255, g &* 255, b &* 255, (end - first) * 255)
+                            case .rgba:
+                                for _ in first..<end {
+                                    let alpha = Int(pixels[p + 3])
+                                    r &+= Int(pixels[p]) &* alpha
+                                    g &+= Int(pixels[p + 1]) &* alpha
+                                    b &+= Int(pixels[p + 2]) &* alpha
+                                    a &+= alpha
+                                    p += 4
+                                }
+                            case .gray, .grayAlpha:
+                                for _ in first..<end {
+                                    let alpha = channels == 2 ? Int(pixels[p + 1]) : 255
+                                    r &+= Int(pixels[p]) &* alpha
+                                    a &+= alpha
+                                    p += channels
+                                }
+                                (g, b) = (r, r)
+                            }
+                            let s = tx * 5
+                            sums[s] &+= r
+                            sums[s + 1] &+= g
+                            sums[s + 2] &+= b
+                            sums[s + 3] &+= a
+                            sums[s + 4] &+= end - first
+                        }
                     }
-                }
-                for tx in 0..<width {
-                    let o = (ty * width + tx) * 4, alpha = sums[tx * 5 + 3]
-                    if alpha > 0 {
-                        for c in 0..<3 { out[o + c] = UInt8(min(255, (sums[tx * 5 + c] / alpha).rounded())) }
+                    for tx in 0..<width {
+                        let o = (ty * width + tx) * 4, s = tx * 5, alpha = sums[s + 3]
+                        if alpha > 0 {
+                            for c in 0..<3 { out[o + c] = UInt8(min(255, (sums[s + c] + alpha / 2) / alpha)) }
+                        }
+                        let count = max(1, sums[s + 4])
+                        out[o + 3] = UInt8(min(255, (alpha + count / 2) / count))
                     }
-                    out[o + 3] = UInt8(min(255, (alpha / max(1, sums[tx * 5 + 4])).rounded()))
                 }
             }
         }
@@ -143,26 +167,35 @@ enum BlurHash {
         let cosY = (0..<yComponents).map { j in
             (0..<height).map { y in cos(Double.pi * Double(j * y) / Double(height)) }
         }
+        // Separable: per row and x component, the row's sum weighted by cos(πix/w); then per y component.
+        var rowSums = [Double](repeating: 0, count: height * xComponents * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let p = y * width + x
+                let (r, g, b) =
+                    linear.map { ($0[p * 3], $0[p * 3 + 1], $0[p * 3 + 2]) }
+                    ?? (
+                        table[Int(thumbnail.rgba[p * 4])], table[Int(thumbnail.rgba[p * 4 + 1])],
+                        table[Int(thumbnail.rgba[p * 4 + 2])]
+                    )
+                for i in 0..<xComponents {
+                    let basis = cosX[i][x], o = (y * xComponents + i) * 3
+                    rowSums[o] += basis * r
+                    rowSums[o + 1] += basis * g
+                    rowSums[o + 2] += basis * b
+                }
+            }
+        }
         var factors = [(Double, Double, Double)]()
         factors.reserveCapacity(xComponents * yComponents)
         for j in 0..<yComponents {
             for i in 0..<xComponents {
                 var r = 0.0, g = 0.0, b = 0.0
                 for y in 0..<height {
-                    let fy = cosY[j][y]
-                    for x in 0..<width {
-                        let basis = cosX[i][x] * fy
-                        let p = (y * width + x) * 4
-                        if let linear {
-                            r += basis * linear[p / 4 * 3]
-                            g += basis * linear[p / 4 * 3 + 1]
-                            b += basis * linear[p / 4 * 3 + 2]
-                        } else {
-                            r += basis * table[Int(thumbnail.rgba[p])]
-                            g += basis * table[Int(thumbnail.rgba[p + 1])]
-                            b += basis * table[Int(thumbnail.rgba[p + 2])]
-                        }
-                    }
+                    let fy = cosY[j][y], o = (y * xComponents + i) * 3
+                    r += fy * rowSums[o]
+                    g += fy * rowSums[o + 1]
+                    b += fy * rowSums[o + 2]
                 }
                 let scale = (i == 0 && j == 0 ? 1.0 : 2.0) / Double(width * height)
                 factors.append((r * scale, g * scale, b * scale))
