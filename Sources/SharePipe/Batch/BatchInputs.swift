@@ -95,6 +95,29 @@ public struct BatchWalkSummary: Sendable, Equatable {
     public var insideOutput = 0
     /// Inputs that do not exist (reported as failures too).
     public var missing = 0
+    /// Videos (`.MOV`, `.mp4`) passed over beside a photo of the same name that this batch prepares: an Apple
+    /// Live Photo's (or another camera's) clip, which can carry the place it was filmed. One entry per such
+    /// video, so a caller can name each.
+    public var videosBesidePhotos: [VideoBesidePhoto] = []
+}
+
+/// A video beside a photo of the same name (`IMG_0001.MOV` beside `IMG_0001.HEIC`: a Live Photo pair) that a
+/// batch passes over: the photo is prepared, the video is not.
+public struct VideoBesidePhoto: Sendable, Equatable {
+    /// The video's path.
+    public var video: String
+    /// The photo's path.
+    public var photo: String
+
+    /// The photo extensions a video beside them is a pair's: HEIC/HEIF (Apple Live Photos) and JPEG.
+    static let photoExtensions: Set<String> = ["heic", "heif", "jpg", "jpeg"]
+    /// The extensions of the videos looked for.
+    static let videoExtensions: Set<String> = ["mov", "mp4"]
+
+    /// "video beside IMG_0001.HEIC not prepared: it can carry the location".
+    public var note: String {
+        "video beside \(BatchItem.lastComponent(photo)) not prepared: it can carry the location"
+    }
 }
 
 /// Turns the batch's inputs into items, one at a time: folders are listed one at a time (sorted), the
@@ -178,13 +201,16 @@ struct BatchWalk {
         var visited = Set<FileIdentity>()
     }
 
-    private func offer(_ item: BatchItem, state: inout State, emit: (BatchItem) -> Void) {
+    /// Passes `item` on, unless it belongs to another shard; says whether it did.
+    @discardableResult
+    private func offer(_ item: BatchItem, state: inout State, emit: (BatchItem) -> Void) -> Bool {
         if let shard, !shard.contains(item.input) {
             state.summary.otherShards += 1
-            return
+            return false
         }
         state.summary.files += 1
         emit(item)
+        return true
     }
 
     /// Lists `path` (sorted), passes its files on, then walks its subfolders depth first when recursive.
@@ -193,6 +219,7 @@ struct BatchWalk {
         let entries = FolderStems.list(path)
         var files: [String] = []
         var folders: [String] = []
+        var videos: [String] = []
         for name in entries {
             let child = path.hasSuffix("/") ? path + name : path + "/" + name
             if FileIO.isDirectory(child) {
@@ -205,17 +232,28 @@ struct BatchWalk {
                 }
             } else if Batch.isSidecar(name) {
                 state.summary.sidecarsSkipped += 1
+                let fileExtension = BatchItem.split(name).fileExtension?.lowercased() ?? ""
+                if VideoBesidePhoto.videoExtensions.contains(fileExtension) { videos.append(name) }
             } else {
                 files.append(name)
             }
         }
         let shared = FolderStems.shared(files)
+        let folder = path.hasSuffix("/") ? path : path + "/"
+        var videoStems = Set(videos.map(BatchItem.stem))
         for name in files {
-            offer(
+            let offered = offer(
                 BatchItem(
-                    input: (path.hasSuffix("/") ? path : path + "/") + name, relativeName: relative + "/" + name,
+                    input: folder + name, relativeName: relative + "/" + name,
                     keepsFullName: shared.contains(BatchItem.stem(name)), mirrorsFolder: true),
                 state: &state, emit: emit)
+            let fileExtension = BatchItem.split(name).fileExtension?.lowercased() ?? ""
+            guard offered, VideoBesidePhoto.photoExtensions.contains(fileExtension),
+                videoStems.remove(BatchItem.stem(name)) != nil
+            else { continue }
+            for video in videos where BatchItem.stem(video) == BatchItem.stem(name) {
+                state.summary.videosBesidePhotos.append(VideoBesidePhoto(video: folder + video, photo: folder + name))
+            }
         }
         for name in folders {
             walkFolder(

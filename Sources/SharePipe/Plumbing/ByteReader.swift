@@ -81,6 +81,24 @@ final class ByteReader {
         }
     }
 
+    /// Skips to just past the next `target` byte, a buffer at a time; false when the data ends first.
+    func skip(past target: UInt8) throws -> Bool {
+        while true {
+            if position == limit, try !refill() { return false }
+            let found =
+                file == nil
+                ? memory[position..<limit].firstIndex(of: target) : buffer[position..<limit].firstIndex(of: target)
+            guard let found else {
+                offset += limit - position
+                position = limit
+                continue
+            }
+            offset += found + 1 - position
+            position = found + 1
+            return true
+        }
+    }
+
     private func truncated() -> SharePipeError {
         .corrupt(file: name, phase: .header, reason: "data ends at byte \(offset) (file is truncated)")
     }
