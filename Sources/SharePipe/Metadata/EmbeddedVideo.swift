@@ -18,7 +18,7 @@ public struct EmbeddedVideo: Sendable, Equatable, Codable {
         case microVideo
         /// Samsung's trailer: an `SEFT` directory at the end of the file with a `MotionPhoto_Data` entry.
         case samsungTrailer
-        /// Samsung's HEIC: a top-level `mpvd` box holding the MP4.
+        /// A top-level `mpvd` box holding the MP4 (Samsung's HEIC; Motion Photo 1.0 in HEIC and AVIF).
         case heifVideoBox
         /// An MP4 after the image that nothing announces (Xiaomi and others).
         case unannounced
@@ -29,7 +29,7 @@ public struct EmbeddedVideo: Sendable, Equatable, Codable {
             case .motionPhoto: return "motion photo"
             case .microVideo: return "micro video"
             case .samsungTrailer: return "Samsung motion photo"
-            case .heifVideoBox: return "Samsung motion photo box"
+            case .heifVideoBox: return "motion photo box"
             case .unannounced: return "unannounced MP4"
             }
         }

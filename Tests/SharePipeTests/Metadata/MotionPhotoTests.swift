@@ -329,6 +329,38 @@ struct MotionPhotoTests {
         #expect(read.motionPhotoData == nil)
     }
 
+    /// The HEIF layouts, made here from the still (heif-enc, avifenc): a top-level `mpvd` box holding the MP4
+    /// (Samsung's HEIC; Motion Photo 1.0 in HEIC and AVIF), and an MP4 appended after an AVIF's boxes (libavif
+    /// reads such a file; libheif refuses a HEIC with a second `ftyp`). Found, reported, never written.
+    @Test(arguments: ["heic mpvd", "avif mpvd", "avif appended"])
+    func heifLayoutsAreFoundAndNeverWritten(_ layout: String) throws {
+        let made = try Self.fixtures()
+        try Witness.require("heif-enc", "avifenc")
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        try Fixtures.write(made.still, to: directory + "/still.jpg")
+        let avif = layout.hasPrefix("avif")
+        let encoded = directory + (avif ? "/still.avif" : "/still.heic")
+        let run =
+            avif
+            ? try Tool.run("avifenc", ["-s", "10", directory + "/still.jpg", encoded])
+            : try Tool.run("heif-enc", ["-q", "50", "-o", encoded, directory + "/still.jpg"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let image = try Fixtures.bytes(encoded)
+        let input =
+            layout.hasSuffix("mpvd")
+            ? image + Plant.box("mpvd", made.clip) : image + made.clip
+        let video = try #require(try SharePipe.inspect(.bytes(input)).embeddedVideo, "\(layout)")
+        #expect(video.container == (layout.hasSuffix("mpvd") ? .heifVideoBox : .unannounced), "\(layout)")
+        #expect(video.readable && video.hasAudio && video.hasLocation && video.byteCount == made.clip.count)
+        #expect(try SharePipe.inspect(.bytes(image)).embeddedVideo == nil, "\(layout): found in the bare image")
+        for mode in [StripMode.all, .gps, .none] {
+            let result = try SharePipe.prepare(.bytes(input), options: PrepareOptions(strip: mode))
+            Self.expectNoVideo(result.bytes, "\(layout), strip \(mode)")
+            #expect(result.removedMetadata.contains(.embeddedVideo), "\(layout), strip \(mode)")
+        }
+    }
+
     /// The corpus's Samsung Galaxy HEIC (One UI 6): its `mpvd` box holds an MP4 with sound and a `©xyz`
     /// location; it is found, reported, and never written, whatever the strip mode (a HEIC is always
     /// re-encoded).
