@@ -159,9 +159,12 @@ struct BatchWalk {
                 } else {
                     let (stem, fileExtension) = BatchItem.split(name)
                     let claimedStem = BatchWalk.claim(stem, in: &claimed)
-                    offer(
+                    if offer(
                         BatchItem(input: trimmed, relativeName: claimedStem + (fileExtension.map { "." + $0 } ?? "")),
                         state: &state, emit: emit)
+                    {
+                        noteVideos(besideNamed: trimmed, state: &state)
+                    }
                 }
             }
         case .list(let list):
@@ -185,11 +188,14 @@ struct BatchWalk {
                     let parent = FileIO.parentDirectory(of: trimmed)
                     if folder.path != parent { folder = FolderStems(listing: parent) }
                     let name = BatchItem.lastComponent(trimmed)
-                    offer(
+                    if offer(
                         BatchItem(
                             input: trimmed, relativeName: relative,
                             keepsFullName: folder.sharedStems.contains(BatchItem.stem(name)), mirrorsFolder: true),
                         state: &state, emit: emit)
+                    {
+                        noteVideos(beside: name, in: parent, videos: folder.videos, state: &state)
+                    }
                 }
             }
         }
@@ -199,6 +205,30 @@ struct BatchWalk {
     private struct State {
         var summary = BatchWalkSummary()
         var visited = Set<FileIdentity>()
+    }
+
+    /// Records the videos among `videos` (names in `folder`) that share the stem of the photo `photo` (a name in
+    /// `folder`), when `photo` is a HEIC/HEIF or JPEG.
+    private func noteVideos(beside photo: String, in folder: String, videos: [String], state: inout State) {
+        guard VideoBesidePhoto.photoExtensions.contains(BatchItem.split(photo).fileExtension?.lowercased() ?? "")
+        else { return }
+        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+        for video in videos where BatchItem.stem(video) == BatchItem.stem(photo) {
+            state.summary.videosBesidePhotos.append(VideoBesidePhoto(video: prefix + video, photo: prefix + photo))
+        }
+    }
+
+    /// For a photo named on its own (not found in a folder walk): a video of the same stem beside it.
+    private func noteVideos(besideNamed path: String, state: inout State) {
+        guard VideoBesidePhoto.photoExtensions.contains(BatchItem.split(path).fileExtension?.lowercased() ?? "")
+        else { return }
+        let stem = BatchItem.split(path).stem
+        for fileExtension in ["MOV", "mov", "MP4", "mp4"] {
+            let video = stem + "." + fileExtension
+            if FileIO.exists(video), !FileIO.isDirectory(video) {
+                state.summary.videosBesidePhotos.append(VideoBesidePhoto(video: video, photo: path))
+            }
+        }
     }
 
     /// Passes `item` on, unless it belongs to another shard; says whether it did.
@@ -240,19 +270,14 @@ struct BatchWalk {
         }
         let shared = FolderStems.shared(files)
         let folder = path.hasSuffix("/") ? path : path + "/"
-        var videoStems = Set(videos.map(BatchItem.stem))
         for name in files {
-            let offered = offer(
+            if offer(
                 BatchItem(
                     input: folder + name, relativeName: relative + "/" + name,
                     keepsFullName: shared.contains(BatchItem.stem(name)), mirrorsFolder: true),
                 state: &state, emit: emit)
-            let fileExtension = BatchItem.split(name).fileExtension?.lowercased() ?? ""
-            guard offered, VideoBesidePhoto.photoExtensions.contains(fileExtension),
-                videoStems.remove(BatchItem.stem(name)) != nil
-            else { continue }
-            for video in videos where BatchItem.stem(video) == BatchItem.stem(name) {
-                state.summary.videosBesidePhotos.append(VideoBesidePhoto(video: folder + video, photo: folder + name))
+            {
+                noteVideos(beside: name, in: path, videos: videos, state: &state)
             }
         }
         for name in folders {
@@ -317,13 +342,19 @@ struct FileIdentity: Hashable, Sendable {
 struct FolderStems {
     var path: String?
     var sharedStems: Set<String> = []
+    /// The folder's videos (`.MOV`, `.mp4`), which a walk passes over as sidecars.
+    var videos: [String] = []
 
     init() {}
 
     init(listing path: String) {
         self.path = path
-        let files = FolderStems.list(path).filter {
+        let entries = FolderStems.list(path)
+        let files = entries.filter {
             !Batch.isSidecar($0) && !FileIO.isDirectory((path.hasSuffix("/") ? path : path + "/") + $0)
+        }
+        videos = entries.filter {
+            VideoBesidePhoto.videoExtensions.contains(BatchItem.split($0).fileExtension?.lowercased() ?? "")
         }
         sharedStems = FolderStems.shared(files)
     }

@@ -432,5 +432,17 @@ struct MotionPhotoTests {
         #expect(clip["besidePhoto"] as? String == input + "/IMG_0001.jpg")
         #expect(clip["reason"] as? String == "video beside IMG_0001.jpg not prepared: it can carry the location")
         #expect(objects.filter { $0["status"] as? String == "notPrepared" }.count == 1)
+
+        // The photo named on its own, and in a --files-from list: the video beside it is named too.
+        let note = "note: video beside IMG_0001.jpg not prepared: it can carry the location"
+        let named = try Tool.run(Tool.sharepipe, ["prepare", input + "/IMG_0001.jpg", "--out", directory + "/n"])
+        #expect(named.status == 0 && named.stderr.contains(note), "\(named.stderr)")
+        let list = directory + "/list.txt"
+        try Fixtures.write(Array((input + "/IMG_0001.jpg\n").utf8), to: list)
+        let listed = try Tool.run(Tool.sharepipe, ["prepare", "--files-from", list, "--out", directory + "/l"])
+        #expect(listed.status == 0 && listed.stderr.contains(note), "\(listed.stderr)")
+        // A photo without a video beside it: no note.
+        let alone = try Tool.run(Tool.sharepipe, ["prepare", input + "/PXL_MP.jpg", "--out", directory + "/a"])
+        #expect(alone.status == 0 && !alone.stderr.contains("not prepared"), "\(alone.stderr)")
     }
 }
