@@ -161,9 +161,9 @@ struct PreparePlan: Sendable, Equatable {
         var notes: [String] = []
         for block in metadata.kept {
             switch block {
-            case .embeddedVideo(let video):
-                notes.append(
-                    "embedded video removed (\(video.summary)): only a metadata-only copy of the image keeps it")
+            case .embeddedVideo:
+                // What the video held is in the removed list's entry (`PreparedImage.embeddedVideo`).
+                notes.append("embedded video removed: only a metadata-only copy of a JPEG keeps it")
             case _ where block.kind == .contentCredentials && !notes.contains(Self.contentCredentialsNote):
                 notes.append(Self.contentCredentialsNote)
             default:
