@@ -130,9 +130,10 @@ struct EmbeddedVideoJSON: Encodable {
     var hasLocation: Bool
     /// false: announced, but its MP4 could not be read (it may carry sound and a location).
     var readable: Bool
-    var kept: Bool
+    /// Whether the output holds it (absent for `inspect`, which writes no output).
+    var kept: Bool?
 
-    init(_ video: EmbeddedVideo, kept: Bool) {
+    init(_ video: EmbeddedVideo, kept: Bool?) {
         container = video.container.rawValue
         bytes = video.byteCount
         hasAudio = video.hasAudio
@@ -171,7 +172,7 @@ struct InspectJSON: Encodable {
         frames = info.frameCount
         hasAlpha = info.hasAlpha
         metadata = info.metadataKinds.sorted().map(\.rawValue)
-        embeddedVideo = info.embeddedVideo.map { EmbeddedVideoJSON($0, kept: true) }
+        embeddedVideo = info.embeddedVideo.map { EmbeddedVideoJSON($0, kept: nil) }
         bytes = info.byteCount
     }
 }

@@ -446,6 +446,15 @@ struct MotionPhotoTests {
         try Fixtures.write(Array((input + "/IMG_0001.jpg\n").utf8), to: list)
         let listed = try Tool.run(Tool.sharepipe, ["prepare", "--files-from", list, "--out", directory + "/l"])
         #expect(listed.status == 0 && listed.stderr.contains(note), "\(listed.stderr)")
+        // `inspect` names it too (text and JSON; no `kept`, as it writes nothing).
+        let inspected = try Tool.run(Tool.sharepipe, ["inspect", "--json", input + "/PXL_MP.jpg"])
+        let facts = try #require(
+            (try? JSONSerialization.jsonObject(with: Data(inspected.stdout.utf8)) as? [String: Any])?["embeddedVideo"]
+                as? [String: Any], "\(inspected.stdout)")
+        #expect(facts["container"] as? String == "motionPhoto" && facts["hasLocation"] as? Bool == true)
+        #expect(facts["kept"] == nil)
+        let inspectedText = try Tool.run(Tool.sharepipe, ["inspect", input + "/PXL_MP.jpg"])
+        #expect(inspectedText.stdout.contains("embedded video: motion photo, "), "\(inspectedText.stdout)")
         // A photo without a video beside it: no note.
         let alone = try Tool.run(Tool.sharepipe, ["prepare", input + "/PXL_MP.jpg", "--out", directory + "/a"])
         #expect(alone.status == 0 && !alone.stderr.contains("not prepared"), "\(alone.stderr)")
