@@ -52,6 +52,8 @@ struct FileJSON: Encodable {
     var method: String?
     var attempts: [FitAttempt]?
     var removedMetadata: [String]?
+    /// The video a motion photo carried (`removedMetadata` lists `embeddedVideo` unless it was kept).
+    var embeddedVideo: EmbeddedVideoJSON?
     var orientationApplied: Int?
     var peakPixelBytes: Int?
     var warnings: [String]?
@@ -86,6 +88,9 @@ struct FileJSON: Encodable {
             method = result.method.rawValue
             attempts = result.attempts
             removedMetadata = result.removedMetadata.sorted().map(\.rawValue)
+            embeddedVideo = result.embeddedVideo.map {
+                EmbeddedVideoJSON($0, kept: result.keptMetadata.contains(.embeddedVideo))
+            }
             orientationApplied = result.appliedOrientation.rawValue
             peakPixelBytes = result.peakPixelBytes
             warnings = result.warnings
@@ -105,6 +110,42 @@ struct FileJSON: Encodable {
     }
 }
 
+/// A video a batch passed over beside a photo it prepared, in `--json` and `--report`.
+struct VideoNotPreparedJSON: Encodable {
+    var version = SharePipeVersion.current
+    var input: String
+    var status = "notPrepared"
+    var besidePhoto: String
+    var reason: String
+
+    init(_ pair: VideoBesidePhoto) {
+        input = pair.video
+        besidePhoto = pair.photo
+        reason = pair.note
+    }
+}
+
+/// A motion photo's video in `--json` and `--report`.
+struct EmbeddedVideoJSON: Encodable {
+    var container: String
+    var bytes: Int
+    var hasAudio: Bool
+    var hasLocation: Bool
+    /// false: announced, but its MP4 could not be read (it may carry sound and a location).
+    var readable: Bool
+    /// Whether the output holds it (absent for `inspect`, which writes no output).
+    var kept: Bool?
+
+    init(_ video: EmbeddedVideo, kept: Bool?) {
+        container = video.container.rawValue
+        bytes = video.byteCount
+        hasAudio = video.hasAudio
+        hasLocation = video.hasLocation
+        readable = video.readable
+        self.kept = kept
+    }
+}
+
 struct InspectJSON: Encodable {
     var file: String
     var format: String
@@ -118,6 +159,7 @@ struct InspectJSON: Encodable {
     var frames: Int
     var hasAlpha: Bool
     var metadata: [String]
+    var embeddedVideo: EmbeddedVideoJSON?
     var bytes: Int
 
     init(file: String, info: ImageInfo) {
@@ -133,6 +175,7 @@ struct InspectJSON: Encodable {
         frames = info.frameCount
         hasAlpha = info.hasAlpha
         metadata = info.metadataKinds.sorted().map(\.rawValue)
+        embeddedVideo = info.embeddedVideo.map { EmbeddedVideoJSON($0, kept: nil) }
         bytes = info.byteCount
     }
 }
@@ -144,7 +187,8 @@ enum InspectText {
             \(file): \(info.format.rawValue.uppercased()) \(info.size) \(info.colorModel.rawValue) \(info.bitDepth)-bit\
             \(info.progressive ? (info.format == .jpeg ? " progressive" : " interlaced") : "")\
             \(info.frameCount > 1 ? ", \(info.frameCount) frames" : ""), orientation \(info.storedOrientationValue.map(String.init) ?? "none")\
-             (\(info.orientation.rawValue)), metadata: \(kinds.isEmpty ? "none" : kinds.joined(separator: ", ")), \(info.byteCount) bytes
+             (\(info.orientation.rawValue)), metadata: \(kinds.isEmpty ? "none" : kinds.joined(separator: ", ")), \(info.byteCount) bytes\
+            \(info.embeddedVideo.map { "; embedded video: \($0.summary)" } ?? "")
             """
     }
 }
@@ -211,14 +255,36 @@ final class Reporter {
         if interactive { writeStandardError("[\(done) done]") }
     }
 
+    /// A video passed over beside a prepared photo (a Live Photo pair): a note on standard error in text, a
+    /// `notPrepared` object with `--json`, and a line in `--report`.
+    func videoNotPrepared(_ pair: VideoBesidePhoto) {
+        let object = JSONText.encode(VideoNotPreparedJSON(pair))
+        if let file = report {
+            do { try file.append(object) } catch {
+                printError("sharepipe: cannot append to --report \(file.path): \(error)")
+            }
+        }
+        if json {
+            emit(object)
+        } else {
+            printError("note: \(pair.note) (\(pair.video))")
+        }
+        fflush(nil)
+    }
+
     /// One line per output; every change the user did not ask for is listed after "adjusted:".
     static func describe(_ report: BatchReport, _ result: PreparedImage) -> String {
-        let removed = result.removedMetadata.sorted().map(\.displayName).joined(separator: ",")
+        let video = result.embeddedVideo.map { " (\($0.summary))" } ?? ""
+        let removed = result.removedMetadata.sorted().map {
+            $0 == .embeddedVideo ? $0.displayName + video : $0.displayName
+        }
+        .joined(separator: ",")
+        let keptVideo = result.keptMetadata.contains(.embeddedVideo) ? ", kept: embedded video\(video)" : ""
         let quality = result.quality.map { "q\($0)" } ?? result.method.rawValue
         return
             "\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
             + "\(report.inputBytes ?? 0) → \(report.bytes ?? 0) bytes, \(quality), "
-            + "\(result.attempts.count) attempt(s), removed: \(removed.isEmpty ? "nothing" : removed)"
+            + "\(result.attempts.count) attempt(s), removed: \(removed.isEmpty ? "nothing" : removed)\(keptVideo)"
             + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : "")
             + (result.adjustments.isEmpty ? "" : "; adjusted: " + result.adjustments.joined(separator: "; "))
             + (result.warnings.isEmpty ? "" : "; warnings: " + result.warnings.joined(separator: "; "))

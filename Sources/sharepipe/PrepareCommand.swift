@@ -148,6 +148,8 @@ struct PrepareCommand: ParsableCommand {
             throw ExitCode(walk.otherShards > 0 ? ExitStatus.success : ExitStatus.nothingDoneOrFatal)
         }
         reporter.summary()
+        // A Live Photo's video beside a prepared photo is passed over: name each, since it can carry the location.
+        for pair in walk.videosBesidePhotos { reporter.videoNotPrepared(pair) }
         // Files were found, but a folder's subfolders were not walked: say so, or they pass unnoticed.
         if walk.subfoldersSkipped > 0 {
             printError("note: \(walk.subfoldersSkipped) subfolder(s) not walked: use --recursive to prepare them too")

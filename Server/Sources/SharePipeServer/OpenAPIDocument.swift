@@ -163,7 +163,7 @@ enum OpenAPIDocument {
               "Height": { "description": "Height of the prepared image, in pixels.", "schema": { "type": "integer" } },
               "Quality": { "description": "The JPEG (or other lossy) quality written; absent for lossless outputs.", "schema": { "type": "integer" } },
               "Format": { "description": "The output format.", "schema": { "type": "string", "enum": ["jpeg", "png", "gif", "webp", "heic", "avif"] } },
-              "Removed": { "description": "Comma list of the metadata kinds removed (exif, gps, exifThumbnail, xmp, iptc, icc, comment, text, time, other), or `none`.", "schema": { "type": "string" } },
+              "Removed": { "description": "Comma list of the metadata kinds removed (exif, gps, exifThumbnail, xmp, iptc, icc, comment, text, time, contentCredentials, embeddedVideo, other), or `none`.", "schema": { "type": "string" } },
               "Changed": { "description": "What changed beyond the request (which asks for a resize and for metadata to go), as comma-separated tokens: `format=gif->png`, `first-frame-only`, `frames=40->20`. Absent when nothing did.", "schema": { "type": "string" } },
               "RetryAfter": { "description": "Seconds after which to try again.", "schema": { "type": "integer" } },
               "Allow": { "description": "The methods the route takes, comma-separated.", "schema": { "type": "string" } }

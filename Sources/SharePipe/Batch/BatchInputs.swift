@@ -95,6 +95,29 @@ public struct BatchWalkSummary: Sendable, Equatable {
     public var insideOutput = 0
     /// Inputs that do not exist (reported as failures too).
     public var missing = 0
+    /// Videos (`.MOV`, `.mp4`) passed over beside a photo of the same name that this batch prepares: an Apple
+    /// Live Photo's (or another camera's) clip, which can carry the place it was filmed. One entry per such
+    /// video, so a caller can name each.
+    public var videosBesidePhotos: [VideoBesidePhoto] = []
+}
+
+/// A video beside a photo of the same name (`IMG_0001.MOV` beside `IMG_0001.HEIC`: a Live Photo pair) that a
+/// batch passes over: the photo is prepared, the video is not.
+public struct VideoBesidePhoto: Sendable, Equatable {
+    /// The video's path.
+    public var video: String
+    /// The photo's path.
+    public var photo: String
+
+    /// The photo extensions a video beside them is a pair's: HEIC/HEIF (Apple Live Photos) and JPEG.
+    static let photoExtensions: Set<String> = ["heic", "heif", "jpg", "jpeg"]
+    /// The extensions of the videos looked for.
+    static let videoExtensions: Set<String> = ["mov", "mp4"]
+
+    /// "video beside IMG_0001.HEIC not prepared: it can carry the location".
+    public var note: String {
+        "video beside \(BatchItem.lastComponent(photo)) not prepared: it can carry the location"
+    }
 }
 
 /// Turns the batch's inputs into items, one at a time: folders are listed one at a time (sorted), the
@@ -136,9 +159,12 @@ struct BatchWalk {
                 } else {
                     let (stem, fileExtension) = BatchItem.split(name)
                     let claimedStem = BatchWalk.claim(stem, in: &claimed)
-                    offer(
+                    if offer(
                         BatchItem(input: trimmed, relativeName: claimedStem + (fileExtension.map { "." + $0 } ?? "")),
                         state: &state, emit: emit)
+                    {
+                        noteVideos(besideNamed: trimmed, state: &state)
+                    }
                 }
             }
         case .list(let list):
@@ -162,11 +188,14 @@ struct BatchWalk {
                     let parent = FileIO.parentDirectory(of: trimmed)
                     if folder.path != parent { folder = FolderStems(listing: parent) }
                     let name = BatchItem.lastComponent(trimmed)
-                    offer(
+                    if offer(
                         BatchItem(
                             input: trimmed, relativeName: relative,
                             keepsFullName: folder.sharedStems.contains(BatchItem.stem(name)), mirrorsFolder: true),
                         state: &state, emit: emit)
+                    {
+                        noteVideos(beside: name, in: parent, videos: folder.videos, state: &state)
+                    }
                 }
             }
         }
@@ -178,13 +207,40 @@ struct BatchWalk {
         var visited = Set<FileIdentity>()
     }
 
-    private func offer(_ item: BatchItem, state: inout State, emit: (BatchItem) -> Void) {
+    /// Records the videos among `videos` (names in `folder`) that share the stem of the photo `photo` (a name in
+    /// `folder`), when `photo` is a HEIC/HEIF or JPEG.
+    private func noteVideos(beside photo: String, in folder: String, videos: [String], state: inout State) {
+        guard VideoBesidePhoto.photoExtensions.contains(BatchItem.split(photo).fileExtension?.lowercased() ?? "")
+        else { return }
+        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+        for video in videos where BatchItem.stem(video) == BatchItem.stem(photo) {
+            state.summary.videosBesidePhotos.append(VideoBesidePhoto(video: prefix + video, photo: prefix + photo))
+        }
+    }
+
+    /// For a photo named on its own (not found in a folder walk): a video of the same stem beside it.
+    private func noteVideos(besideNamed path: String, state: inout State) {
+        guard VideoBesidePhoto.photoExtensions.contains(BatchItem.split(path).fileExtension?.lowercased() ?? "")
+        else { return }
+        let stem = BatchItem.split(path).stem
+        for fileExtension in ["MOV", "mov", "MP4", "mp4"] {
+            let video = stem + "." + fileExtension
+            if FileIO.exists(video), !FileIO.isDirectory(video) {
+                state.summary.videosBesidePhotos.append(VideoBesidePhoto(video: video, photo: path))
+            }
+        }
+    }
+
+    /// Passes `item` on, unless it belongs to another shard; says whether it did.
+    @discardableResult
+    private func offer(_ item: BatchItem, state: inout State, emit: (BatchItem) -> Void) -> Bool {
         if let shard, !shard.contains(item.input) {
             state.summary.otherShards += 1
-            return
+            return false
         }
         state.summary.files += 1
         emit(item)
+        return true
     }
 
     /// Lists `path` (sorted), passes its files on, then walks its subfolders depth first when recursive.
@@ -193,6 +249,7 @@ struct BatchWalk {
         let entries = FolderStems.list(path)
         var files: [String] = []
         var folders: [String] = []
+        var videos: [String] = []
         for name in entries {
             let child = path.hasSuffix("/") ? path + name : path + "/" + name
             if FileIO.isDirectory(child) {
@@ -205,17 +262,23 @@ struct BatchWalk {
                 }
             } else if Batch.isSidecar(name) {
                 state.summary.sidecarsSkipped += 1
+                let fileExtension = BatchItem.split(name).fileExtension?.lowercased() ?? ""
+                if VideoBesidePhoto.videoExtensions.contains(fileExtension) { videos.append(name) }
             } else {
                 files.append(name)
             }
         }
         let shared = FolderStems.shared(files)
+        let folder = path.hasSuffix("/") ? path : path + "/"
         for name in files {
-            offer(
+            if offer(
                 BatchItem(
-                    input: (path.hasSuffix("/") ? path : path + "/") + name, relativeName: relative + "/" + name,
+                    input: folder + name, relativeName: relative + "/" + name,
                     keepsFullName: shared.contains(BatchItem.stem(name)), mirrorsFolder: true),
                 state: &state, emit: emit)
+            {
+                noteVideos(beside: name, in: path, videos: videos, state: &state)
+            }
         }
         for name in folders {
             walkFolder(
@@ -279,13 +342,19 @@ struct FileIdentity: Hashable, Sendable {
 struct FolderStems {
     var path: String?
     var sharedStems: Set<String> = []
+    /// The folder's videos (`.MOV`, `.mp4`), which a walk passes over as sidecars.
+    var videos: [String] = []
 
     init() {}
 
     init(listing path: String) {
         self.path = path
-        let files = FolderStems.list(path).filter {
+        let entries = FolderStems.list(path)
+        let files = entries.filter {
             !Batch.isSidecar($0) && !FileIO.isDirectory((path.hasSuffix("/") ? path : path + "/") + $0)
+        }
+        videos = entries.filter {
+            VideoBesidePhoto.videoExtensions.contains(BatchItem.split($0).fileExtension?.lowercased() ?? "")
         }
         sharedStems = FolderStems.shared(files)
     }

@@ -56,6 +56,7 @@ struct FittingDriver {
             appliedOrientation: fit.method == .metadataRewrite ? .up : plan.orientation,
             method: fit.method, quality: fit.quality, attempts: attempts,
             removedMetadata: fit.metadata.removed, keptMetadata: MetadataOutcome.kinds(of: fit.metadata.kept),
+            embeddedVideo: info.embeddedVideo,
             frameCount: fit.frameCount, peakPixelBytes: meter.peakBytes, warnings: warnings,
             adjustments: plan.adjustments + fit.adjustments, inputFrameCount: info.frameCount, outputFile: fit.file)
         prepared.placeholder = thumbnail?.placeholder(

@@ -5,6 +5,8 @@ public enum MetadataKind: String, Sendable, Codable, CaseIterable, Comparable, C
     /// thumbnail of the original), in JPEG APP11 JUMBF, PNG `caBX`, WebP `C2PA`, GIF `C2PA_GIF`, HEIF/AVIF
     /// (the C2PA `uuid` box or a `c2pa` item).
     case contentCredentials
+    /// A motion photo's video after the image (`EmbeddedVideo`): sound, and MP4 tags that can hold a location.
+    case embeddedVideo
     /// A segment, chunk, box, item or extension SharePipe cannot parse (kept only under `--strip none`).
     case other
 
@@ -12,7 +14,13 @@ public enum MetadataKind: String, Sendable, Codable, CaseIterable, Comparable, C
     public var description: String { rawValue }
 
     /// The kind's name in text reports ("gps", "content credentials").
-    public var displayName: String { self == .contentCredentials ? "content credentials" : rawValue }
+    public var displayName: String {
+        switch self {
+        case .contentCredentials: return "content credentials"
+        case .embeddedVideo: return "embedded video"
+        default: return rawValue
+        }
+    }
 
     public static func < (lhs: MetadataKind, rhs: MetadataKind) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
@@ -38,6 +46,9 @@ public enum MetadataBlock: Sendable, Equatable {
     /// Any other block, kept only in `none` mode: a JPEG APPn marker, PNG or WebP chunk, GIF extension or HEIF
     /// item, raw. Content credentials are such blocks too (`ContentCredentials.recognises` tells them by tag).
     case other(tag: String, data: [UInt8])
+    /// A motion photo's video (`EmbeddedVideo`): where it lies in the input and what it holds, not its bytes. Only
+    /// a metadata-only copy of a JPEG writes it (its bytes copied from the input after the image's end).
+    case embeddedVideo(EmbeddedVideo)
 
     public var kind: MetadataKind {
         switch self {
@@ -47,6 +58,7 @@ public enum MetadataBlock: Sendable, Equatable {
         case .icc: return .icc
         case .comment: return .comment
         case .pngText: return .text
+        case .embeddedVideo: return .embeddedVideo
         case .other(let tag, _):
             if tag == "tIME" { return .time }
             return ContentCredentials.recognises(tag) ? .contentCredentials : .other

@@ -20,6 +20,9 @@ enum MetadataClass: Sendable, Hashable, CaseIterable {
     case time
     /// C2PA manifest stores (`ContentCredentials`).
     case contentCredentials
+    /// A motion photo's video (`EmbeddedVideo`): no table names it, so only `none` keeps it, and only the
+    /// metadata-only copy writes it.
+    case embeddedVideo
     /// Everything SharePipe cannot parse: an unknown JPEG APPn, PNG or WebP chunk, HEIF item, GIF extension,
     /// a PNG text chunk holding a raw profile, an Exif item without a TIFF header.
     case unparsed
@@ -34,6 +37,7 @@ extension MetadataBlock {
         case .xmp, .extendedXMP: return .xmp
         case .iptc: return .iptc
         case .comment: return .comment
+        case .embeddedVideo: return .embeddedVideo
         case .pngText(_, let data):
             if PNGTextKeyword.isXMP(data) { return .xmp }
             return PNGTextKeyword.carriesProfile(data) ? .unparsed : .text
@@ -117,10 +121,13 @@ struct StandardMetadataPolicy: MetadataPolicy {
                 }
             case (.xmp(let packet), .none):
                 kept.append(.xmp(XMPOrientation.reset(packet)))
+            case (.embeddedVideo(let video), _) where !video.readable:
+                continue  // announced but unreadable: never copied
             default:
                 kept.append(block)
             }
         }
+        kept = MotionPhotoXMP.consistent(kept, hadVideo: info.embeddedVideo != nil)
         let keptKinds = MetadataOutcome.kinds(of: kept)
         return MetadataOutcome(kept: kept, removed: present.subtracting(keptKinds))
     }
@@ -130,14 +137,21 @@ extension MetadataOutcome {
     /// Whether a kept block may go into an output whose image data changed (re-encoded, or turned losslessly).
     /// Content credentials may not: a C2PA manifest's hard binding is a hash over the file's bytes, which no
     /// longer match, so validators would show the image as tampered. They are removed and the job says so
-    /// (`PreparePlan.contentCredentialsNote`); only the metadata-only copy keeps them under `none`.
-    static func writableAfterReencoding(_ block: MetadataBlock) -> Bool { block.kind != .contentCredentials }
+    /// (`PreparePlan.copyOnlyNotes`); only the metadata-only copy keeps them under `none`. Nor may an embedded
+    /// video: its bytes follow the source's image, and only that copy writes them.
+    static func writableAfterReencoding(_ block: MetadataBlock) -> Bool {
+        block.kind != .contentCredentials && block.kind != .embeddedVideo
+    }
 
-    /// This outcome for an output whose image data changed: content credentials move from kept to removed.
+    /// This outcome for an output whose image data changed: content credentials and an embedded video move from
+    /// kept to removed (and the XMP no longer announces the video).
     var withImageDataChanged: MetadataOutcome {
         let written = kept.filter(MetadataOutcome.writableAfterReencoding)
         guard written.count != kept.count else { return self }
-        return MetadataOutcome(kept: written, removed: removed.union([.contentCredentials]))
+        let lost = Set(kept.map(\.kind)).subtracting(written.map(\.kind))
+        return MetadataOutcome(
+            kept: MotionPhotoXMP.consistent(written, hadVideo: lost.contains(.embeddedVideo)),
+            removed: removed.union(lost))
     }
 
     /// The kinds `blocks` carry, looking inside Exif for GPS, a thumbnail, and XMP or IPTC stored as tags.

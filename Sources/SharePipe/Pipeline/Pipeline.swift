@@ -169,8 +169,8 @@ enum Pipeline {
             {
                 return copied
             }
-            if plan.metadataCopyFirst, let note = plan.contentCredentialsNote {
-                plan.adjustments.append(note)
+            if plan.metadataCopyFirst, !plan.copyOnlyNotes.isEmpty {
+                plan.adjustments += plan.copyOnlyNotes
                 driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
             }
             var ladder = try AnimationRoute.ladder(
@@ -184,8 +184,8 @@ enum Pipeline {
                 {
                     return rewritten
                 }
-                if let note = plan.contentCredentialsNote {
-                    plan.adjustments.append(note)
+                if !plan.copyOnlyNotes.isEmpty {
+                    plan.adjustments += plan.copyOnlyNotes
                     driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
                 }
             }

@@ -95,7 +95,7 @@ struct PreparePlan: Sendable, Equatable {
             metadataCopyFirst =
                 info.format == outputFormat && input.metadataRewriter != nil
                 && initial == AnimatedGIFPlan(size: info.size, colorBudget: nil, keepEvery: 1)
-            if !metadataCopyFirst, let note = contentCredentialsNote { adjustments.append(note) }
+            if !metadataCopyFirst { adjustments += copyOnlyNotes }
             return
         }
 
@@ -153,17 +153,31 @@ struct PreparePlan: Sendable, Equatable {
         } else {
             route = .still
         }
-        if route != .metadataRewrite, let note = contentCredentialsNote { adjustments.append(note) }
+        if route != .metadataRewrite { adjustments += copyOnlyNotes }
         if let sourceQuality { capQuality(atSource: sourceQuality, options: options) }
     }
 
-    /// Said when content credentials the strip mode keeps (`none`) cannot go into the output because its image
-    /// data changes (see `MetadataOutcome.writableAfterReencoding`); nil when none are kept. The routes that
-    /// copy the image data add it when they fall back to re-encoding.
-    var contentCredentialsNote: String? {
-        guard metadata.kept.contains(where: { $0.kind == .contentCredentials }) else { return nil }
-        return "content credentials removed (the image data changed, so their signature would no longer match)"
+    /// Said when blocks the strip mode keeps (`none`) cannot go into an output whose image data changes (see
+    /// `MetadataOutcome.writableAfterReencoding`): content credentials, an embedded video. Empty when none are
+    /// kept. The routes that copy the image data add them when they fall back to re-encoding.
+    var copyOnlyNotes: [String] {
+        var notes: [String] = []
+        for block in metadata.kept {
+            switch block {
+            case .embeddedVideo:
+                // What the video held is in the removed list's entry (`PreparedImage.embeddedVideo`).
+                notes.append("embedded video removed: only a metadata-only copy of a JPEG keeps it")
+            case _ where block.kind == .contentCredentials && !notes.contains(Self.contentCredentialsNote):
+                notes.append(Self.contentCredentialsNote)
+            default:
+                break
+            }
+        }
+        return notes
     }
+
+    static let contentCredentialsNote =
+        "content credentials removed (the image data changed, so their signature would no longer match)"
 
     /// Lowers the quality search's ceiling to `quality`, the source's own (reported with the range), where the
     /// ladder keeps the input's format (`capsAtSourceQuality`) and `quality` is below `options.quality`;

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Reads a source front to back through a 64 KiB buffer (files are never loaded whole).
 final class ByteReader {
     private let file: InputFile?
@@ -78,6 +84,26 @@ final class ByteReader {
             position += take
             offset += take
             remaining -= take
+        }
+    }
+
+    /// Skips to just past the next `target` byte, a buffer at a time; false when the data ends first.
+    func skip(past target: UInt8) throws -> Bool {
+        while true {
+            if position == limit, try !refill() { return false }
+            let found = (file == nil ? memory : buffer).withUnsafeBufferPointer { bytes -> Int? in
+                guard let base = bytes.baseAddress, let hit = memchr(base + position, Int32(target), limit - position)
+                else { return nil }
+                return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+            }
+            guard let found else {
+                offset += limit - position
+                position = limit
+                continue
+            }
+            offset += found + 1 - position
+            position = found + 1
+            return true
         }
     }
 

@@ -464,6 +464,8 @@ extension MetadataBlock {
             return bytes.count
         case .pngText(let type, let data): return type.utf8.count + data.count
         case .other(let tag, let data): return tag.utf8.count + data.count
+        // Not held: the probe keeps only where the video lies; a copy keeping it is within the input's size.
+        case .embeddedVideo: return 0
         }
     }
 }

@@ -47,6 +47,9 @@ public struct PreparedImage: Sendable {
     public var removedMetadata: Set<MetadataKind>
     /// Metadata kinds kept.
     public var keptMetadata: Set<MetadataKind>
+    /// The video the input carried (a motion photo's), nil when it had none. Whether the output keeps it is
+    /// in `keptMetadata` / `removedMetadata` (`.embeddedVideo`).
+    public var embeddedVideo: EmbeddedVideo? = nil
     /// Number of frames written.
     public var frameCount: Int
     /// The most pixel memory the pipeline held at once (its own accounting: rows, windows, bitmaps).

@@ -65,6 +65,10 @@ struct AVIFDecoder: ImageDecoder {
                 info.probeAdjustments.append(toneMap.description)
             }
             if let note = hdr.gainMapNote { info.probeAdjustments.append(note) }
+            // A motion photo's video after the image's boxes (`EmbeddedVideo`; Motion Photo 1.0 allows AVIF).
+            if let video = try EmbeddedVideoDetector.inHEIF(source, metadata: metadata) {
+                info.metadata.append(.embeddedVideo(video))
+            }
             return info
         }
     }

@@ -342,7 +342,7 @@ enum GIFApplication {
                 let label = Int(tag.dropFirst(4).prefix(2), radix: 16), parsesAsSubBlocks(data)
             else { return nil }
             return (label, data)
-        case .exif, .extendedXMP, .iptc, .pngText:
+        case .exif, .extendedXMP, .iptc, .pngText, .embeddedVideo:
             return nil
         }
     }

@@ -249,6 +249,10 @@ struct HEIFDecoder: ImageDecoder {
             storedOrientationValue: nil, frameCount: 1, hasAlpha: probe.hasAlpha,
             metadata: probe.metadata, byteCount: byteCount)
         info.heifGrid = probe.grid
+        // A motion photo's video in a top-level box after the image (`EmbeddedVideo`).
+        if let video = try EmbeddedVideoDetector.inHEIF(source, metadata: probe.metadata) {
+            info.metadata.append(.embeddedVideo(video))
+        }
         info.tileCount = tiles
         info.probeAdjustments = probe.adjustments
         return info

@@ -51,6 +51,10 @@ struct JPEGDecoder: ImageDecoder {
                 storedOrientationValue: storedOrientation, frameCount: 1, hasAlpha: false,
                 metadata: metadata, byteCount: byteCount)
             info.jpegAdobeInverted = header.saw_adobe_marker != 0
+            // A motion photo's video after the image's end (`EmbeddedVideo`).
+            if let video = try EmbeddedVideoDetector.inJPEG(source, metadata: metadata) {
+                info.metadata.append(.embeddedVideo(video))
+            }
             if let note = Self.gainMapNote(metadata) {
                 // The MPF index would point past the end of any output: it goes with the gain map.
                 info.probeAdjustments.append(note)

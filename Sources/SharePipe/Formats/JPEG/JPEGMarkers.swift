@@ -108,8 +108,8 @@ enum JPEGMarkers {
                 {
                     segments.append((app0 + n, data))
                 }
-            case .pngText:
-                continue
+            case .pngText, .embeddedVideo:
+                continue  // the video follows the image's end (`JPEGRewriter`), no marker segment
             }
         }
         return segments

@@ -6,7 +6,9 @@
 /// APP0 header without its thumbnail, the 12 bytes of Adobe APP14 that libjpeg reads) and metadata (dropped
 /// unless kept: APP1–APP13, APP15, COM, JFIF and JFXX thumbnails); the kept metadata blocks are written once,
 /// after SOI or the JFIF APP0. Everything after EOI (multi-picture trailers,
-/// vendor data) is dropped.
+/// vendor data) is dropped, except a motion photo's video when the kept blocks hold it (`--strip none`): the
+/// input's bytes from the video's start (`EmbeddedVideo.keptFrom`) to its end follow the EOI unchanged, so the
+/// announcements that locate it from the end of the file still do.
 ///
 /// The markers are found as libjpeg finds them (`next_marker` in jdmarker.c): bytes up to an 0xFF are
 /// garbage, fill bytes are swallowed, and a stuffed 0xFF 0x00 outside entropy data is garbage too. The
@@ -73,6 +75,10 @@ enum JPEGRewriter {
             if code == 0xD9 {  // EOI
                 writeMetadata()
                 out += [0xFF, 0xD9]
+                for case .embeddedVideo(let video) in blocks where video.readable && video.keptFrom >= reader.offset {
+                    try reader.skip(video.keptFrom - reader.offset)
+                    while let byte = try reader.next() { out.append(byte) }
+                }
                 return out
             }
             if (0xD0...0xD7).contains(code) || code == 0x01 {

@@ -206,7 +206,7 @@ enum PNGMetadataChunks {
                 }
                 if imageDataChanged && !type.isSafeToCopy { continue }
                 chunks.append(PNGChunk(type: type, data: data))
-            case .icc, .iptc, .extendedXMP:
+            case .icc, .iptc, .extendedXMP, .embeddedVideo:
                 continue
             }
         }
@@ -240,7 +240,9 @@ extension MetadataOutcome {
     /// The outcome with only the blocks `writable` accepts kept, as a re-encoded output holds it: content
     /// credentials never (`writableAfterReencoding`); the kinds that leaves out are removed.
     func restricted(present: Set<MetadataKind>, to writable: (MetadataBlock) -> Bool) -> MetadataOutcome {
-        let kept = self.kept.filter { MetadataOutcome.writableAfterReencoding($0) && writable($0) }
+        let hadVideo = self.kept.contains { $0.kind == .embeddedVideo }
+        let kept = MotionPhotoXMP.consistent(
+            self.kept.filter { MetadataOutcome.writableAfterReencoding($0) && writable($0) }, hadVideo: hadVideo)
         return MetadataOutcome(kept: kept, removed: present.subtracting(MetadataOutcome.kinds(of: kept)))
     }
 }
