@@ -165,6 +165,8 @@ enum OpenAPIDocument {
               "Format": { "description": "The output format.", "schema": { "type": "string", "enum": ["jpeg", "png", "gif", "webp", "heic", "avif"] } },
               "Removed": { "description": "Comma list of the metadata kinds removed (exif, gps, exifThumbnail, xmp, iptc, icc, comment, text, time, contentCredentials, embeddedVideo, other), or `none`.", "schema": { "type": "string" } },
               "Changed": { "description": "What changed beyond the request (which asks for a resize and for metadata to go), as comma-separated tokens: `format=gif->png`, `first-frame-only`, `frames=40->20`. Absent when nothing did.", "schema": { "type": "string" } },
+              "BlurHash": { "description": "The BlurHash of the output as displayed (an animation's first frame), computed from SharePipe's own render: blurhash_x × blurhash_y components (4 × 4 by default).", "schema": { "type": "string" } },
+              "ThumbHash": { "description": "The ThumbHash of the output as displayed (an animation's first frame), its bytes in standard Base64 with padding.", "schema": { "type": "string" } },
               "RetryAfter": { "description": "Seconds after which to try again.", "schema": { "type": "integer" } },
               "Allow": { "description": "The methods the route takes, comma-separated.", "schema": { "type": "string" } }
             },

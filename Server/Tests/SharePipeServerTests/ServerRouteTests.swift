@@ -24,6 +24,29 @@ import Testing
         #expect(statuses.isSuperset(of: ["200", "400", "401", "405", "408", "413", "415", "422", "500", "503"]))
     }
 
+    /// Every `$ref` names a part of the document that exists (a missing one is skipped by clients and testers).
+    @Test func everyReferenceInTheDocumentResolves() throws {
+        let committed = try Data(contentsOf: URL(fileURLWithPath: ServerHarness.repository + "/Server/openapi.json"))
+        let document = try #require(try JSONSerialization.jsonObject(with: committed) as? [String: Any])
+        var references: [String] = []
+        func collect(_ node: Any) {
+            if let object = node as? [String: Any] {
+                if let reference = object["$ref"] as? String { references.append(reference) }
+                object.values.forEach(collect)
+            } else if let array = node as? [Any] {
+                array.forEach(collect)
+            }
+        }
+        collect(document)
+        #expect(references.count > 20, "\(references.count) references")
+        for reference in Set(references) {
+            #expect(reference.hasPrefix("#/"), "\(reference)")
+            var node: Any? = document
+            for part in reference.dropFirst(2).split(separator: "/") { node = (node as? [String: Any])?[String(part)] }
+            #expect(node != nil, "\(reference) does not resolve")
+        }
+    }
+
     @Test func theDocumentDescribesTheRouteTable() throws {
         let committed = try Data(contentsOf: URL(fileURLWithPath: ServerHarness.repository + "/Server/openapi.json"))
         let document = try #require(try JSONSerialization.jsonObject(with: committed) as? [String: Any])
