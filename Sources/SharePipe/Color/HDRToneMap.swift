@@ -1,5 +1,10 @@
 import CSharePipe
-import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// HDR pixels (PQ, SMPTE ST 2084, or HLG, ARIB STD-B67: CICP transfer 16 or 18) made into the 8-bit SDR
 /// picture Chromium shows on an SDR display.

@@ -24,6 +24,21 @@ import Testing
         }
     }
 
+    /// Foundation's internationalisation half brings ICU: with `--static-swift-stdlib` (how the package is
+    /// built for installing) its 34 MB of data and code joined the binary, and a 24 MP JPEG job's peak RSS
+    /// went from 18 to 22.5 MiB, nearly all of it the larger binary's pages. SharePipe imports
+    /// FoundationEssentials (or nothing) where it needs Foundation; this debug binary's dynamic links show it.
+    @Test func theBinaryDoesNotLinkFoundationsInternationalisation() throws {
+        try Witness.require("objdump")
+        let run = try Tool.run("objdump", ["-p", Tool.sharepipe])
+        #expect(run.status == 0, "\(run.stderr)")
+        let needed = run.stdout.split(separator: "\n").filter { $0.contains("NEEDED") }.map { String($0) }
+        #expect(needed.contains { $0.contains("libFoundationEssentials") }, "\(needed)")
+        for library in ["libFoundation.so", "libFoundationInternationalization", "lib_FoundationICU"] {
+            #expect(!needed.contains { $0.contains(library) }, "\(library) is linked: \(needed)")
+        }
+    }
+
     /// The libraries the shim loads on first use, read from their `SP_LAZY_DEFINE(id, "soname", …)` lines in
     /// Sources/CSharePipe (each format's shim file defines its own, sp_lazy.h).
     static func lazyLibraries() throws -> [(id: String, soname: String)] {
