@@ -42,54 +42,6 @@ struct SamsungTrailer {
     }
 }
 
-/// Walks a JPEG's markers as libjpeg does (and `JPEGRewriter`), through the entropy-coded data, to the end of
-/// the primary image.
-enum JPEGImageEnd {
-    /// The offset just past the primary image's EOI marker; nil when the walk reaches the end of the data first.
-    static func offset(_ source: ImageSource) throws -> Int? {
-        let reader = try ByteReader(source)
-        guard try reader.next() == 0xFF, try reader.next() == 0xD8 else { return nil }
-        var pending: UInt8?
-        while true {
-            var code: UInt8
-            if let found = pending {
-                code = found
-                pending = nil
-            } else {
-                repeat {
-                    guard try reader.skip(past: 0xFF), var next = try reader.next() else { return nil }
-                    while next == 0xFF {
-                        guard let more = try reader.next() else { return nil }
-                        next = more
-                    }
-                    code = next
-                } while code == 0x00
-            }
-            if code == 0xD9 { return reader.offset }
-            if (0xD0...0xD7).contains(code) || code == 0x01 { continue }
-            guard let high = try reader.next(), let low = try reader.next() else { return nil }
-            let length = Int(high) << 8 | Int(low)
-            if length < 2 {
-                if JPEGMarkers.isMetadataMarker(code) { continue }
-                return nil
-            }
-            guard (try? reader.skip(length - 2)) != nil else { return nil }
-            guard code == 0xDA else { continue }
-            // Entropy-coded data: up to the next marker that is not a stuffed zero or a restart.
-            while true {
-                guard try reader.skip(past: 0xFF), var next = try reader.next() else { return nil }
-                while next == 0xFF {
-                    guard let more = try reader.next() else { return nil }
-                    next = more
-                }
-                if next == 0x00 || (0xD0...0xD7).contains(next) { continue }
-                pending = next
-                break
-            }
-        }
-    }
-}
-
 /// The XMP of a motion photo: Google's Camera properties (`GCamera:MotionPhoto`, `GCamera:MicroVideoOffset`, …)
 /// and the `Container:Directory` whose items locate the video from the end of the file. Read to find the
 /// video; edited so an output's XMP never points at a video it does not carry.

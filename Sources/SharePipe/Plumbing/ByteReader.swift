@@ -46,7 +46,7 @@ final class ByteReader {
 
     /// The next byte; the end of data is an error (truncated file).
     func byte() throws -> UInt8 {
-        guard let value = try next() else { throw truncated() }
+        guard let value = try next() else { throw truncation() }
         return value
     }
 
@@ -62,7 +62,7 @@ final class ByteReader {
     func copy(_ count: Int, into out: inout [UInt8]) throws {
         var remaining = count
         while remaining > 0 {
-            if position == limit, try !refill() { throw truncated() }
+            if position == limit, try !refill() { throw truncation() }
             let take = min(remaining, limit - position)
             if file == nil {
                 out += memory[position..<position + take]
@@ -79,7 +79,7 @@ final class ByteReader {
     func skip(_ count: Int) throws {
         var remaining = count
         while remaining > 0 {
-            if position == limit, try !refill() { throw truncated() }
+            if position == limit, try !refill() { throw truncation() }
             let take = min(remaining, limit - position)
             position += take
             offset += take
@@ -107,7 +107,8 @@ final class ByteReader {
         }
     }
 
-    private func truncated() -> SharePipeError {
+    /// The error for data that ends where more was needed: names the file and the offset.
+    func truncation() -> SharePipeError {
         .corrupt(file: name, phase: .header, reason: "data ends at byte \(offset) (file is truncated)")
     }
 

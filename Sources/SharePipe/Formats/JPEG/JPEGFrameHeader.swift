@@ -29,15 +29,14 @@ struct JPEGFrameHeader {
     /// The first frame header of `source`, or nil when there is none before the first scan or the data
     /// ends first (the walk reads segment headers only and stops at SOS).
     static func read(_ source: ImageSource) -> JPEGFrameHeader? {
-        guard let reader = try? ByteReader(source, bufferSize: 4096),
-            (try? reader.bytes(2)) == [0xFF, 0xD8]
-        else { return nil }
-        while true {
-            guard var marker = try? reader.byte(), marker == 0xFF else { return nil }
-            while marker == 0xFF { guard let next = try? reader.byte() else { return nil }; marker = next }
-            if marker == 0xD8 || (0xD0...0xD7).contains(marker) || marker == 0x01 { continue }  // no length
-            guard marker != 0xDA, marker != 0xD9, let length = try? reader.bytes(2) else { return nil }
-            let size = Int(length[0]) << 8 | Int(length[1])
+        guard let reader = try? ByteReader(source, bufferSize: 4096), var walk = try? JPEGMarkerWalk(reader) else {
+            return nil
+        }
+        while let marker = try? walk.nextMarker() {
+            if marker == 0xD8 || JPEGMarkerWalk.isStandalone(marker) { continue }  // no length
+            guard marker != JPEGMarkerWalk.startOfScan, marker != JPEGMarkerWalk.endOfImage,
+                let size = try? walk.segmentLength()
+            else { return nil }
             guard size >= 2 else { return nil }
             if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
                 guard let precision = try? reader.byte() else { return nil }
@@ -45,5 +44,6 @@ struct JPEGFrameHeader {
             }
             guard (try? reader.skip(size - 2)) != nil else { return nil }
         }
+        return nil
     }
 }

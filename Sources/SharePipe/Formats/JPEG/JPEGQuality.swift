@@ -40,13 +40,12 @@ enum JPEGQuality {
     /// Reads marker segments up to the first scan and returns quantization table 0, if defined there.
     static func luminanceTable(_ source: ImageSource) throws -> [Int]? {
         let reader = try ByteReader(source)
-        guard try reader.next() == 0xFF, try reader.next() == 0xD8 else { return nil }
-        while true {
-            guard try reader.next() == 0xFF else { return nil }
-            var code = try reader.byte()
-            while code == 0xFF { code = try reader.byte() }
-            if code == 0xDA || code == 0xD9 { return nil }  // no table 0 before the image data
-            let length = Int(try reader.byte()) << 8 | Int(try reader.byte())
+        guard var walk = try JPEGMarkerWalk(reader) else { return nil }
+        while let code = try walk.nextMarker() {
+            // No table 0 before the image data.
+            if code == JPEGMarkerWalk.startOfScan || code == JPEGMarkerWalk.endOfImage { return nil }
+            if JPEGMarkerWalk.isStandalone(code) { continue }
+            guard let length = try walk.segmentLength() else { return nil }
             if length < 2 && JPEGMarkers.isMetadataMarker(code) { continue }  // bogus length: libjpeg skips 2 bytes
             guard length >= 2 else { return nil }
             guard code == 0xDB else { try reader.skip(length - 2); continue }
@@ -66,5 +65,6 @@ enum JPEGQuality {
                 remaining -= 1 + size
             }
         }
+        return nil
     }
 }

@@ -10,8 +10,7 @@
 /// input's bytes from the video's start (`EmbeddedVideo.keptFrom`) to its end follow the EOI unchanged, so the
 /// announcements that locate it from the end of the file still do.
 ///
-/// The markers are found as libjpeg finds them (`next_marker` in jdmarker.c): bytes up to an 0xFF are
-/// garbage, fill bytes are swallowed, and a stuffed 0xFF 0x00 outside entropy data is garbage too. The
+/// The markers are found as libjpeg finds them (`JPEGMarkerWalk`). The
 /// output is decoded once at 1/8 scale before it is returned, so a file the rewriter reads differently from
 /// libjpeg ends in an error, never in an output nothing can read.
 enum JPEGRewriter {
@@ -39,7 +38,7 @@ enum JPEGRewriter {
         let reader = try ByteReader(source)
         var out: [UInt8] = []
         if case .bytes(let bytes) = source { out.reserveCapacity(bytes.count) }
-        guard try reader.byte() == 0xFF, try reader.byte() == 0xD8 else {
+        guard var walk = try JPEGMarkerWalk(reader) else {
             throw SharePipeError.corrupt(
                 file: reader.name, phase: .header, reason: "missing JPEG start-of-image marker")
         }
@@ -56,23 +55,12 @@ enum JPEGRewriter {
         func segment(_ code: UInt8, _ payload: [UInt8]) -> [UInt8] {
             [0xFF, code, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
         }
-        var pending: UInt8? = nil  // a marker code found while copying entropy-coded data
+        // Bytes between segments are garbage that libjpeg skips with a warning ("extraneous bytes before
+        // marker"); the throwaway decode has already accepted them, so the walk skips them too (and they stay
+        // out of the output) rather than refuse a file the decoder reads.
         while true {
-            var code: UInt8
-            if let found = pending {
-                code = found
-                pending = nil
-            } else {
-                // Bytes between segments are garbage that libjpeg skips with a warning ("extraneous bytes
-                // before marker"); the throwaway decode has already accepted them, so skip them too (and
-                // leave them out of the output) rather than refuse a file the decoder reads.
-                repeat {
-                    while try reader.byte() != 0xFF {}
-                    code = try reader.byte()
-                    while code == 0xFF { code = try reader.byte() }  // fill bytes
-                } while code == 0x00  // a stuffed zero outside entropy data: garbage, as for libjpeg
-            }
-            if code == 0xD9 {  // EOI
+            guard let code = try walk.nextMarker() else { throw reader.truncation() }
+            if code == JPEGMarkerWalk.endOfImage {
                 writeMetadata()
                 out += [0xFF, 0xD9]
                 for case .embeddedVideo(let video) in blocks where video.readable && video.keptFrom >= reader.offset {
@@ -81,12 +69,11 @@ enum JPEGRewriter {
                 }
                 return out
             }
-            if (0xD0...0xD7).contains(code) || code == 0x01 {
-                out += [0xFF, code]  // parameterless
+            if JPEGMarkerWalk.isStandalone(code) {
+                out += [0xFF, code]
                 continue
             }
-            let high = Int(try reader.byte()), low = Int(try reader.byte())
-            let length = high << 8 | low
+            guard let length = try walk.segmentLength() else { throw reader.truncation() }
             if length < 2 && JPEGMarkers.isMetadataMarker(code) {
                 continue  // a bogus length word: libjpeg's save_marker takes the two bytes and saves nothing
             }
@@ -117,20 +104,9 @@ enum JPEGRewriter {
                 out += segment(code, Array(payload[..<JPEGMarkers.adobeLength]))  // bytes past what libjpeg reads go
                 continue
             }
-            out += [0xFF, code, UInt8(high), UInt8(low)] + payload
-            if code == 0xDA {  // SOS: copy entropy-coded data up to the next real marker
-                while true {
-                    let byte = try reader.byte()
-                    if byte != 0xFF { out.append(byte); continue }
-                    var next = try reader.byte()
-                    while next == 0xFF { next = try reader.byte() }
-                    if next == 0x00 || (0xD0...0xD7).contains(next) {
-                        out += [0xFF, next]
-                        continue
-                    }
-                    pending = next
-                    break
-                }
+            out += segment(code, payload)
+            if code == JPEGMarkerWalk.startOfScan, try !walk.copyEntropyCodedData(into: &out) {
+                throw reader.truncation()
             }
         }
     }
