@@ -59,10 +59,11 @@ enum ScalePlan {
     /// libjpeg-turbo's DCT scaling: the smallest M in 1...8 for which the image decoded at M/8 still has
     /// both edges at least the target's, so the resampler only ever reduces.
     static func jpegScaleNumerator(stored: PixelSize, target: PixelSize) -> Int {
-        for numerator in 1...8 {
-            let width = (stored.width * numerator + 7) / 8  // libjpeg rounds up
-            let height = (stored.height * numerator + 7) / 8
-            if width >= target.width && height >= target.height { return numerator }
+        // The picture's true extent, W·M/8 (`jpegDecodedExtent`), not libjpeg's rounded-up size: a decode whose
+        // last column is only part picture would leave the resampler enlarging by up to one pixel.
+        for numerator in 1...8
+        where stored.width * numerator >= target.width * 8 && stored.height * numerator >= target.height * 8 {
+            return numerator
         }
         return 8
     }

@@ -31,11 +31,14 @@ import Testing
         (PixelSize(width: 2000, height: 1500), PixelSize(width: 1440, height: 1080), 6),  // 1500×1125
         (PixelSize(width: 8000, height: 6000), PixelSize(width: 1000, height: 750), 1),  // 1000×750 exactly
         (PixelSize(width: 600, height: 400), PixelSize(width: 600, height: 400), 8),
+        // 6/8 would decode 1620×1080 (rounded up from 1619.25×1079.25): a quarter of its last row is padding.
+        (PixelSize(width: 2159, height: 1439), PixelSize(width: 1620, height: 1080), 7),  // 1889.1×1259.1
     ])
     func jpegShrinkOnLoadKeepsBothEdgesAtLeastTheTarget(_ stored: PixelSize, _ target: PixelSize, _ numerator: Int) {
         let chosen = ScalePlan.jpegScaleNumerator(stored: stored, target: target)
         #expect(chosen == numerator)
-        #expect((stored.width * chosen + 7) / 8 >= target.width && (stored.height * chosen + 7) / 8 >= target.height)
+        let extent = ScalePlan.jpegDecodedExtent(stored: stored, numerator: chosen)
+        #expect(extent.width >= Double(target.width) && extent.height >= Double(target.height))
     }
 
     @Test func shrinkAlwaysMakesProgress() {
