@@ -54,6 +54,7 @@ struct OptionRow: Encodable {
         case .choice(let words): type = words.joined(separator: "|")
         case .formats: type = "formats"
         case .families: type = "families"
+        case .quality: type = "integer|auto[:SCORE]"
         }
         switch spec.valid {
         case .any: valid = nil

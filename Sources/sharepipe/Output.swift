@@ -49,6 +49,8 @@ struct FileJSON: Encodable {
     var inputBytes: Int?
     var bytes: Int?
     var quality: Int?
+    /// SSIMULACRA2 of the output against the picture before encoding, where the quality search measured it.
+    var score: Double?
     var method: String?
     var attempts: [FitAttempt]?
     var removedMetadata: [String]?
@@ -85,6 +87,7 @@ struct FileJSON: Encodable {
             height = result.size.height
             bytes = report.bytes
             quality = result.quality
+            score = result.score.map { ($0 * 100).rounded() / 100 }
             method = result.method.rawValue
             attempts = result.attempts
             removedMetadata = result.removedMetadata.sorted().map(\.rawValue)
@@ -280,7 +283,9 @@ final class Reporter {
         }
         .joined(separator: ",")
         let keptVideo = result.keptMetadata.contains(.embeddedVideo) ? ", kept: embedded video\(video)" : ""
-        let quality = result.quality.map { "q\($0)" } ?? result.method.rawValue
+        let quality =
+            (result.quality.map { "q\($0)" } ?? result.method.rawValue)
+            + (result.score.map { " (SSIMULACRA2 \(($0 * 10).rounded() / 10))" } ?? "")
         return
             "\(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? ""): \(result.inputSize) → \(result.size), "
             + "\(report.inputBytes ?? 0) → \(report.bytes ?? 0) bytes, \(quality), "

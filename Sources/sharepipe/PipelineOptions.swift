@@ -35,7 +35,7 @@ struct PipelineOptions: ParsableArguments {
     var strip: StripMode?
 
     @Option(name: .table(OptionTable.quality), help: .table(OptionTable.quality, showingDefault: true))
-    var quality: Int?
+    var quality: QualitySetting?
 
     @Option(name: .table(OptionTable.minQuality), help: .table(OptionTable.minQuality, showingDefault: true))
     var minQuality: Int?
@@ -154,7 +154,7 @@ struct PipelineOptions: ParsableArguments {
         return targets.map { name, profileOptions in
             var options = profileOptions
             if let strip { options.strip = strip }
-            if let quality { options.quality = quality }
+            if let quality { options.qualitySetting = quality }
             if let minQuality { options.minQuality = minQuality }
             if let maxShortEdge { options.maxShortEdge = maxShortEdge }
             if let maxBytes { options.maxBytes = maxBytes }

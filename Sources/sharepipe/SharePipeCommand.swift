@@ -53,6 +53,10 @@ enum ExitStatus {
 
 extension StripMode: ExpressibleByArgument {}
 extension FitStrategy: ExpressibleByArgument {}
+extension QualitySetting: ExpressibleByArgument {
+    /// `85`, `auto` or `auto:SCORE`.
+    public init?(argument: String) { self.init(text: argument) }
+}
 
 extension NameSpecification {
     /// The long flag `OptionTable` gives the option (`--max-bytes`).

@@ -313,6 +313,7 @@ struct PrepareRoute {
         headers[.sharePipeWidth] = String(image.size.width)
         headers[.sharePipeHeight] = String(image.size.height)
         if let quality = image.quality { headers[.sharePipeQuality] = String(quality) }
+        if let score = image.score { headers[.sharePipeScore] = String((score * 100).rounded() / 100) }
         headers[.sharePipeFormat] = image.format.rawValue
         let removed = image.removedMetadata.sorted().map(\.rawValue)
         headers[.sharePipeRemoved] = removed.isEmpty ? "none" : removed.joined(separator: ",")

@@ -96,6 +96,7 @@ extension HTTPField.Name {
     static let sharePipeWidth = Self("X-SharePipe-Width")!
     static let sharePipeHeight = Self("X-SharePipe-Height")!
     static let sharePipeQuality = Self("X-SharePipe-Quality")!
+    static let sharePipeScore = Self("X-SharePipe-Score")!
     static let sharePipeFormat = Self("X-SharePipe-Format")!
     static let sharePipeRemoved = Self("X-SharePipe-Removed")!
     static let sharePipeChanged = Self("X-SharePipe-Changed")!

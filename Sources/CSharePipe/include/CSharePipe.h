@@ -12,4 +12,5 @@
 #include "sp_color.h"
 #include "sp_resample.h"
 #include "sp_sandbox.h"
+#include "sp_ssimulacra2.h"
 #endif

@@ -154,6 +154,13 @@ typedef struct {
 sp_status sp_jpeg_distance(const uint8_t *jpeg, size_t length, const uint8_t *pixels, int width, int height,
                            sp_jpeg_distance_result *result, char *message);
 
+/// The SSIMULACRA2 score (sp_ssimulacra2.h) of `jpeg` against the bitmap it was made from (`pixels`: `width` ×
+/// `height`, `channels` samples a pixel, tightly packed; alpha ignored, as the encoder ignored it), decoded as a
+/// viewer would 8 rows at a time: memory for 8 decoded rows, the streaming scorer and libjpeg's decompressor
+/// (a progressive file also needs libjpeg's whole-image coefficients: score its baseline twin instead).
+sp_status sp_jpeg_ssimulacra2(const uint8_t *jpeg, size_t length, const uint8_t *pixels, int width, int height,
+                              int channels, double *score, char *message);
+
 /// For tests: the `nth` allocation of the compressor's coefficient store on the calling thread (counted from
 /// this call) fails as a failed malloc would; 0 turns it off. The encode then returns SP_ERR_MEMORY.
 void sp_jpeg_encode_store_fail_allocation(int nth);

@@ -8,9 +8,13 @@ struct AttemptLog {
 
     /// Records one encode; returns whether it fits.
     @discardableResult
-    mutating func record(size: PixelSize, format: ImageFormat, quality: Int?, note: String?, bytes: Int) -> Bool {
+    mutating func record(
+        size: PixelSize, format: ImageFormat, quality: Int?, note: String?, bytes: Int, score: Double? = nil
+    ) -> Bool {
         let fits = bytes <= limit
-        attempts.append(FitAttempt(size: size, format: format, quality: quality, note: note, bytes: bytes, fits: fits))
+        attempts.append(
+            FitAttempt(size: size, format: format, quality: quality, note: note, bytes: bytes, fits: fits, score: score)
+        )
         smallest = min(smallest, bytes)
         return fits
     }

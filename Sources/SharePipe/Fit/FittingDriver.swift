@@ -26,6 +26,8 @@ struct FittingDriver {
         var adjustments: [String] = []
         /// The encode, when it was written to a temporary file instead of memory (then `bytes` is empty).
         var file: EncodedFile? = nil
+        /// Its SSIMULACRA2 score against the render, where the quality search measured it.
+        var score: Double? = nil
     }
 
     /// Runs `ladder` step by step until an encode fits, or throws `cannotMeetLimit` with the smallest
@@ -62,6 +64,7 @@ struct FittingDriver {
         prepared.placeholder = thumbnail?.placeholder(
             xComponents: plan.blurHashComponents.x, yComponents: plan.blurHashComponents.y)
         prepared.placeholderPixels = thumbnail
+        prepared.score = fit.score
         return prepared
     }
 

@@ -14,13 +14,15 @@
 struct QualityLadder: LadderRunner {
     var sizes: StillSizes
     let encoder: any ImageEncoder
-    let range: ClosedRange<Int>
+    var range: ClosedRange<Int>
     let progressive: Bool
     let metadata: MetadataOutcome
     /// The adjustment the ladder's range carries ("quality capped at the source's q73"), if any.
     let rangeNote: String?
     /// Whether a size the limit bites is rendered sharp (`PreparePlan.sharpRenderWhenCapped`).
     let sharpRender: Bool
+    /// The SSIMULACRA2 score `QualitySetting.auto` aims at, or nil for the fixed ceiling.
+    var target: Double? = nil
 
     var warnings: [String] { sizes.warnings }
     var placeholderThumbnail: PlaceholderThumbnail? { sizes.placeholderThumbnail }
@@ -35,6 +37,7 @@ struct QualityLadder: LadderRunner {
 
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
         if let jpeg = encoder as? JPEGEncoder, jpeg.subsample420 {
+            if let target { return try attemptAuto(jpeg, target: target, &log, checkpoint: checkpoint) }
             return try attemptJPEG(jpeg, &log, checkpoint: checkpoint)
         }
         let staged = try sizes.renderStaged(for: encoder)
@@ -53,16 +56,92 @@ struct QualityLadder: LadderRunner {
             adjustments: (rangeNote.map { [$0] } ?? []) + notes + sizes.adjustments)
     }
 
+    /// The attempt note of an encode made only to be scored (baseline, the same pixels as the written one).
+    static let scoredNote = "scored"
+    /// The quality the auto search tries first: libjpeg's q82 at 4:2:0 scores about 80 on most photos.
+    static let autoGuess = 82
+
+    /// One size under `QualitySetting.auto` (JPEG at 4:2:0): the render (composited over white, as the encoder
+    /// sees it) is held while `QualitySearch.lowestMeeting` encodes baseline candidates and scores each decode
+    /// against it (`JPEGEncoder.ssimulacra2`: 8 decoded rows and the streaming scorer at a time, counted in the
+    /// meter). The lowest quality meeting the target is written (progressive when asked, the same pixels);
+    /// where even the ceiling falls short, the ceiling. Where that encode is over the byte limit, the size goes
+    /// to the fixed-quality ladder (`attemptJPEG`) with its ceiling just below, and the fit it finds is scored.
+    private mutating func attemptAuto(
+        _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
+    ) throws -> FittingDriver.Fit? {
+        let (meeting, chosen, size) = try searchAuto(jpeg, target: target, &log, checkpoint: checkpoint)
+        let notes = meeting.meets ? [] : ["quality at its ceiling short of SSIMULACRA2 \(Self.scoreText(target))"]
+        if chosen.count <= log.limit {
+            var result = fit(chosen, size: size, quality: meeting.quality, notes: notes)
+            result.score = meeting.score
+            return result
+        }
+        // The limit bites (the render is given back by now): the best that fits, below the target's quality.
+        guard meeting.quality > range.lowerBound else { return nil }
+        var capped = self
+        capped.target = nil
+        capped.range = range.lowerBound...meeting.quality - 1
+        defer { sizes = capped.sizes }
+        return try capped.attemptJPEG(jpeg, &log, checkpoint: checkpoint, afterCeiling: true, scoreFits: true)
+    }
+
+    /// The auto search at the current size: the quality chosen, its encode as written and the size.
+    private mutating func searchAuto(
+        _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
+    ) throws -> (QualitySearch.Meeting, [UInt8], PixelSize) {
+        let rendered = try sizes.render()
+        defer { sizes.release(rendered) }
+        let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
+        let meter = sizes.renderer.meter
+        // The scorer and its 8 decoded rows.
+        let scorerBytes = SSIMULACRA2.workingBytes(bitmap.size) + 8 * bitmap.width * 3
+        meter.allocate(scorerBytes)
+        defer { meter.release(scorerBytes) }
+        var encodes: [Int: [UInt8]] = [:]
+        let meeting = try QualitySearch.lowestMeeting(target, range: range, guess: Self.autoGuess) { quality in
+            try checkpoint()
+            let encoded = try jpeg.encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
+            let score = try JPEGEncoder.ssimulacra2(encoded, against: bitmap)
+            log.record(
+                size: bitmap.size, format: .jpeg, quality: quality, note: progressive ? Self.scoredNote : nil,
+                bytes: encoded.count, score: score)
+            encodes[quality] = encoded
+            return score
+        }
+        var chosen = encodes[meeting.quality]!
+        if progressive {
+            try checkpoint()
+            chosen = try jpeg.encode(
+                bitmap, settings: EncodeSettings(quality: meeting.quality, progressive: true), metadata: metadata.kept)
+            log.record(
+                size: bitmap.size, format: .jpeg, quality: meeting.quality, note: nil, bytes: chosen.count,
+                score: meeting.score)
+        }
+        sizes.smallestAtSize = min(encodes.values.map(\.count).min() ?? Int.max, chosen.count)
+        return (meeting, chosen, bitmap.size)
+    }
+
+    /// A score as reports write it: 80, 82.5.
+    static func scoreText(_ score: Double) -> String {
+        score == score.rounded() ? "\(Int(score))" : "\((score * 10).rounded() / 10)"
+    }
+
     /// One size of the JPEG ladder: the ceiling as requested; under a biting limit the 4:2:0 search with
     /// progressive scans, then the 4:4:4 search, the closer fit kept. At the first size the ceiling is encoded
     /// from the render as it always was (its 4:2:0 planes), so an output the limit does not bite is unchanged;
     /// once the limit bites, the size is rendered again (sharp: a JPEG decoded at twice the size or more, not
     /// just over it) and both searches encode that render.
+    /// `afterCeiling`: the auto search already measured the ceiling's quality over the limit at this size (the
+    /// size is then searched as a later size is); `scoreFits`: the fit returned carries its SSIMULACRA2 score
+    /// against this size's render (its baseline twin decoded).
     private mutating func attemptJPEG(
-        _ jpeg: JPEGEncoder, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
+        _ jpeg: JPEGEncoder, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint, afterCeiling: Bool = false,
+        scoreFits: Bool = false
     ) throws -> FittingDriver.Fit? {
         var smallest = Int.max
-        let firstSize = sizes.size == sizes.target
+        let firstSize = sizes.size == sizes.target && !afterCeiling
         if firstSize {
             let oriented = try sizes.render()
             let staged = try sizes.stage(oriented, for: jpeg)
@@ -71,7 +150,9 @@ struct QualityLadder: LadderRunner {
                 staged, format: .jpeg, range: range.upperBound...range.upperBound, progressive: progressive,
                 metadata: metadata.kept, note: nil, checkpoint: checkpoint)
             sizes.smallestAtSize = ceiling.smallestBytes
-            if let best = ceiling.best { return fit(best.encoded, size: staged.size, quality: best.quality, notes: []) }
+            if let best = ceiling.best {
+                return self.fit(best.encoded, size: staged.size, quality: best.quality, notes: [])
+            }
             smallest = ceiling.smallestBytes
         }
         // Requested progressive: its ceiling is (or is about to be) measured.
@@ -81,6 +162,16 @@ struct QualityLadder: LadderRunner {
         defer { sizes.release(rendered) }
         // The render again (3 bytes a pixel, as the 4:2:0 planes' bitmap was), held through both searches.
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
+        // Under `scoreFits`, a fit with its score: its baseline twin (the same pixels) decoded and scored.
+        func fit(_ bytes: [UInt8], size: PixelSize, quality: Int, notes: [String]) throws -> FittingDriver.Fit {
+            var result = self.fit(bytes, size: size, quality: quality, notes: notes)
+            guard scoreFits else { return result }
+            try checkpoint()
+            let twin = try JPEGEncoder(subsample420: !notes.contains(Self.fullChromaNote)).encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+            result.score = try JPEGEncoder.ssimulacra2(twin, against: bitmap)
+            return result
+        }
         func searched(_ encoder: JPEGEncoder, _ range: ClosedRange<Int>, progressive: Bool, note: String?) throws
             -> QualitySearch.Outcome<[UInt8]>
         {
@@ -94,7 +185,9 @@ struct QualityLadder: LadderRunner {
         if !firstSize {
             // A smaller size: its ceiling as requested may fit (written as a ceiling fit always was).
             let ceiling = try searched(jpeg, range.upperBound...range.upperBound, progressive: progressive, note: nil)
-            if let best = ceiling.best { return fit(best.encoded, size: bitmap.size, quality: best.quality, notes: []) }
+            if let best = ceiling.best {
+                return try fit(best.encoded, size: bitmap.size, quality: best.quality, notes: [])
+            }
         }
         guard top >= range.lowerBound else { return nil }
         let subsampled = try searched(
@@ -102,14 +195,14 @@ struct QualityLadder: LadderRunner {
         guard let best = subsampled.best else { return nil }
         let scanNotes = progressive ? [] : [Self.progressiveNote]
         guard bitmap.layout.channels >= 3 else {
-            return fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes)
+            return try fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes)
         }
         let fullChroma = JPEGEncoder(subsample420: false)
         let search = try searched(
             fullChroma, range.lowerBound...best.quality, progressive: true,
             note: ([Self.fullChromaNote] + scanNotes).joined(separator: ", "))
         guard let full = search.best else {
-            return fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes)
+            return try fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes)
         }
         try checkpoint()
         // Both measured on their baseline twins (the same pixels; a progressive decode holds every coefficient).
@@ -120,9 +213,10 @@ struct QualityLadder: LadderRunner {
         let fullDistance = try JPEGEncoder.distance(baseline(fullChroma, full.quality), to: bitmap)
         // 4:2:0 (what cameras and services write, and cheaper to decode) unless 4:4:4 is clearly closer.
         if fullDistance < Self.fullChromaMargin * subsampledDistance {
-            return fit(full.encoded, size: bitmap.size, quality: full.quality, notes: [Self.fullChromaNote] + scanNotes)
+            return try fit(
+                full.encoded, size: bitmap.size, quality: full.quality, notes: [Self.fullChromaNote] + scanNotes)
         }
-        return fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes)
+        return try fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes)
     }
 
     mutating func advance(limit: Int) -> Bool { sizes.shrink(limit: limit) }

@@ -45,4 +45,66 @@ enum QualitySearch {
         }
         return Outcome(best: fit, smallestBytes: smallest, attempts: attempts)
     }
+
+    /// Where `lowestMeeting` ended: the quality chosen and its score.
+    struct Meeting: Equatable {
+        var quality: Int
+        var score: Double
+        /// Whether `score` reaches the target (false: the range's ceiling, the best it has, falls short).
+        var meets: Bool
+    }
+
+    /// The score per quality step assumed until two measures give their own slope (libjpeg around q80 on
+    /// photos at 4:2:0: about half a point of SSIMULACRA2 a step).
+    static let assumedSlope = 0.5
+
+    /// The lowest quality in `range` whose `score` reaches `target`, or the ceiling when none does, in few
+    /// measures: from `guess`, each next quality is where the line through the two nearest measures (or the
+    /// assumed slope) reaches the target, kept strictly inside the bracket of a measured miss and a measured
+    /// hit, so the search always closes. It stops once the hit and the miss are neighbours, once the hit is
+    /// within `closeEnough` of the target (one step lower would miss), or after `maxMeasures`.
+    static func lowestMeeting(
+        _ target: Double, range: ClosedRange<Int>, guess: Int, maxMeasures: Int = 6, closeEnough: Double = 0.4,
+        score: (Int) throws -> Double
+    ) rethrows -> Meeting {
+        var measured: [Int: Double] = [:]
+        func measure(_ quality: Int) throws -> Double {
+            if let known = measured[quality] { return known }
+            let value = try score(quality)
+            measured[quality] = value
+            return value
+        }
+        var hit: (quality: Int, score: Double)?
+        var miss: (quality: Int, score: Double)?
+        var quality = min(max(guess, range.lowerBound), range.upperBound)
+        while measured.count < maxMeasures {
+            let value = try measure(quality)
+            if value >= target {
+                if hit == nil || quality < hit!.quality { hit = (quality, value) }
+            } else if miss == nil || quality > miss!.quality {
+                miss = (quality, value)
+            }
+            if let hit, hit.quality == range.lowerBound || hit.score - target < closeEnough { break }
+            if let miss, miss.quality == range.upperBound { break }
+            if let hit, let miss, hit.quality - miss.quality <= 1 { break }
+            // The slope of the two measures nearest the target, or the assumed one.
+            let nearest = measured.sorted { abs($0.value - target) < abs($1.value - target) }.prefix(2)
+            var slope = assumedSlope
+            if nearest.count == 2 {
+                let (a, b) = (nearest[nearest.startIndex], nearest[nearest.startIndex + 1])
+                let measuredSlope = (a.value - b.value) / Double(a.key - b.key)
+                if measuredSlope > 0.05 { slope = measuredSlope }
+            }
+            let from = hit ?? miss!
+            var next = from.quality + Int(((target - from.score) / slope).rounded(.up))
+            let low = (miss?.quality ?? range.lowerBound - 1) + 1
+            let high = (hit?.quality ?? range.upperBound + 1) - 1
+            guard low <= high else { break }
+            next = min(max(next, low), high)
+            quality = next
+        }
+        if let hit { return Meeting(quality: hit.quality, score: hit.score, meets: true) }
+        let ceiling = range.upperBound
+        return Meeting(quality: ceiling, score: try measure(ceiling), meets: false)
+    }
 }

@@ -304,7 +304,7 @@ enum Pipeline {
                 sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
                 encoder: encoder, range: range, progressive: options.progressive,
                 metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" },
-                sharpRender: plan.sharpRenderWhenCapped)
+                sharpRender: plan.sharpRenderWhenCapped, target: options.qualityTarget)
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .lossless(let efforts, let strongest, let change, let minShortEdge):
             var ladder = LosslessLadder(

@@ -129,7 +129,7 @@ struct PreparePlan: Sendable, Equatable {
             // (`capQuality(atSource:options:)` below, once the source's quality is known.)
             capsAtSourceQuality = outputFormat == info.format
             ladder = .quality(
-                range: options.minQuality...max(options.minQuality, options.quality),
+                range: options.minQuality...max(options.minQuality, options.qualityCeiling),
                 sourceQualityCap: nil, minShortEdge: options.minShortEdge)
         case .lossless(let efforts, let strongest):
             let jpeg = FormatRegistry.descriptor(for: .jpeg)
@@ -180,10 +180,11 @@ struct PreparePlan: Sendable, Equatable {
         "content credentials removed (the image data changed, so their signature would no longer match)"
 
     /// Lowers the quality search's ceiling to `quality`, the source's own (reported with the range), where the
-    /// ladder keeps the input's format (`capsAtSourceQuality`) and `quality` is below `options.quality`;
+    /// ladder keeps the input's format (`capsAtSourceQuality`) and `quality` is below `options.qualityCeiling`;
     /// otherwise nothing changes. The plan is built once and the source read only when this can apply.
     mutating func capQuality(atSource quality: Int, options: PrepareOptions.Checked) {
-        guard capsAtSourceQuality, case .quality(_, _, let minShortEdge) = ladder, quality < options.quality else {
+        guard capsAtSourceQuality, case .quality(_, _, let minShortEdge) = ladder, quality < options.qualityCeiling
+        else {
             return
         }
         ladder = .quality(

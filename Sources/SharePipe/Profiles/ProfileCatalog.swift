@@ -255,6 +255,19 @@ struct ProfileEntry: Decodable {
         case .strategy: return try c.decodeIfPresent(FitStrategy.self, forKey: key).map { .word($0.rawValue) }
         case .formats, .formatList: return try c.decodeIfPresent([ImageFormat].self, forKey: key).map { .formats($0) }
         case .families: return try c.decodeIfPresent(Set<FormatFamily>.self, forKey: key).map { .families($0) }
+        case .quality:
+            // A number as before, or "auto" / "auto:SCORE".
+            if let number = try? c.decodeIfPresent(Int.self, forKey: key) { return .quality(.fixed(number)) }
+            if (try? c.decodeNil(forKey: key)) ?? true { return nil }
+            // A number in quotes stays refused, as for every whole-number field.
+            guard let text = try? c.decode(String.self, forKey: key), text.hasPrefix("auto"),
+                let setting = QualitySetting(text: text)
+            else {
+                let path = (c.codingPath + [key]).jsonPath
+                throw ProfileFileError(
+                    message: "field `\(path)`: expected a whole number, auto or auto:SCORE", field: path)
+            }
+            return .quality(setting)
         }
     }
 

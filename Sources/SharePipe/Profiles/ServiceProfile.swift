@@ -25,6 +25,8 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
     /// JPEG quality range of the byte search.
     public var minQuality: Int
     public var maxQuality: Int
+    /// The SSIMULACRA2 score the quality search aims at (`qualitySetting`: `maxQuality: "auto"`); nil: fixed.
+    public var qualityTarget: Double? = nil
     /// Where the numbers come from, and how sure we are.
     public var source: String
     public var confidence: String
@@ -67,6 +69,7 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         options.acceptedFormats = writable.isEmpty ? formats : writable
         options.strip = strip
         options.quality = maxQuality
+        options.qualityTarget = qualityTarget
         options.minQuality = minQuality
         return options
     }

@@ -32,9 +32,11 @@ public enum OptionTable {
         help: "Largest output size in bytes.")
     /// The highest JPEG quality.
     public static let quality = OptionSpec(
-        "quality", .integer(\.quality), flag: "quality", profile: ("maxQuality", .integer(\.maxQuality)),
+        "quality", .quality(\.qualitySetting), flag: "quality", profile: ("maxQuality", .quality(\.qualitySetting)),
         query: "quality", clientMaySet: true, valid: .within(1...100),
-        help: "Highest JPEG quality; the byte-limit search starts here.")
+        help: "Highest JPEG quality; the byte-limit search starts here. auto (or auto:SCORE): for each size, the "
+            + "lowest quality whose output scores at least SCORE (default 80) in SSIMULACRA2 against the picture "
+            + "before encoding, under the byte limit.")
     /// The lowest JPEG quality.
     public static let minQuality = OptionSpec(
         "minQuality", .integer(\.minQuality), flag: "min-quality", profile: ("minQuality", .integer(\.minQuality)),
@@ -256,6 +258,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case formats
         /// A set of input families (`FormatFamily` raw values); empty by default.
         case families
+        /// A whole number, or `auto` / `auto:SCORE` (`QualitySetting`).
+        case quality
     }
 
     /// The values an option accepts (an unset optional is always accepted).
@@ -342,6 +346,20 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
             if number < minimum { return InvalidOption(name, expected: .phrase(phrase), found: "\(number)") }
             return number <= maximum
                 ? nil : InvalidOption(name, expected: .phrase("at most \(maximum)"), found: "\(number)")
+        case (.within(let range), .quality(.fixed(let number))):
+            return range.contains(number)
+                ? nil
+                : InvalidOption(
+                    name, expected: .phrase("\(range.lowerBound)...\(range.upperBound)"), found: "\(number)")
+        case (.within, .quality(.auto(let target))):
+            let targets = QualitySetting.targets
+            return targets.contains(target)
+                ? nil
+                : InvalidOption(
+                    name,
+                    expected: .phrase(
+                        "a score of \(Int(targets.lowerBound)) to \(Int(targets.upperBound)) after auto:"),
+                    found: "\(QualitySetting.auto(target: target))")
         case (.within(let range), .integer(let number?)):
             return range.contains(number)
                 ? nil
@@ -365,6 +383,11 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
     /// The value of the whole-number option `name` refers to (nil when unset); a row naming an option that
     /// is not one traps, so a misspelt bound cannot turn a check off.
     private static func number(_ name: String, in options: PrepareOptions) -> Int? {
+        // Under auto the search may go up to 100.
+        if case .quality(let setting)? = OptionTable.option(named: name)?.field.get(options) {
+            if case .fixed(let number) = setting { return number }
+            return 100
+        }
         guard case .integer(let value)? = OptionTable.option(named: name)?.field.get(options) else {
             preconditionFailure("OptionTable: \(name) is not a whole-number option")
         }
@@ -388,6 +411,7 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
             value = formats.contains(nil) ? nil : OptionValue.formats(formats.compactMap { $0 })
         case .families:
             value = FormatFamily.parse(text).map { OptionValue.families($0) }
+        case .quality: value = QualitySetting(text: text).map { OptionValue.quality($0) }
         }
         guard let value else {
             throw .invalidOptions(InvalidOption(name, expected: .phrase(kind.textPhrase), found: Self.quoted(text)))
@@ -410,6 +434,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .choice(let words): return words.joined(separator: "|")
         case .formats: return "formats"
         case .families: return "families"
+        case .quality: return "integer|auto[:SCORE]"
         }
     }
 
@@ -424,6 +449,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .families:
             return "format families separated by commas ("
                 + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ") + "), or none"
+        case .quality: return "a whole number, auto or auto:SCORE"
         }
     }
 }
@@ -435,6 +461,7 @@ enum OptionValue: Sendable, Equatable {
     case word(String)
     case formats([ImageFormat]?)
     case families(Set<FormatFamily>)
+    case quality(QualitySetting)
 
     /// The value as help texts show it.
     var text: String {
@@ -444,6 +471,7 @@ enum OptionValue: Sendable, Equatable {
         case .word(let word): return word
         case .formats(let formats): return formats.map { $0.map(\.rawValue).joined(separator: ",") } ?? "all"
         case .families(let families): return FormatFamily.text(families)
+        case .quality(let setting): return setting.description
         }
     }
 }
@@ -458,6 +486,7 @@ enum OptionField<Root>: Sendable {
     case formats(WritableKeyPath<Root, [ImageFormat]?> & Sendable)
     case formatList(WritableKeyPath<Root, [ImageFormat]> & Sendable)
     case families(WritableKeyPath<Root, Set<FormatFamily>> & Sendable)
+    case quality(WritableKeyPath<Root, QualitySetting> & Sendable)
 
     var kind: OptionSpec.Kind {
         switch self {
@@ -468,6 +497,7 @@ enum OptionField<Root>: Sendable {
         case .strategy: return .choice(FitStrategy.allCases.map(\.rawValue))
         case .formats, .formatList: return .formats
         case .families: return .families
+        case .quality: return .quality
         }
     }
 
@@ -481,6 +511,7 @@ enum OptionField<Root>: Sendable {
         case .formats(let path): return .formats(root[keyPath: path])
         case .formatList(let path): return .formats(root[keyPath: path])
         case .families(let path): return .families(root[keyPath: path])
+        case .quality(let path): return .quality(root[keyPath: path])
         }
     }
 
@@ -497,6 +528,8 @@ enum OptionField<Root>: Sendable {
         case (.formats(let path), .formats(let formats)): root[keyPath: path] = formats
         case (.formatList(let path), .formats(let formats?)): root[keyPath: path] = formats
         case (.families(let path), .families(let families)): root[keyPath: path] = families
+        case (.quality(let path), .quality(let setting)): root[keyPath: path] = setting
+        case (.quality(let path), .integer(let number?)): root[keyPath: path] = .fixed(number)
         default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
         }
     }

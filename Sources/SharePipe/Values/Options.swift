@@ -239,6 +239,9 @@ public struct PrepareOptions: Sendable, Equatable {
     public var strip: StripMode
     /// Highest (first tried) JPEG quality.
     public var quality: Int
+    /// The SSIMULACRA2 score `--quality auto` aims at (`qualitySetting`); nil (the default): `quality` is
+    /// fixed.
+    public var qualityTarget: Double? = nil
     /// Lowest JPEG quality the byte search may go to before reducing dimensions.
     public var minQuality: Int
     /// Write progressive JPEGs.

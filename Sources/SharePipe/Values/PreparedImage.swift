@@ -12,6 +12,9 @@ public struct FitAttempt: Sendable, Equatable, Codable {
     public var bytes: Int
     /// Whether it was under the limit.
     public var fits: Bool
+    /// SSIMULACRA2 of this encode against the picture before encoding, where the search measured it
+    /// (`QualitySetting.auto`).
+    public var score: Double? = nil
 }
 
 /// How the output was made.
@@ -64,6 +67,9 @@ public struct PreparedImage: Sendable {
     /// What a client shows while the image loads: BlurHash and ThumbHash of the output as displayed (an
     /// animation's first frame), from the job's own render. nil only where no picture was rendered.
     public var placeholder: Placeholder? = nil
+    /// The output's SSIMULACRA2 score against the picture before encoding (100 the same pixels, 90 visually
+    /// lossless, 70 high), where the quality search measured it (`QualitySetting.auto`); nil otherwise.
+    public var score: Double? = nil
     /// Inside the library only: the pixels the placeholder was hashed from (at most 100 × 100 RGBA), for the
     /// tests to hand the same pixels to the reference encoders.
     var placeholderPixels: PlaceholderThumbnail? = nil

@@ -173,7 +173,13 @@ import Testing
 
     @Test func theTableHasARowForEveryOptionAndNamesItAsTheRulesDo() throws {
         #expect(OptionTable.all.count == Set(OptionTable.all.map(\.name)).count, "one row per option")
-        let integerRows = OptionTable.all.filter { if case .integer = $0.kind { true } else { false } }
+        // `quality` is a whole number too, or `auto` (its own rows: QualitySettingTests).
+        let integerRows = OptionTable.all.filter {
+            switch $0.kind {
+            case .integer, .quality: true
+            default: false
+            }
+        }
         #expect(Set(integerRows.map(\.name)) == Set(Self.integers.map(\.name)))
         for row in Self.integers {
             let spec = try #require(OptionTable.option(named: row.name))
