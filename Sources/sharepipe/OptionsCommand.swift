@@ -54,6 +54,7 @@ struct OptionRow: Encodable {
         case .choice(let words): type = words.joined(separator: "|")
         case .formats: type = "formats"
         case .families: type = "families"
+        case .names: type = "names"
         }
         switch spec.valid {
         case .any: valid = nil
@@ -63,6 +64,7 @@ struct OptionRow: Encodable {
         case .atLeastOption(let other): valid = "at least \(OptionTable.displayName(of: other, on: .library))"
         case .fromOneUpToOption(let other): valid = "1...\(OptionTable.displayName(of: other, on: .library))"
         case .nonEmpty(let phrase): valid = phrase
+        case .declaredVariants: valid = "variants the service profile declares"
         }
         defaultValue = spec.defaultValue
         help = spec.help

@@ -59,6 +59,9 @@ struct PipelineOptions: ParsableArguments {
         help: .table(OptionTable.blurHashYComponents, showingDefault: true))
     var blurHashY: Int?
 
+    @Option(name: .table(OptionTable.variants), help: .table(OptionTable.variants))
+    var variant: [String] = []
+
     /// nil: not given (`ImageLimits.maxPixels` unset: the cost-based default).
     @Option(name: .table(OptionTable.limitsMaxPixels), help: .table(OptionTable.limitsMaxPixels))
     var maxPixels: Int?
@@ -158,6 +161,7 @@ struct PipelineOptions: ParsableArguments {
             if let minQuality { options.minQuality = minQuality }
             if let maxShortEdge { options.maxShortEdge = maxShortEdge }
             if let maxBytes { options.maxBytes = maxBytes }
+            if !variant.isEmpty { options.variants = variant }
             return (name, options)
         }
     }

@@ -62,6 +62,7 @@ struct FittingDriver {
         prepared.placeholder = thumbnail?.placeholder(
             xComponents: plan.blurHashComponents.x, yComponents: plan.blurHashComponents.y)
         prepared.placeholderPixels = thumbnail
+        prepared.sourceDecodes = meter.decodeCount
         return prepared
     }
 

@@ -194,6 +194,16 @@ public enum OptionTable {
         clientMaySet: true, valid: .within(1...9),
         help: "BlurHash components down, 1 to 9 (the placeholder in the report, beside a ThumbHash).")
 
+    /// The named variants prepared beside the main output (`OutputVariant`): asked for by name, declared by the
+    /// profile (a profile file's `variants` field declares them).
+    public static let variants = OptionSpec(
+        "variants", .names(\.variants), flag: "variant", profile: ("variants", .variantDeclarations(\.variants)),
+        query: "variant", clientMaySet: true, valid: .declaredVariants,
+        help: "A named variant the service profile declares (mastodon: small, at most 640×360 px), prepared from the "
+            + "same decode and written beside the main output (IMG_1.small.jpg); repeat for several. None by "
+            + "default. A profile file declares variants under `variants`: name, maxPixels, maxLongEdge, format, "
+            + "quality, progressive.")
+
     /// The largest byte limit accepted (1 TiB): far above any output, and low enough that the memory
     /// estimate's multiples of it (an animation's output buffer: 4 × the limit, doubled) cannot overflow.
     public static let byteLimitCeiling = 1 << 40
@@ -208,7 +218,7 @@ public enum OptionTable {
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,
         acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
-        blurHashXComponents, blurHashYComponents,
+        blurHashXComponents, blurHashYComponents, variants,
     ]
 
     /// The row of the option `PrepareOptions` spells `name` (`minQuality`, `limits.maxPixels`).
@@ -256,6 +266,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case formats
         /// A set of input families (`FormatFamily` raw values); empty by default.
         case families
+        /// A list of names (`OptionTable.variants`), one a value: a flag or query parameter given again adds one.
+        case names
     }
 
     /// The values an option accepts (an unset optional is always accepted).
@@ -273,6 +285,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case fromOneUpToOption(String)
         /// At least one element; `phrase` says so in messages.
         case nonEmpty(phrase: String)
+        /// Names of variants the options declare (`PrepareOptions.declaredVariants`), each once.
+        case declaredVariants
     }
 
     /// The name as `PrepareOptions` spells it, the path for nested values: `limits.maxPixels`.
@@ -336,6 +350,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
     func invalidity(in options: PrepareOptions) -> InvalidOption? {
         let value = field.get(options)
         switch (valid, value) {
+        case (.declaredVariants, _):
+            return options.variantProblem.map { InvalidOption(name, expected: .phrase($0.expected), found: $0.found) }
         case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families):
             return nil
         case (.atLeast(let minimum, let phrase, let maximum), .integer(let number?)):
@@ -388,6 +404,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
             value = formats.contains(nil) ? nil : OptionValue.formats(formats.compactMap { $0 })
         case .families:
             value = FormatFamily.parse(text).map { OptionValue.families($0) }
+        case .names:
+            value = OutputVariant.isValidName(text) ? OptionValue.names([text]) : nil
         }
         guard let value else {
             throw .invalidOptions(InvalidOption(name, expected: .phrase(kind.textPhrase), found: Self.quoted(text)))
@@ -410,6 +428,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .choice(let words): return words.joined(separator: "|")
         case .formats: return "formats"
         case .families: return "families"
+        case .names: return "names"
         }
     }
 
@@ -424,6 +443,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .families:
             return "format families separated by commas ("
                 + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ") + "), or none"
+        case .names: return "a name of 1 to 32 of a-z, 0-9, _ and -"
         }
     }
 }
@@ -435,6 +455,8 @@ enum OptionValue: Sendable, Equatable {
     case word(String)
     case formats([ImageFormat]?)
     case families(Set<FormatFamily>)
+    case names([String])
+    case variantDeclarations([OutputVariant])
 
     /// The value as help texts show it.
     var text: String {
@@ -444,6 +466,9 @@ enum OptionValue: Sendable, Equatable {
         case .word(let word): return word
         case .formats(let formats): return formats.map { $0.map(\.rawValue).joined(separator: ",") } ?? "all"
         case .families(let families): return FormatFamily.text(families)
+        case .names(let names): return names.isEmpty ? "none" : names.joined(separator: ",")
+        case .variantDeclarations(let declared):
+            return declared.isEmpty ? "none" : declared.map(\.name).joined(separator: ",")
         }
     }
 }
@@ -458,6 +483,9 @@ enum OptionField<Root>: Sendable {
     case formats(WritableKeyPath<Root, [ImageFormat]?> & Sendable)
     case formatList(WritableKeyPath<Root, [ImageFormat]> & Sendable)
     case families(WritableKeyPath<Root, Set<FormatFamily>> & Sendable)
+    case names(WritableKeyPath<Root, [String]> & Sendable)
+    /// A profile's variant declarations (`OptionTable.variants`' profile field): the row's value is names.
+    case variantDeclarations(WritableKeyPath<Root, [OutputVariant]> & Sendable)
 
     var kind: OptionSpec.Kind {
         switch self {
@@ -468,6 +496,7 @@ enum OptionField<Root>: Sendable {
         case .strategy: return .choice(FitStrategy.allCases.map(\.rawValue))
         case .formats, .formatList: return .formats
         case .families: return .families
+        case .names, .variantDeclarations: return .names
         }
     }
 
@@ -481,6 +510,8 @@ enum OptionField<Root>: Sendable {
         case .formats(let path): return .formats(root[keyPath: path])
         case .formatList(let path): return .formats(root[keyPath: path])
         case .families(let path): return .families(root[keyPath: path])
+        case .names(let path): return .names(root[keyPath: path])
+        case .variantDeclarations(let path): return .variantDeclarations(root[keyPath: path])
         }
     }
 
@@ -497,6 +528,8 @@ enum OptionField<Root>: Sendable {
         case (.formats(let path), .formats(let formats)): root[keyPath: path] = formats
         case (.formatList(let path), .formats(let formats?)): root[keyPath: path] = formats
         case (.families(let path), .families(let families)): root[keyPath: path] = families
+        case (.names(let path), .names(let names)): root[keyPath: path] = names
+        case (.variantDeclarations(let path), .variantDeclarations(let declared)): root[keyPath: path] = declared
         default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
         }
     }
@@ -542,6 +575,13 @@ extension PrepareOptions {
                     InvalidOption(
                         name, expected: .phrase("a parameter among " + names.joined(separator: ", ")),
                         found: OptionSpec.quoted(text)))
+            }
+            // A list (`variant=`) takes one name a parameter: given again, it adds one.
+            if case .names = spec.kind, case .names(let added) = try spec.parse(text),
+                case .names(let current) = spec.field.get(options)
+            {
+                spec.field.set(.names(current + added), in: &options)
+                continue
             }
             guard seen.insert(name).inserted else {
                 throw .invalidOptions(
