@@ -88,7 +88,7 @@ enum Pipeline {
             if !keepingOutputFile { try prepared.loadOutputFile(naming: source.displayName) }
             if let kept, !variants.isEmpty {
                 prepared.variants = try prepareVariants(
-                    variants, of: source, job: job, cache: kept, checkpoint: guarded,
+                    variants, of: source, job: job, main: prepared, cache: kept, checkpoint: guarded,
                     keepingOutputFiles: keepingOutputFile)
                 // A cache of this job alone goes with it; one shared by several services stays for the next.
                 if cache == nil { kept.clear() }
@@ -105,10 +105,12 @@ enum Pipeline {
     /// which serves every size it covers: a variant at or below the main output's size is resampled from it in
     /// memory and never decoded again from the source (a source decode is made only where no render covers the
     /// variant: after a metadata-only copy or a lossless turn, whose renders are the placeholder's). Run largest
-    /// first, returned in the order asked. A variant that fails fails the job (its error names it).
+    /// first, returned in the order asked. A variant that fails fails the job (its error names it). A variant
+    /// whose plan copies the image data as the main output did (an image already within the variant's caps:
+    /// the same metadata-only copy or lossless turn) is the main output's bytes, made once.
     static func prepareVariants(
-        _ variants: [OutputVariant], of source: ImageSource, job: PlannedJob, cache: RenderCache,
-        checkpoint: @escaping Checkpoint, keepingOutputFiles: Bool
+        _ variants: [OutputVariant], of source: ImageSource, job: PlannedJob, main: PreparedImage,
+        cache: RenderCache, checkpoint: @escaping Checkpoint, keepingOutputFiles: Bool
     ) throws -> [PreparedVariant] {
         cache.serveVariants()
         let jobs = try variants.map { variant in
@@ -125,6 +127,14 @@ enum Pipeline {
             try checkpoint()
             let name = variants[index].name
             var image: PreparedImage
+            if Self.copiesAsMain(jobs[index].plan, job.plan, main: main) {
+                image = main
+                image.placeholder = nil
+                image.placeholderPixels = nil
+                image.sourceDecodes = 0
+                prepared[index] = PreparedVariant(name: name, image: image)
+                continue
+            }
             do {
                 image = try prepareSteps(source, job: jobs[index], checkpoint: checkpoint, cache: cache)
             } catch let error as SharePipeError {
@@ -137,6 +147,18 @@ enum Pipeline {
             prepared[index] = PreparedVariant(name: name, image: image)
         }
         return prepared.map { $0! }
+    }
+
+    /// Whether a variant planned as `variant` would make the same bytes as the main output `main` (planned as
+    /// `plan`) did: both copy the image data (a metadata-only copy, a lossless turn) of the same size, format
+    /// and metadata, and the main output was that copy, held in memory.
+    static func copiesAsMain(_ variant: PreparePlan, _ plan: PreparePlan, main: PreparedImage) -> Bool {
+        let copied: [PreparePlan.Route: PreparationMethod] = [
+            .metadataRewrite: .metadataRewrite, .losslessTurn: .losslessTurn,
+        ]
+        guard let method = copied[plan.route], main.method == method, main.outputFile == nil else { return false }
+        return variant.route == plan.route && variant.target == plan.target && variant.outputFormat == plan.outputFormat
+            && variant.metadata == plan.metadata && variant.byteLimit == plan.byteLimit
     }
 
     /// Steps 1 and 2: detects the format by magic bytes, reads the header (no pixels yet) and plans the job

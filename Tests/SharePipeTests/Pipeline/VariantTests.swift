@@ -97,6 +97,16 @@ import Testing
         #expect(difference < 40, "largest channel difference \(difference)")
     }
 
+    @Test func anImageWithinTheVariantsCapsIsCopiedOnce() throws {
+        // 80 × 60: the main output is a metadata-only copy, and so would the variant be: the same bytes, no decode.
+        let prepared = try SharePipe.prepare(
+            .file(path: Fixtures.path("png/colour-chunks.png")), options: Self.mastodon())
+        let small = try #require(prepared.variants.first).image
+        #expect(prepared.method == .metadataRewrite && small.method == .metadataRewrite)
+        #expect(small.bytes == prepared.bytes && small.size == prepared.size)
+        #expect(prepared.sourceDecodes == 1 && small.sourceDecodes == 0)
+    }
+
     @Test func withoutVariantsNothingMoreIsDecodedOrWritten() throws {
         let prepared = try SharePipe.prepare(.bytes(Self.photo), options: Self.mastodon([]))
         #expect(prepared.sourceDecodes == 1 && prepared.variants.isEmpty)
