@@ -55,6 +55,7 @@ struct OptionRow: Encodable {
         case .formats: type = "formats"
         case .families: type = "families"
         case .quality: type = "integer|auto[:SCORE]"
+        case .names: type = "names"
         }
         switch spec.valid {
         case .any: valid = nil
@@ -64,6 +65,7 @@ struct OptionRow: Encodable {
         case .atLeastOption(let other): valid = "at least \(OptionTable.displayName(of: other, on: .library))"
         case .fromOneUpToOption(let other): valid = "1...\(OptionTable.displayName(of: other, on: .library))"
         case .nonEmpty(let phrase): valid = phrase
+        case .declaredVariants: valid = "variants the service profile declares"
         }
         defaultValue = spec.defaultValue
         help = spec.help

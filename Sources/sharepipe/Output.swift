@@ -62,6 +62,8 @@ struct FileJSON: Encodable {
     var adjustments: [String]?
     /// BlurHash and ThumbHash of the output as displayed (`PreparedImage.placeholder`).
     var placeholder: Placeholder?
+    /// The variants written beside the output (`--variant`), each with its own file and report.
+    var variants: [VariantJSON]?
     var error: String?
     var errorKind: String?
     /// For `tooLarge`: which limit, the value found and the limit's number.
@@ -100,6 +102,11 @@ struct FileJSON: Encodable {
             adjustments = result.adjustments
             placeholder = result.placeholder
         }
+        if !report.variantOutputs.isEmpty {
+            variants = report.variantOutputs.map { written in
+                VariantJSON(written, report.result?.variants.first { $0.name == written.name }?.image)
+            }
+        }
         if let error = report.error {
             self.error = error.description
             errorKind = error.kind
@@ -109,6 +116,41 @@ struct FileJSON: Encodable {
             case .unsupportedFormat(_, let missing, _): errorUnsupported = missing
             default: break
             }
+        }
+    }
+}
+
+/// One variant file in `--json` and `--report` (`FileJSON.variants`): the same fields as its output's.
+struct VariantJSON: Encodable {
+    var name: String
+    var output: String
+    var format: String?
+    var width: Int?
+    var height: Int?
+    var bytes: Int?
+    var quality: Int?
+    var method: String?
+    var attempts: [FitAttempt]?
+    var removedMetadata: [String]?
+    var peakPixelBytes: Int?
+    var warnings: [String]?
+    var adjustments: [String]?
+
+    init(_ written: BatchVariantOutput, _ image: PreparedImage?) {
+        name = written.name
+        output = written.output
+        bytes = written.bytes
+        if let image {
+            format = image.format.rawValue
+            width = image.size.width
+            height = image.size.height
+            quality = image.quality
+            method = image.method.rawValue
+            attempts = image.attempts
+            removedMetadata = image.removedMetadata.sorted().map(\.rawValue)
+            peakPixelBytes = image.peakPixelBytes
+            warnings = image.warnings
+            adjustments = image.adjustments
         }
     }
 }
@@ -251,8 +293,12 @@ final class Reporter {
             emit("skipped \(report.input) (output exists: \(report.output ?? ""))")
         } else if report.planned {
             emit("would write \(report.input) → \(report.output ?? "")\(report.service.map { " [\($0)]" } ?? "")")
+            for variant in report.variantOutputs { emit("  and variant \(variant.name) → \(variant.output)") }
         } else if let result = report.result {
             emit(Reporter.describe(report, result))
+            for (written, variant) in zip(report.variantOutputs, result.variants) {
+                emit(Reporter.describe(written, variant.image))
+            }
         }
         fflush(nil)
         if interactive { writeStandardError("[\(done) done]") }
@@ -293,6 +339,15 @@ final class Reporter {
             + (result.appliedOrientation != .up ? ", orientation \(result.appliedOrientation.rawValue) applied" : "")
             + (result.adjustments.isEmpty ? "" : "; adjusted: " + result.adjustments.joined(separator: "; "))
             + (result.warnings.isEmpty ? "" : "; warnings: " + result.warnings.joined(separator: "; "))
+    }
+
+    /// One indented line per variant written beside an output: its file, size, bytes and what differs.
+    static func describe(_ written: BatchVariantOutput, _ image: PreparedImage) -> String {
+        let quality = image.quality.map { "q\($0)" } ?? image.method.rawValue
+        return "  variant \(written.name) → \(written.output): \(image.size), \(written.bytes ?? 0) bytes, "
+            + "\(image.format.rawValue.uppercased()) \(quality), \(image.attempts.count) attempt(s)"
+            + (image.adjustments.isEmpty ? "" : "; adjusted: " + image.adjustments.joined(separator: "; "))
+            + (image.warnings.isEmpty ? "" : "; warnings: " + image.warnings.joined(separator: "; "))
     }
 
     private func emit(_ line: String) {

@@ -59,6 +59,9 @@ struct PipelineOptions: ParsableArguments {
         help: .table(OptionTable.blurHashYComponents, showingDefault: true))
     var blurHashY: Int?
 
+    @Option(name: .table(OptionTable.variants), help: .table(OptionTable.variants))
+    var variant: [String] = []
+
     /// nil: not given (`ImageLimits.maxPixels` unset: the cost-based default).
     @Option(name: .table(OptionTable.limitsMaxPixels), help: .table(OptionTable.limitsMaxPixels))
     var maxPixels: Int?
@@ -102,10 +105,16 @@ struct PipelineOptions: ParsableArguments {
             throw ValidationError("unknown service '\(name)' (known: \(names))")
         }
         // The CLI's entry check: the same `validate()` the library's entry points run, with the flags named.
+        var service: String?
         do {
-            for (_, options) in try makeTargets() { try options.validate() }
+            for (name, options) in try makeTargets() {
+                service = name
+                try options.validate()
+            }
         } catch SharePipeError.invalidOptions(let invalid) {
-            throw ValidationError("invalid options: " + PipelineOptions.namingFlags(invalid))
+            // Which service, where several are named and a variant is asked for (each declares its own).
+            let which = self.service.count > 1 && !variant.isEmpty ? service.map { " (for \($0))" } ?? "" : ""
+            throw ValidationError("invalid options: " + PipelineOptions.namingFlags(invalid) + which)
         } catch let error as SharePipeError {
             throw ValidationError(error.description)
         }
@@ -158,6 +167,7 @@ struct PipelineOptions: ParsableArguments {
             if let minQuality { options.minQuality = minQuality }
             if let maxShortEdge { options.maxShortEdge = maxShortEdge }
             if let maxBytes { options.maxBytes = maxBytes }
+            if !variant.isEmpty { options.variants = variant }
             return (name, options)
         }
     }

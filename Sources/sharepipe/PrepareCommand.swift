@@ -79,6 +79,9 @@ struct PrepareCommand: ParsableCommand {
             if pipeline.service.count > 1 {
                 throw ValidationError("--out - writes one image: give at most one --service")
             }
+            if !pipeline.variant.isEmpty {
+                throw ValidationError("--out - writes one image: --variant writes files beside it (give --out DIR)")
+            }
             if let first = inputs.first, first != "-", isDirectory(first) {
                 throw ValidationError("--out - writes one image, but \(inputs[0]) is a folder")
             }

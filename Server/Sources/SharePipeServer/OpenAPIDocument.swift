@@ -19,7 +19,7 @@ enum OpenAPIDocument {
               "post": {
                 "operationId": "prepare",
                 "summary": "Prepare one image for one or more services.",
-                "description": "The body is the image (any Content-Type), or multipart/form-data with a part named `file`. The body is streamed (spooled to disk past 1 MiB); it must arrive whole within --read-timeout. With one `service`, the answer is the image; with several, multipart/mixed with one part per service in query order, each with the image headers below, and a service that failed is a part with Content-Type application/json, X-SharePipe-Status and the Error body. Query options override the service profile's and are checked as the sharepipe CLI checks its flags; errors name the query parameter. Limits on pixels, frames and input bytes are the operator's. The connection is closed after the answer. A client that disconnects cancels its job.",
+                "description": "The body is the image (any Content-Type), or multipart/form-data with a part named `file`. The body is streamed (spooled to disk past 1 MiB); it must arrive whole within --read-timeout. With one `service` and no `variant`, the answer is the image; with several, or with variants, multipart/mixed with one part per output (each service's output, then its variants) in query order, each with the image headers below, and a service that failed is a part with Content-Type application/json, X-SharePipe-Status and the Error body. Query options override the service profile's and are checked as the sharepipe CLI checks its flags; errors name the query parameter. Limits on pixels, frames and input bytes are the operator's. The connection is closed after the answer. A client that disconnects cancels its job.",
                 "parameters": [
                   { "name": "service", "in": "query", "required": true, "description": "A service profile's name (GET /v1/services); repeat for several services.", "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string", "minLength": 1 }, "minItems": 1 } },
                   { "name": "strip", "in": "query", "required": false, "description": "Metadata to remove: all (keep only the colour profile), gps (keep Exif without location), none. As the CLI's --strip.", "schema": { "type": "string", "enum": ["all", "gps", "none"] } },
@@ -30,6 +30,7 @@ enum OpenAPIDocument {
                   { "name": "progressive", "in": "query", "required": false, "description": "Write progressive JPEGs. As --progressive.", "schema": { "type": "string", "enum": ["true", "false"] } },
                   { "name": "blurhash_x", "in": "query", "required": false, "description": "BlurHash components across, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-x.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
                   { "name": "blurhash_y", "in": "query", "required": false, "description": "BlurHash components down, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-y.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
+                  { "name": "variant", "in": "query", "required": false, "description": "A named variant the service profile declares (GET /v1/services, `variants`; mastodon: small, at most 230,400 px as Mastodon makes it), prepared from the same decode as the main output under the same metadata mode and byte limit; repeat for several. With a variant the answer is multipart/mixed, one part per output. As --variant.", "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,31}$" } } },
                   { "name": "X-Request-Id", "in": "header", "required": false, "description": "The client's id for the request (1 to 128 letters, digits, '-', '_', '.'); otherwise the server makes one.", "schema": { "type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$" } }
                 ],
                 "requestBody": {
@@ -67,7 +68,7 @@ enum OpenAPIDocument {
                       "image/heic": { "schema": { "type": "string", "contentMediaType": "image/heic" } },
                       "image/avif": { "schema": { "type": "string", "contentMediaType": "image/avif" } },
                       "multipart/mixed": {
-                        "schema": { "type": "string", "description": "One part per service, in query order. A prepared part has the image's Content-Type and the X-SharePipe-* headers; a failed part has Content-Type application/json, X-SharePipe-Service, X-SharePipe-Status (the status code the service alone would have had) and the Error body." }
+                        "schema": { "type": "string", "description": "One part per output: per service in query order, each service's output followed by its variants (variant=) in query order. A prepared part has the image's Content-Type, Content-Length, the X-SharePipe-* headers (X-SharePipe-BlurHash and X-SharePipe-ThumbHash on the main output only), and Content-Disposition naming the output: inline; name=\"SERVICE\" or name=\"SERVICE.VARIANT\", filename with the format's extension; a variant's part also has X-SharePipe-Variant; a failed part has Content-Type application/json, X-SharePipe-Service, X-SharePipe-Status (the status code the service alone would have had) and the Error body." }
                       }
                     }
                   },
@@ -169,6 +170,7 @@ enum OpenAPIDocument {
               "Changed": { "description": "What changed beyond the request (which asks for a resize and for metadata to go), as comma-separated tokens: `format=gif->png`, `first-frame-only`, `frames=40->20`. Absent when nothing did.", "schema": { "type": "string" } },
               "BlurHash": { "description": "The BlurHash of the output as displayed (an animation's first frame), computed from SharePipe's own render: blurhash_x × blurhash_y components (4 × 4 by default).", "schema": { "type": "string" } },
               "ThumbHash": { "description": "The ThumbHash of the output as displayed (an animation's first frame), its bytes in standard Base64 with padding.", "schema": { "type": "string" } },
+              "Variant": { "description": "On a part of a multipart/mixed answer: the variant (variant=) the part holds; absent on the main output's part.", "schema": { "type": "string" } },
               "RetryAfter": { "description": "Seconds after which to try again.", "schema": { "type": "integer" } },
               "Allow": { "description": "The methods the route takes, comma-separated.", "schema": { "type": "string" } }
             },
@@ -206,7 +208,8 @@ enum OpenAPIDocument {
                 "properties": {
                   "name": { "type": "string" },
                   "displayName": { "type": "string" },
-                  "maxStillBytes": { "type": "integer" }
+                  "maxStillBytes": { "type": "integer" },
+                  "variants": { "type": "array", "description": "The named variants the service declares (variant=).", "items": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "maxPixels": { "type": "integer" }, "maxLongEdge": { "type": "integer" }, "format": { "type": "string" }, "quality": { "type": "integer" }, "progressive": { "type": "boolean" } } } }
                 },
                 "additionalProperties": true
               }

@@ -233,7 +233,8 @@ struct PrepareRoute {
             throw failure
         case .prepared(let results):
             server.metrics.observePrepare(seconds: SharePipeServer.seconds(ContinuousClock.now - start))
-            if results.count == 1 {
+            // With variants (`variant=`) every output is a part of a multipart/mixed answer.
+            if results.count == 1 && !options.asksForVariants {
                 switch results[0].outcome {
                 case .success(let image):
                     return Routed(response: Self.imageResponse(image, service: results[0].profile.name))
@@ -340,24 +341,51 @@ struct PrepareRoute {
         return tokens.isEmpty ? nil : tokens.joined(separator: ", ")
     }
 
-    /// `200` with `multipart/mixed`: one part per service, in the query's order; a service that failed is a
+    /// The headers of a prepared output's part of a `multipart/mixed` answer: the image's (`imageHeaders`), its
+    /// length, and a `Content-Disposition` naming the output: `inline; name="mastodon"; filename="mastodon.jpg"`,
+    /// for a variant `name="mastodon.small"` with `X-SharePipe-Variant: small`.
+    static func outputPartHeaders(_ image: PreparedImage, service: String, variant: String?) -> HTTPFields {
+        var headers = imageHeaders(image, service: service)
+        headers[.contentLength] = String(image.byteCount)
+        let name = service + (variant.map { "." + $0 } ?? "")
+        headers[.contentDisposition] = "inline; name=\"\(name)\"; filename=\"\(name).\(image.format.fileExtension)\""
+        if let variant { headers[.sharePipeVariant] = variant }
+        return headers
+    }
+
+    /// `200` with `multipart/mixed`: one part per service (and per variant, `variant=`), in the query's order; a service that failed is a
     /// part with `Content-Type: application/json`, `X-SharePipe-Status` and the JSON error.
     static func mixedResponse(_ results: [ServiceResult], requestID: String, queueTimeout: Duration) -> Response {
         let boundary =
             "sharepipe-" + String(UInt64.random(in: .min ... .max), radix: 16)
             + String(UInt64.random(in: .min ... .max), radix: 16)
         var buffer = ByteBuffer()
-        buffer.reserveCapacity(results.reduce(0) { $0 + ((try? $1.get().byteCount) ?? 512) + 512 })
-        for result in results {
+        buffer.reserveCapacity(
+            results.reduce(0) { total, result in
+                let image = try? result.get()
+                return total + (image.map { $0.variants.reduce($0.byteCount) { $0 + $1.image.byteCount + 512 } } ?? 512)
+                    + 512
+            })
+        func writePart(_ partHeaders: HTTPFields, _ content: [UInt8]) {
             buffer.writeString("--\(boundary)\r\n")
+            for field in partHeaders { buffer.writeString("\(field.name.rawName): \(field.value)\r\n") }
+            buffer.writeString("\r\n")
+            buffer.writeBytes(content)
+            buffer.writeString("\r\n")
+        }
+        for result in results {
             let partHeaders: HTTPFields
             let content: [UInt8]
             switch result.outcome {
             case .success(let image):
-                var headers = imageHeaders(image, service: result.profile.name)
-                headers[.contentLength] = String(image.byteCount)
-                partHeaders = headers
-                content = image.bytes
+                writePart(outputPartHeaders(image, service: result.profile.name, variant: nil), image.bytes)
+                // Each variant a part of its own, after its service's output, in the order asked.
+                for variant in image.variants {
+                    writePart(
+                        outputPartHeaders(variant.image, service: result.profile.name, variant: variant.name),
+                        variant.image.bytes)
+                }
+                continue
             case .failure(let error):
                 let failure = ServerFailure.from(error, queueTimeout: queueTimeout)
                 content = Array(failure.body(requestID: requestID).utf8)
@@ -368,10 +396,7 @@ struct PrepareRoute {
                 headers[.contentLength] = String(content.count)
                 partHeaders = headers
             }
-            for field in partHeaders { buffer.writeString("\(field.name.rawName): \(field.value)\r\n") }
-            buffer.writeString("\r\n")
-            buffer.writeBytes(content)
-            buffer.writeString("\r\n")
+            writePart(partHeaders, content)
         }
         buffer.writeString("--\(boundary)--\r\n")
         var headers = HTTPFields()

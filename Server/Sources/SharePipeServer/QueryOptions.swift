@@ -32,6 +32,9 @@ public struct QueryOptions: Sendable {
     /// Whether any option is set.
     var isEmpty: Bool { values.isEmpty }
 
+    /// Whether the query asks for variants (`variant=`): the answer is then `multipart/mixed`, one part per output.
+    var asksForVariants: Bool { values.contains { $0.name == OptionTable.variants.queryName } }
+
     /// Sets the given options over a profile's, as the CLI sets its flags over the profile's, and checks the
     /// result. Throws `invalidOptions` for text that is not a value of its option, an option given twice, or
     /// a value out of range (`message(for:)` names it by its query parameter).

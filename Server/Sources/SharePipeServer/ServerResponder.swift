@@ -103,6 +103,9 @@ extension HTTPField.Name {
     static let sharePipeStatus = Self("X-SharePipe-Status")!
     static let sharePipeBlurHash = Self("X-SharePipe-BlurHash")!
     static let sharePipeThumbHash = Self("X-SharePipe-ThumbHash")!
+    /// The variant a part of a `multipart/mixed` answer holds (`variant=`); absent on the main output's part.
+    static let sharePipeVariant = Self("X-SharePipe-Variant")!
+    static let contentDisposition = Self("Content-Disposition")!
 }
 
 /// The server's responder: dispatch by path and method (through `routes`, the one table of routes), the

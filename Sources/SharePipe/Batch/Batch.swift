@@ -32,6 +32,19 @@ public struct BatchReport: Sendable {
     public var skipped: Bool = false
     /// Only planned (`dryRun`): nothing was decoded or written.
     public var planned: Bool = false
+    /// The variants written beside the output (`PrepareOptions.variants`), in the order asked; each one's report
+    /// is the matching `result.variants` entry.
+    public var variantOutputs: [BatchVariantOutput] = []
+}
+
+/// One variant file a batch wrote beside an output.
+public struct BatchVariantOutput: Sendable {
+    /// The variant's name.
+    public var name: String
+    /// Where it was written.
+    public var output: String
+    /// Its size in bytes; nil when only planned (`dryRun`).
+    public var bytes: Int?
 }
 
 /// Runs the pipeline over files and folders, mirroring the input tree under an output directory.
@@ -209,6 +222,12 @@ public struct Batch: Sendable {
             try checkOwnership(output, item: item)
             report.output = output
             report.planned = true
+            for variant in target.options.requestedVariants {
+                let format = variant.format ?? target.options.outputFormat(for: info.format)
+                report.variantOutputs.append(
+                    BatchVariantOutput(
+                        name: variant.name, output: variantPath(item, target, variant: variant.name, format: format)))
+            }
         } catch {
             report.error = .from(error, file: item.input)
         }
@@ -223,9 +242,20 @@ public struct Batch: Sendable {
             let output = outputPath(item, target, format: result.format)
             try checkOwnership(output, item: item)
             try FileIO.makeDirectories(FileIO.parentDirectory(of: output))
+            // The variants' names are checked before anything is written: a clash writes no file of the job.
+            let variantPaths = try result.variants.map { variant in
+                let path = self.variantPath(item, target, variant: variant.name, format: variant.image.format)
+                try checkOwnership(path, item: item, variant: true)
+                return path
+            }
             try FileIO.writeAtomically(result, to: output)
             report.output = output
             report.bytes = result.byteCount
+            for (variant, path) in zip(result.variants, variantPaths) {
+                try FileIO.writeAtomically(variant.image, to: path)
+                report.variantOutputs.append(
+                    BatchVariantOutput(name: variant.name, output: path, bytes: variant.image.byteCount))
+            }
             result.dropOutput()
             report.result = result
         } catch {
@@ -233,9 +263,34 @@ public struct Batch: Sendable {
         }
     }
 
+    /// Where an item's variant `name` for `target` goes, in `format`: beside the output, the variant's name
+    /// before the extension (`out/mastodon/IMG_1.small.jpg`; `BatchItem.variantOutputName(_:for:)`).
+    public func variantPath(_ item: BatchItem, _ target: BatchTarget, variant name: String, format: ImageFormat)
+        -> String
+    {
+        outputFolder(target) + "/" + item.variantOutputName(name, for: format)
+    }
+
     /// Refuses an output that is the input itself, or whose name belongs to another file of the input's
-    /// folder (see `BatchItem`): the error names both files.
-    private func checkOwnership(_ output: String, item: BatchItem) throws {
+    /// folder (see `BatchItem`): the error names both files. A `variant` output (`IMG_1.small.jpg`) is also
+    /// refused when a file of the input's folder has its stem (`IMG_1.small.png`), whose own output it could be.
+    private func checkOwnership(_ output: String, item: BatchItem, variant: Bool = false) throws {
+        if variant {
+            let stem = BatchItem.stem(BatchItem.lastComponent(output))
+            let folder = FileIO.parentDirectory(of: item.input)
+            let extensions = Set(ImageFormat.allCases.flatMap { [$0.fileExtension, $0.rawValue] } + ["jpeg", "jpe"])
+            for fileExtension in extensions.sorted() {
+                let owner = folder + "/" + stem + "." + fileExtension
+                if FileIO.exists(owner) && !Batch.samePath(owner, item.input) {
+                    throw SharePipeError.unwritable(
+                        file: output,
+                        reason:
+                            "the variant's name \(BatchItem.lastComponent(output)) could be the output of the input "
+                            + "\(owner); \(item.input) is not prepared so that neither overwrites the other (rename one of them)"
+                    )
+                }
+            }
+        }
         if Batch.samePath(output, item.input) {
             throw SharePipeError.unwritable(file: output, reason: "output would overwrite the input \(item.input)")
         }

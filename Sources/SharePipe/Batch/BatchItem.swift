@@ -38,6 +38,14 @@ public struct BatchItem: Sendable, Equatable {
         return stem + "." + format.fileExtension
     }
 
+    /// The name below the output directory of this item's variant `name` in `format`: the output's name with
+    /// the variant's before its extension (`pics/IMG_1.jpg` → `pics/IMG_1.small.jpg`; `pic.gif.png` →
+    /// `pic.gif.small.png`). A variant's name has no dot (`OutputVariant.isValidName`), so it never equals
+    /// the output's name nor another variant's.
+    public func variantOutputName(_ name: String, for format: ImageFormat) -> String {
+        BatchItem.split(outputName(for: format)).stem + "." + name + "." + format.fileExtension
+    }
+
     /// Every name an output of this item could take (for `--skip-existing`).
     var possibleOutputNames: [String] {
         var seen = Set<String>()

@@ -65,6 +65,7 @@ struct FittingDriver {
             xComponents: plan.blurHashComponents.x, yComponents: plan.blurHashComponents.y)
         prepared.placeholderPixels = thumbnail
         prepared.score = fit.score
+        prepared.sourceDecodes = meter.decodeCount
         return prepared
     }
 

@@ -80,13 +80,85 @@ enum Pipeline {
             : JobDeadline.checkpoint(
                 checkpoint, timeout: job.options.timeout.map(Double.init), file: source.displayName)
         do {
-            var prepared = try prepareSteps(source, job: job, checkpoint: guarded, cache: cache)
+            let variants = job.options.requestedVariants
+            // With variants, the main output's render is kept for them: under `memoryFirst` without serving the
+            // main output's own search (`RenderCache`).
+            let kept = variants.isEmpty ? cache : cache ?? RenderCache(serving: job.options.strategy == .cpuFirst)
+            var prepared = try prepareSteps(source, job: job, checkpoint: guarded, cache: kept)
             if !keepingOutputFile { try prepared.loadOutputFile(naming: source.displayName) }
+            if let kept, !variants.isEmpty {
+                prepared.variants = try prepareVariants(
+                    variants, of: source, job: job, main: prepared, cache: kept, checkpoint: guarded,
+                    keepingOutputFiles: keepingOutputFile)
+                // A cache of this job alone goes with it; one shared by several services stays for the next.
+                if cache == nil { kept.clear() }
+            }
             return prepared
         } catch let failure as EncoderFailure {
             // Encoders see only pixels; the input's name is added here, once for every format.
             throw failure.error(file: source.displayName)
         }
+    }
+
+    /// Step 4, for a job with variants (`PrepareOptions.variants`): each variant planned from the main output's
+    /// probe under its own options (`PrepareOptions.options(for:)`) and run with the main output's kept render,
+    /// which serves every size it covers: a variant at or below the main output's size is resampled from it in
+    /// memory and never decoded again from the source (a source decode is made only where no render covers the
+    /// variant: after a metadata-only copy or a lossless turn, whose renders are the placeholder's). Run largest
+    /// first, returned in the order asked. A variant that fails fails the job (its error names it). A variant
+    /// whose plan copies the image data as the main output did (an image already within the variant's caps:
+    /// the same metadata-only copy or lossless turn) is the main output's bytes, made once.
+    static func prepareVariants(
+        _ variants: [OutputVariant], of source: ImageSource, job: PlannedJob, main: PreparedImage,
+        cache: RenderCache, checkpoint: @escaping Checkpoint, keepingOutputFiles: Bool
+    ) throws -> [PreparedVariant] {
+        cache.serveVariants()
+        let jobs = try variants.map { variant in
+            do {
+                return plan(source, info: job.info, options: try job.options.options.options(for: variant).checked())
+            } catch {
+                throw SharePipeError.invalidOptions(
+                    InvalidOption("variants", expected: "a variant within the profile's options", found: variant.name))
+            }
+        }
+        // Largest first: a variant no render covers keeps its own for the smaller ones.
+        var prepared = [PreparedVariant?](repeating: nil, count: variants.count)
+        for index in variants.indices.sorted(by: { jobs[$0].plan.target.area > jobs[$1].plan.target.area }) {
+            try checkpoint()
+            let name = variants[index].name
+            var image: PreparedImage
+            if Self.copiesAsMain(jobs[index].plan, job.plan, main: main) {
+                image = main
+                image.placeholder = nil
+                image.placeholderPixels = nil
+                image.sourceDecodes = 0
+                prepared[index] = PreparedVariant(name: name, image: image)
+                continue
+            }
+            do {
+                image = try prepareSteps(source, job: jobs[index], checkpoint: checkpoint, cache: cache)
+            } catch let error as SharePipeError {
+                throw error.forVariant(name)
+            }
+            if !keepingOutputFiles { try image.loadOutputFile(naming: source.displayName) }
+            // The main output's placeholder stands for its variants.
+            image.placeholder = nil
+            image.placeholderPixels = nil
+            prepared[index] = PreparedVariant(name: name, image: image)
+        }
+        return prepared.map { $0! }
+    }
+
+    /// Whether a variant planned as `variant` would make the same bytes as the main output `main` (planned as
+    /// `plan`) did: both copy the image data (a metadata-only copy, a lossless turn) of the same size, format
+    /// and metadata, and the main output was that copy, held in memory.
+    static func copiesAsMain(_ variant: PreparePlan, _ plan: PreparePlan, main: PreparedImage) -> Bool {
+        let copied: [PreparePlan.Route: PreparationMethod] = [
+            .metadataRewrite: .metadataRewrite, .losslessTurn: .losslessTurn,
+        ]
+        guard let method = copied[plan.route], main.method == method, main.outputFile == nil else { return false }
+        return variant.route == plan.route && variant.target == plan.target && variant.outputFormat == plan.outputFormat
+            && variant.metadata == plan.metadata && variant.byteLimit == plan.byteLimit
     }
 
     /// Steps 1 and 2: detects the format by magic bytes, reads the header (no pixels yet) and plans the job
@@ -200,9 +272,10 @@ enum Pipeline {
                 }
             }
             // 3d. Decode with shrink-on-load, resample row by row, orient, encode within the byte limit.
+            // `cpuFirst` keeps and serves its render; `memoryFirst` keeps one only for variants (`RenderCache`).
             let renderer = StillRenderer(
                 source: source, info: info, decoder: input.decoder, limits: options.limits,
-                meter: meter, cache: options.strategy == .cpuFirst ? (cache ?? RenderCache()) : nil)
+                meter: meter, cache: options.strategy == .cpuFirst ? (cache ?? RenderCache()) : cache)
             try checkpoint()
             return try runStillLadder(
                 renderer, info: info, plan: plan, options: options, driver: driver,
@@ -219,6 +292,7 @@ enum Pipeline {
     ) throws -> PreparedImage? {
         let input = FormatRegistry.descriptor(for: info.format)
         guard let rewrite = input.metadataRewriter else { return nil }
+        driver.meter.countDecode()
         let check = try input.decoder.render(
             source, info: info, target: placeholderRenderSize(info.size, atLeast: 0.125),
             limits: options.limits, meter: driver.meter)
@@ -271,6 +345,7 @@ enum Pipeline {
                 return .impossible("the losslessly turned file, \(bytes.count) bytes, is over the byte limit")
             }
             // No picture was rendered: a small decode for the placeholder (a JPEG decodes it at 1/8 scale).
+            driver.meter.countDecode()
             let small = try FormatRegistry.descriptor(for: info.format).decoder.render(
                 source, info: info, target: placeholderRenderSize(info.size), limits: options.limits,
                 meter: driver.meter)
@@ -340,7 +415,8 @@ struct StillRenderer {
     let decoder: any ImageDecoder
     let limits: ImageLimits
     let meter: PixelMemoryMeter
-    /// Under `cpuFirst`, the render kept for later sizes and services; nil under `memoryFirst`.
+    /// Under `cpuFirst`, the render kept for later sizes and services; under `memoryFirst`, the render kept for
+    /// the job's variants (not serving the main output's sizes until `RenderCache.serveVariants()`), or nil.
     let cache: RenderCache?
 
     /// The image at `size` (stored orientation), upright. `sharp`: decoded with `ImageDecoder.renderSharp`
@@ -349,19 +425,27 @@ struct StillRenderer {
         // Decode and resample: a fresh decode of the source, shrinking on load, its rows streamed into the
         // resampler (`ImageDecoder.render`); under `cpuFirst`, a resample of the render kept in memory.
         let bitmap: Bitmap
-        if let cached = cache?.bitmap(covering: size) {
-            bitmap = try InMemoryResample.resize(cached, to: size, meter: meter)
+        if let cached = cache?.bitmap(covering: size, orientation: info.orientation) {
+            if cached.upright {
+                // Kept upright (`memoryFirst` with variants): resampled to the upright size, nothing to orient.
+                let upright = info.orientation.swapsAxes ? size.transposed : size
+                return try InMemoryResample.resize(cached.bitmap, to: upright, meter: meter)
+            }
+            bitmap = try InMemoryResample.resize(cached.bitmap, to: size, meter: meter)
         } else {
+            meter.countDecode()
             let rendered =
-                sharp && cache == nil
+                sharp && cache?.isServing != true
                 ? try decoder.renderSharp(source, info: info, target: size, limits: limits, meter: meter)
                 : try decoder.render(source, info: info, target: size, limits: limits, meter: meter)
             warnings += rendered.warnings
             bitmap = rendered.bitmap
-            cache?.keep(bitmap)
+            if cache?.keepsUpright != true { cache?.keep(bitmap) }
         }
         // Orient (the render is held in the meter while the upright copy is made).
-        return meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
+        let upright = meter.holding(bitmap.byteCount) { bitmap.applying(info.orientation) }
+        if let cache, cache.keepsUpright { cache.keepUpright(upright) }
+        return upright
     }
 }
 

@@ -36,6 +36,15 @@ final class PixelMemoryMeter: @unchecked Sendable {
     /// Uncounts a release of `bytes`.
     func release(_ bytes: Int) { counts.withLock { $0.current -= bytes } }
 
+    private let decodes = Locked(0)
+
+    /// How many times the job decoded its source through `ImageDecoder.render` or `renderSharp` (the still
+    /// route's renders, the placeholder's and the metadata rewrite's proof): `PreparedImage.sourceDecodes`.
+    var decodeCount: Int { decodes.withLock { $0 } }
+
+    /// Counts one decode of the source.
+    func countDecode() { decodes.withLock { $0 += 1 } }
+
     /// Counts `bytes` for the duration of `body`.
     func holding<T>(_ bytes: Int, _ body: () throws -> T) rethrows -> T {
         allocate(bytes)

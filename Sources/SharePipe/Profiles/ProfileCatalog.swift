@@ -268,6 +268,11 @@ struct ProfileEntry: Decodable {
                     message: "field `\(path)`: expected a whole number, auto or auto:SCORE", field: path)
             }
             return .quality(setting)
+        case .names: return try c.decodeIfPresent([String].self, forKey: key).map { .names($0) }
+        case .variantDeclarations:
+            return try c.decodeIfPresent([VariantEntry].self, forKey: key).map {
+                .variantDeclarations($0.map(\.variant))
+            }
         }
     }
 
@@ -280,5 +285,26 @@ struct ProfileEntry: Decodable {
         for (spec, value) in settings { spec.profileBinding!.set(value, in: &p) }
         if let source { p.source = source }
         return p
+    }
+}
+
+/// One variant a profile file declares (`OutputVariant`): unknown fields are errors, as everywhere in the file.
+struct VariantEntry: Decodable {
+    var variant: OutputVariant
+
+    private enum Keys: String, CodingKey, CaseIterable {
+        case name, maxPixels, maxLongEdge, format, quality, progressive
+    }
+
+    init(from decoder: Decoder) throws {
+        try refuseUnknownKeys(decoder, known: Set(Keys.allCases.map(\.rawValue)))
+        let c = try decoder.container(keyedBy: Keys.self)
+        variant = OutputVariant(
+            name: try c.decode(String.self, forKey: .name),
+            maxPixels: try c.decodeIfPresent(Int.self, forKey: .maxPixels),
+            maxLongEdge: try c.decodeIfPresent(Int.self, forKey: .maxLongEdge),
+            format: try c.decodeIfPresent(ImageFormat.self, forKey: .format),
+            quality: try c.decodeIfPresent(Int.self, forKey: .quality),
+            progressive: try c.decodeIfPresent(Bool.self, forKey: .progressive))
     }
 }

@@ -30,12 +30,14 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
     /// Where the numbers come from, and how sure we are.
     public var source: String
     public var confidence: String
+    /// The named variants the service makes of an upload (`OutputVariant`), prepared only when asked for.
+    public var variants: [OutputVariant] = []
 
     public init(
         name: String, displayName: String, maxStillBytes: Int, caps: SizeCaps = SizeCaps(shortEdge: 1080),
         animation: AnimationLimits = AnimationLimits(), formats: [ImageFormat] = [.jpeg, .png, .gif],
         allowFormatChange: Bool = true, strip: StripMode = .all, minQuality: Int = 40, maxQuality: Int = 85,
-        source: String, confidence: String
+        source: String, confidence: String, variants: [OutputVariant] = []
     ) {
         self.name = name
         self.displayName = displayName
@@ -49,6 +51,7 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         self.maxQuality = maxQuality
         self.source = source
         self.confidence = confidence
+        self.variants = variants
     }
 
     /// Options meeting this service's rules, starting from `base` for everything a profile does not
@@ -71,6 +74,7 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         options.quality = maxQuality
         options.qualityTarget = qualityTarget
         options.minQuality = minQuality
+        options.declaredVariants = variants
         return options
     }
 }
@@ -99,12 +103,19 @@ extension ServiceProfile {
     /// IMAGE_LIMIT); stills are scaled by the server to ≤ 8,294,400 px (we do it first); GIFs above
     /// 921,600 px (1280×720) are refused. Formats: IMAGE_MIME_TYPES, which also lists HEIC, HEIF and AVIF
     /// (the server converts them to JPEG); SharePipe writes those as JPEG or PNG itself.
+    ///
+    /// Variant `small`, the preview Mastodon stores beside the image (`IMAGE_STYLES[:small]`, `pixels:
+    /// 230_400`, "640x360px"): at most 230,400 px, aspect kept, never enlarged (lib/paperclip/lazy_thumbnail.rb
+    /// `PixelGeometryParser`: width √(230400 · w/h), height √(230400 · h/w)); in the image's own format (HEIC,
+    /// HEIF and AVIF as JPEG, `IMAGE_CONVERTED_STYLES`); a JPEG at quality 90, interlaced (`save_options`:
+    /// `Q: 90, interlace: true`).
     public static let mastodon = ServiceProfile(
         name: "mastodon", displayName: "Mastodon", maxStillBytes: 16_777_216,
         caps: SizeCaps(shortEdge: 1080, pixels: 8_294_400),
         animation: AnimationLimits(maxBytes: 16_777_216, maxPixels: 921_600),
         formats: [.jpeg, .png, .gif, .webp, .heif, .avif],
-        source: "mastodon app/models/media_attachment.rb, instance API", confidence: "high")
+        source: "mastodon app/models/media_attachment.rb, instance API", confidence: "high",
+        variants: [OutputVariant(name: "small", maxPixels: 230_400, quality: 90, progressive: true)])
 
     /// Bluesky: blobs ≤ 2,000,000 bytes, decimal (atproto lexicon app.bsky.embed.images, bsky-docs PR 414;
     /// was 1,000,000 until 2026-04). The official app resizes to 4000 px on the long edge since 2026-03

@@ -110,6 +110,11 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
                 parts.unmetered += parts.renderedSize.area * parts.channels
                 parts.metered = max(
                     parts.metered, Self.inMemoryResampleBound(from: parts.renderedSize, channels: parts.channels))
+            } else if !options.variants.isEmpty {
+                // Variants keep the main output's render the same way, and resample it in memory for each.
+                parts.unmetered += parts.renderedSize.area * parts.channels
+                parts.metered = max(
+                    parts.metered, Self.inMemoryResampleBound(from: parts.renderedSize, channels: parts.channels))
             }
         }
         decodedSize = parts.decodedSize

@@ -196,6 +196,16 @@ public enum OptionTable {
         clientMaySet: true, valid: .within(1...9),
         help: "BlurHash components down, 1 to 9 (the placeholder in the report, beside a ThumbHash).")
 
+    /// The named variants prepared beside the main output (`OutputVariant`): asked for by name, declared by the
+    /// profile (a profile file's `variants` field declares them).
+    public static let variants = OptionSpec(
+        "variants", .names(\.variants), flag: "variant", profile: ("variants", .variantDeclarations(\.variants)),
+        query: "variant", clientMaySet: true, valid: .declaredVariants,
+        help: "A named variant the service profile declares (mastodon: small, at most 640×360 px), prepared from the "
+            + "same decode and written beside the main output (IMG_1.small.jpg); repeat for several. None by "
+            + "default. A profile file declares variants under `variants`: name, maxPixels, maxLongEdge, format, "
+            + "quality, progressive.")
+
     /// The largest byte limit accepted (1 TiB): far above any output, and low enough that the memory
     /// estimate's multiples of it (an animation's output buffer: 4 × the limit, doubled) cannot overflow.
     public static let byteLimitCeiling = 1 << 40
@@ -210,7 +220,7 @@ public enum OptionTable {
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,
         acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
-        blurHashXComponents, blurHashYComponents,
+        blurHashXComponents, blurHashYComponents, variants,
     ]
 
     /// The row of the option `PrepareOptions` spells `name` (`minQuality`, `limits.maxPixels`).
@@ -260,6 +270,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case families
         /// A whole number, or `auto` / `auto:SCORE` (`QualitySetting`).
         case quality
+        /// A list of names (`OptionTable.variants`), one a value: a flag or query parameter given again adds one.
+        case names
     }
 
     /// The values an option accepts (an unset optional is always accepted).
@@ -277,6 +289,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case fromOneUpToOption(String)
         /// At least one element; `phrase` says so in messages.
         case nonEmpty(phrase: String)
+        /// Names of variants the options declare (`PrepareOptions.declaredVariants`), each once.
+        case declaredVariants
     }
 
     /// The name as `PrepareOptions` spells it, the path for nested values: `limits.maxPixels`.
@@ -340,6 +354,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
     func invalidity(in options: PrepareOptions) -> InvalidOption? {
         let value = field.get(options)
         switch (valid, value) {
+        case (.declaredVariants, _):
+            return options.variantProblem.map { InvalidOption(name, expected: .phrase($0.expected), found: $0.found) }
         case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families):
             return nil
         case (.atLeast(let minimum, let phrase, let maximum), .integer(let number?)):
@@ -412,6 +428,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case .families:
             value = FormatFamily.parse(text).map { OptionValue.families($0) }
         case .quality: value = QualitySetting(text: text).map { OptionValue.quality($0) }
+        case .names:
+            value = OutputVariant.isValidName(text) ? OptionValue.names([text]) : nil
         }
         guard let value else {
             throw .invalidOptions(InvalidOption(name, expected: .phrase(kind.textPhrase), found: Self.quoted(text)))
@@ -435,6 +453,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .formats: return "formats"
         case .families: return "families"
         case .quality: return "integer|auto[:SCORE]"
+        case .names: return "names"
         }
     }
 
@@ -450,6 +469,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
             return "format families separated by commas ("
                 + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ") + "), or none"
         case .quality: return "a whole number, auto or auto:SCORE"
+        case .names: return "a name of 1 to 32 of a-z, 0-9, _ and -"
         }
     }
 }
@@ -462,6 +482,8 @@ enum OptionValue: Sendable, Equatable {
     case formats([ImageFormat]?)
     case families(Set<FormatFamily>)
     case quality(QualitySetting)
+    case names([String])
+    case variantDeclarations([OutputVariant])
 
     /// The value as help texts show it.
     var text: String {
@@ -472,6 +494,9 @@ enum OptionValue: Sendable, Equatable {
         case .formats(let formats): return formats.map { $0.map(\.rawValue).joined(separator: ",") } ?? "all"
         case .families(let families): return FormatFamily.text(families)
         case .quality(let setting): return setting.description
+        case .names(let names): return names.isEmpty ? "none" : names.joined(separator: ",")
+        case .variantDeclarations(let declared):
+            return declared.isEmpty ? "none" : declared.map(\.name).joined(separator: ",")
         }
     }
 }
@@ -487,6 +512,9 @@ enum OptionField<Root>: Sendable {
     case formatList(WritableKeyPath<Root, [ImageFormat]> & Sendable)
     case families(WritableKeyPath<Root, Set<FormatFamily>> & Sendable)
     case quality(WritableKeyPath<Root, QualitySetting> & Sendable)
+    case names(WritableKeyPath<Root, [String]> & Sendable)
+    /// A profile's variant declarations (`OptionTable.variants`' profile field): the row's value is names.
+    case variantDeclarations(WritableKeyPath<Root, [OutputVariant]> & Sendable)
 
     var kind: OptionSpec.Kind {
         switch self {
@@ -498,6 +526,7 @@ enum OptionField<Root>: Sendable {
         case .formats, .formatList: return .formats
         case .families: return .families
         case .quality: return .quality
+        case .names, .variantDeclarations: return .names
         }
     }
 
@@ -512,6 +541,8 @@ enum OptionField<Root>: Sendable {
         case .formatList(let path): return .formats(root[keyPath: path])
         case .families(let path): return .families(root[keyPath: path])
         case .quality(let path): return .quality(root[keyPath: path])
+        case .names(let path): return .names(root[keyPath: path])
+        case .variantDeclarations(let path): return .variantDeclarations(root[keyPath: path])
         }
     }
 
@@ -530,6 +561,8 @@ enum OptionField<Root>: Sendable {
         case (.families(let path), .families(let families)): root[keyPath: path] = families
         case (.quality(let path), .quality(let setting)): root[keyPath: path] = setting
         case (.quality(let path), .integer(let number?)): root[keyPath: path] = .fixed(number)
+        case (.names(let path), .names(let names)): root[keyPath: path] = names
+        case (.variantDeclarations(let path), .variantDeclarations(let declared)): root[keyPath: path] = declared
         default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
         }
     }
@@ -575,6 +608,13 @@ extension PrepareOptions {
                     InvalidOption(
                         name, expected: .phrase("a parameter among " + names.joined(separator: ", ")),
                         found: OptionSpec.quoted(text)))
+            }
+            // A list (`variant=`) takes one name a parameter: given again, it adds one.
+            if case .names = spec.kind, case .names(let added) = try spec.parse(text),
+                case .names(let current) = spec.field.get(options)
+            {
+                spec.field.set(.names(current + added), in: &options)
+                continue
             }
             guard seen.insert(name).inserted else {
                 throw .invalidOptions(

@@ -271,6 +271,11 @@ public struct PrepareOptions: Sendable, Equatable {
     /// as Mastodon stores it.
     public var blurHashXComponents = 4
     public var blurHashYComponents = 4
+    /// The named variants to prepare beside the main output (`OutputVariant`, by name, each declared in
+    /// `declaredVariants`), in this order; none by default.
+    public var variants: [String] = []
+    /// The variants the destination declares (`ServiceProfile.variants`, set by `ServiceProfile.options(basedOn:)`).
+    public var declaredVariants: [OutputVariant] = []
 
     /// The format to write for an input in `format`: the same where accepted; otherwise JPEG, or PNG for a
     /// GIF and for a WebP with alpha (`hasAlpha`) where PNG is accepted.

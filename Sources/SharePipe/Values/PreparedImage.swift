@@ -73,6 +73,12 @@ public struct PreparedImage: Sendable {
     /// Inside the library only: the pixels the placeholder was hashed from (at most 100 × 100 RGBA), for the
     /// tests to hand the same pixels to the reference encoders.
     var placeholderPixels: PlaceholderThumbnail? = nil
+    /// The named variants prepared beside this output (`PrepareOptions.variants`), in the order asked; empty
+    /// when none was asked for.
+    public var variants: [PreparedVariant] = []
+    /// Inside the library only: how many times this output's job decoded the source (`PixelMemoryMeter.decodeCount`):
+    /// a variant served from the main output's render decoded it 0 times.
+    var sourceDecodes = 0
     /// Inside the library only: the output, when it is in an unlinked temporary file rather than in `bytes`
     /// (then empty). `Pipeline.prepare` reads it into `bytes` unless its caller writes the file where it
     /// belongs itself (`Batch`, `FileIO.writeAtomically(_:to:)`), so every public result has its bytes.
@@ -95,9 +101,10 @@ extension PreparedImage {
         self.outputFile = nil
     }
 
-    /// Lets the output go (bytes and file), keeping the report.
+    /// Lets the output go (bytes and file), and its variants', keeping the report.
     mutating func dropOutput() {
         bytes = []
         outputFile = nil
+        for index in variants.indices { variants[index].image.dropOutput() }
     }
 }
