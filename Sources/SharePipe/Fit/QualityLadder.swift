@@ -60,6 +60,9 @@ struct QualityLadder: LadderRunner {
     static let scoredNote = "scored"
     /// The quality the auto search tries first: libjpeg's q82 at 4:2:0 scores about 80 on most photos.
     static let autoGuess = 82
+    /// The most candidates the auto search scores at one size (each costs an encode, a decode and a score, about
+    /// as much as the rest of a 24 MP job): when they run out, the lowest quality that met the target is written.
+    static let autoMeasures = 4
 
     /// One size under `QualitySetting.auto` (JPEG at 4:2:0): the render (composited over white, as the encoder
     /// sees it) is held while `QualitySearch.lowestMeeting` encodes baseline candidates and scores each decode
@@ -94,20 +97,29 @@ struct QualityLadder: LadderRunner {
         defer { sizes.release(rendered) }
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
         let meter = sizes.renderer.meter
-        // The scorer and its 8 decoded rows.
-        let scorerBytes = SSIMULACRA2.workingBytes(bitmap.size) + 8 * bitmap.width * 3
+        let scorerBytes = Self.autoScoringBytes(bitmap.size)
         meter.allocate(scorerBytes)
         defer { meter.release(scorerBytes) }
+        // Held: the lowest quality that met the target so far, and the ceiling's encode when it missed (the
+        // answer when nothing meets it).
         var encodes: [Int: [UInt8]] = [:]
-        let meeting = try QualitySearch.lowestMeeting(target, range: range, guess: Self.autoGuess) { quality in
+        var smallest = Int.max
+        let meeting = try QualitySearch.lowestMeeting(
+            target, range: range, guess: Self.autoGuess, maxMeasures: Self.autoMeasures
+        ) { quality in
             try checkpoint()
             let encoded = try jpeg.encode(
                 bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
             let score = try JPEGEncoder.ssimulacra2(encoded, against: bitmap)
+            smallest = min(smallest, encoded.count)
             log.record(
                 size: bitmap.size, format: .jpeg, quality: quality, note: progressive ? Self.scoredNote : nil,
                 bytes: encoded.count, score: score)
-            encodes[quality] = encoded
+            if score >= target {
+                encodes = [quality: encoded]
+            } else if quality == range.upperBound {
+                encodes[quality] = encoded
+            }
             return score
         }
         var chosen = encodes[meeting.quality]!
@@ -119,9 +131,13 @@ struct QualityLadder: LadderRunner {
                 size: bitmap.size, format: .jpeg, quality: meeting.quality, note: nil, bytes: chosen.count,
                 score: meeting.score)
         }
-        sizes.smallestAtSize = min(encodes.values.map(\.count).min() ?? Int.max, chosen.count)
+        sizes.smallestAtSize = min(smallest, chosen.count)
         return (meeting, chosen, bitmap.size)
     }
+
+    /// What the auto search meters beside the render of `size`: the streaming scorer and the 8 rows its decoder
+    /// writes.
+    static func autoScoringBytes(_ size: PixelSize) -> Int { SSIMULACRA2.workingBytes(size) + 8 * size.width * 3 }
 
     /// A score as reports write it: 80, 82.5.
     static func scoreText(_ score: Double) -> String {

@@ -95,8 +95,11 @@ enum QualitySearch {
                 let measuredSlope = (a.value - b.value) / Double(a.key - b.key)
                 if measuredSlope > 0.05 { slope = measuredSlope }
             }
+            // Down from a hit to the quality the line says just meets the target (a miss there closes the
+            // bracket); up from a miss to the first quality the line says meets it.
             let from = hit ?? miss!
-            var next = from.quality + Int(((target - from.score) / slope).rounded(.up))
+            let step = (target - from.score) / slope
+            var next = from.quality + Int(hit != nil ? step.rounded(.down) : step.rounded(.up))
             let low = (miss?.quality ?? range.lowerBound - 1) + 1
             let high = (hit?.quality ?? range.upperBound + 1) - 1
             guard low <= high else { break }

@@ -127,7 +127,10 @@ struct PreparePlan: Sendable, Equatable {
         case .qualitySearch:
             // Never spend more quality than the source had: a q73 photo saved at q85 grows for nothing.
             // (`capQuality(atSource:options:)` below, once the source's quality is known.)
-            capsAtSourceQuality = outputFormat == info.format
+            // Under `--quality auto` the target decides instead: scored against the render, a re-encode at the
+            // source's own quality loses again what the source had kept (a q73 photo re-encoded at q73 scores
+            // about 74), so the search may go above it.
+            capsAtSourceQuality = outputFormat == info.format && options.qualityTarget == nil
             ladder = .quality(
                 range: options.minQuality...max(options.minQuality, options.qualityCeiling),
                 sourceQualityCap: nil, minShortEdge: options.minShortEdge)

@@ -117,6 +117,15 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
                     parts.metered, Self.inMemoryResampleBound(from: parts.renderedSize, channels: parts.channels))
             }
         }
+        if !animated, options.qualityTarget != nil, plan.outputFormat == .jpeg, case .quality = plan.ladder {
+            // `--quality auto` (`QualityLadder.attemptAuto`): the render held whole beside the scorer and its 8
+            // decoded rows (metered together); the scoring decoder's libjpeg state; a render with alpha composited
+            // over white (unmetered); at most two candidate encodes beside the written one (within `output`).
+            let size = parts.renderedSize
+            parts.metered = max(parts.metered, size.area * parts.channels + QualityLadder.autoScoringBytes(size))
+            parts.encoder += Self.jpegFixedBytes
+            if parts.channels == 2 || parts.channels == 4 { parts.unmetered += size.area * 3 }
+        }
         decodedSize = parts.decodedSize
         targetSize = target
         meteredPixelBytes = parts.metered
