@@ -54,6 +54,7 @@ struct OptionRow: Encodable {
         case .choice(let words): type = words.joined(separator: "|")
         case .formats: type = "formats"
         case .families: type = "families"
+        case .aspectRatio: type = "aspect ratio (W:H)"
         }
         switch spec.valid {
         case .any: valid = nil
@@ -63,6 +64,9 @@ struct OptionRow: Encodable {
         case .atLeastOption(let other): valid = "at least \(OptionTable.displayName(of: other, on: .library))"
         case .fromOneUpToOption(let other): valid = "1...\(OptionTable.displayName(of: other, on: .library))"
         case .nonEmpty(let phrase): valid = phrase
+        case .aspectRatio:
+            valid =
+                "1:\(AspectRatio.mostElongated) to \(AspectRatio.mostElongated):1, terms 1...\(AspectRatio.largestTerm)"
         }
         defaultValue = spec.defaultValue
         help = spec.help

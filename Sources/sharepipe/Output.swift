@@ -60,6 +60,9 @@ struct FileJSON: Encodable {
     var adjustments: [String]?
     /// BlurHash and ThumbHash of the output as displayed (`PreparedImage.placeholder`).
     var placeholder: Placeholder?
+    /// Where the subject is in the output, Mastodon's focal point: x −1 (left) … 1 (right), y −1 (bottom) … 1
+    /// (top) (`PreparedImage.focus`).
+    var focus: FocalPoint?
     var error: String?
     var errorKind: String?
     /// For `tooLarge`: which limit, the value found and the limit's number.
@@ -96,6 +99,7 @@ struct FileJSON: Encodable {
             warnings = result.warnings
             adjustments = result.adjustments
             placeholder = result.placeholder
+            focus = result.focus
         }
         if let error = report.error {
             self.error = error.description

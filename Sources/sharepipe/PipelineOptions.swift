@@ -59,6 +59,17 @@ struct PipelineOptions: ParsableArguments {
         help: .table(OptionTable.blurHashYComponents, showingDefault: true))
     var blurHashY: Int?
 
+    @Option(name: .table(OptionTable.cropTo), help: .table(OptionTable.cropTo), transform: PipelineOptions.ratio)
+    var cropTo: AspectRatio?
+
+    /// `--crop-to`'s text as a ratio, or an error saying what it takes.
+    static func ratio(_ text: String) throws -> AspectRatio {
+        guard let ratio = AspectRatio(text) else {
+            throw ValidationError("--crop-to takes " + OptionSpec.Kind.aspectRatio.textPhrase + ", got '\(text)'")
+        }
+        return ratio
+    }
+
     /// nil: not given (`ImageLimits.maxPixels` unset: the cost-based default).
     @Option(name: .table(OptionTable.limitsMaxPixels), help: .table(OptionTable.limitsMaxPixels))
     var maxPixels: Int?
@@ -158,6 +169,7 @@ struct PipelineOptions: ParsableArguments {
             if let minQuality { options.minQuality = minQuality }
             if let maxShortEdge { options.maxShortEdge = maxShortEdge }
             if let maxBytes { options.maxBytes = maxBytes }
+            if let cropTo { options.cropTo = cropTo }
             return (name, options)
         }
     }

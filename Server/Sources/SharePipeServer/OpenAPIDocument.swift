@@ -30,6 +30,7 @@ enum OpenAPIDocument {
                   { "name": "progressive", "in": "query", "required": false, "description": "Write progressive JPEGs. As --progressive.", "schema": { "type": "string", "enum": ["true", "false"] } },
                   { "name": "blurhash_x", "in": "query", "required": false, "description": "BlurHash components across, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-x.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
                   { "name": "blurhash_y", "in": "query", "required": false, "description": "BlurHash components down, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-y.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
+                  { "name": "crop_to", "in": "query", "required": false, "description": "Crop the output to this width:height ratio (1:1, 4:5; whole numbers up to 10000, from 1:10 to 10:1) around the focal point rather than the centre (X-SharePipe-Focus is then the output's). Stills only: an animation the service keeps animated is refused. As --crop-to.", "schema": { "type": "string", "pattern": "^[0-9]+:[0-9]+$" } },
                   { "name": "X-Request-Id", "in": "header", "required": false, "description": "The client's id for the request (1 to 128 letters, digits, '-', '_', '.'); otherwise the server makes one.", "schema": { "type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$" } }
                 ],
                 "requestBody": {
@@ -55,6 +56,7 @@ enum OpenAPIDocument {
                       "X-SharePipe-Changed": { "$ref": "#/components/headers/Changed" },
                       "X-SharePipe-BlurHash": { "$ref": "#/components/headers/BlurHash" },
                       "X-SharePipe-ThumbHash": { "$ref": "#/components/headers/ThumbHash" },
+                      "X-SharePipe-Focus": { "$ref": "#/components/headers/Focus" },
                       "X-Request-Id": { "$ref": "#/components/headers/RequestId" },
                       "Connection": { "description": "Always `close`.", "schema": { "type": "string", "const": "close" } }
                     },
@@ -167,6 +169,7 @@ enum OpenAPIDocument {
               "Changed": { "description": "What changed beyond the request (which asks for a resize and for metadata to go), as comma-separated tokens: `format=gif->png`, `first-frame-only`, `frames=40->20`. Absent when nothing did.", "schema": { "type": "string" } },
               "BlurHash": { "description": "The BlurHash of the output as displayed (an animation's first frame), computed from SharePipe's own render: blurhash_x × blurhash_y components (4 × 4 by default).", "schema": { "type": "string" } },
               "ThumbHash": { "description": "The ThumbHash of the output as displayed (an animation's first frame), its bytes in standard Base64 with padding.", "schema": { "type": "string" } },
+              "Focus": { "description": "Where the subject is in the output as displayed (an animation's first frame), as Mastodon's media upload takes its focus parameter: `x,y`, two decimals each, x from -1 (left edge) to 1 (right edge), y from -1 (bottom edge) to 1 (top edge); `0.00,0.00` (the centre) where nothing stands out. An attention estimate (detail, skin tones, saturated colour) from SharePipe's own render.", "schema": { "type": "string", "pattern": "^-?[01]\\.[0-9]{2},-?[01]\\.[0-9]{2}$" } },
               "RetryAfter": { "description": "Seconds after which to try again.", "schema": { "type": "integer" } },
               "Allow": { "description": "The methods the route takes, comma-separated.", "schema": { "type": "string" } }
             },

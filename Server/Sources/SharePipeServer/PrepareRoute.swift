@@ -321,6 +321,7 @@ struct PrepareRoute {
             headers[.sharePipeBlurHash] = placeholder.blurHash
             headers[.sharePipeThumbHash] = placeholder.thumbHash
         }
+        if let focus = image.focus { headers[.sharePipeFocus] = focus.description }
         return headers
     }
 

@@ -102,6 +102,7 @@ extension HTTPField.Name {
     static let sharePipeStatus = Self("X-SharePipe-Status")!
     static let sharePipeBlurHash = Self("X-SharePipe-BlurHash")!
     static let sharePipeThumbHash = Self("X-SharePipe-ThumbHash")!
+    static let sharePipeFocus = Self("X-SharePipe-Focus")!
 }
 
 /// The server's responder: dispatch by path and method (through `routes`, the one table of routes), the

@@ -28,6 +28,8 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
     /// Where the numbers come from, and how sure we are.
     public var source: String
     public var confidence: String
+    /// The ratio the service's feed shows (`PrepareOptions.cropTo`), nil for none (the default).
+    public var cropTo: AspectRatio? = nil
 
     public init(
         name: String, displayName: String, maxStillBytes: Int, caps: SizeCaps = SizeCaps(shortEdge: 1080),
@@ -68,6 +70,7 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         options.strip = strip
         options.quality = maxQuality
         options.minQuality = minQuality
+        if let cropTo { options.cropTo = cropTo }
         return options
     }
 }

@@ -194,6 +194,13 @@ public enum OptionTable {
         clientMaySet: true, valid: .within(1...9),
         help: "BlurHash components down, 1 to 9 (the placeholder in the report, beside a ThumbHash).")
 
+    /// The crop to a ratio around the focal point.
+    public static let cropTo = OptionSpec(
+        "cropTo", .aspectRatio(\.cropTo), flag: "crop-to", profile: ("cropTo", .aspectRatio(\.cropTo)),
+        query: "crop_to", clientMaySet: true, valid: .aspectRatio,
+        help: "Crop the output to this width:height ratio (1:1, 4:5) around the focal point rather than the centre; "
+            + "stills only (an animation is refused). None by default.")
+
     /// The largest byte limit accepted (1 TiB): far above any output, and low enough that the memory
     /// estimate's multiples of it (an animation's output buffer: 4 × the limit, doubled) cannot overflow.
     public static let byteLimitCeiling = 1 << 40
@@ -209,6 +216,7 @@ public enum OptionTable {
         animationMaxBytes, animationAllowed,
         acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
         blurHashXComponents, blurHashYComponents,
+        cropTo,
     ]
 
     /// The row of the option `PrepareOptions` spells `name` (`minQuality`, `limits.maxPixels`).
@@ -256,6 +264,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case formats
         /// A set of input families (`FormatFamily` raw values); empty by default.
         case families
+        /// A width:height ratio (`AspectRatio`); unset by default.
+        case aspectRatio
     }
 
     /// The values an option accepts (an unset optional is always accepted).
@@ -273,6 +283,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case fromOneUpToOption(String)
         /// At least one element; `phrase` says so in messages.
         case nonEmpty(phrase: String)
+        /// A ratio whose terms and elongation are within `AspectRatio`'s bounds.
+        case aspectRatio
     }
 
     /// The name as `PrepareOptions` spells it, the path for nested values: `limits.maxPixels`.
@@ -336,8 +348,10 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
     func invalidity(in options: PrepareOptions) -> InvalidOption? {
         let value = field.get(options)
         switch (valid, value) {
-        case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families):
+        case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families), (_, .aspectRatio(nil)):
             return nil
+        case (.aspectRatio, .aspectRatio(let ratio?)):
+            return ratio.invalidity.map { InvalidOption(name, expected: .phrase($0), found: "\(ratio)") }
         case (.atLeast(let minimum, let phrase, let maximum), .integer(let number?)):
             if number < minimum { return InvalidOption(name, expected: .phrase(phrase), found: "\(number)") }
             return number <= maximum
@@ -388,6 +402,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
             value = formats.contains(nil) ? nil : OptionValue.formats(formats.compactMap { $0 })
         case .families:
             value = FormatFamily.parse(text).map { OptionValue.families($0) }
+        case .aspectRatio:
+            value = AspectRatio(text).map { OptionValue.aspectRatio($0) }
         }
         guard let value else {
             throw .invalidOptions(InvalidOption(name, expected: .phrase(kind.textPhrase), found: Self.quoted(text)))
@@ -410,6 +426,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .choice(let words): return words.joined(separator: "|")
         case .formats: return "formats"
         case .families: return "families"
+        case .aspectRatio: return "W:H?"
         }
     }
 
@@ -424,6 +441,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .families:
             return "format families separated by commas ("
                 + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ") + "), or none"
+        case .aspectRatio: return "a ratio W:H of whole numbers (1:1, 4:5)"
         }
     }
 }
@@ -435,6 +453,7 @@ enum OptionValue: Sendable, Equatable {
     case word(String)
     case formats([ImageFormat]?)
     case families(Set<FormatFamily>)
+    case aspectRatio(AspectRatio?)
 
     /// The value as help texts show it.
     var text: String {
@@ -444,6 +463,7 @@ enum OptionValue: Sendable, Equatable {
         case .word(let word): return word
         case .formats(let formats): return formats.map { $0.map(\.rawValue).joined(separator: ",") } ?? "all"
         case .families(let families): return FormatFamily.text(families)
+        case .aspectRatio(let ratio): return ratio.map(\.description) ?? "none"
         }
     }
 }
@@ -458,6 +478,7 @@ enum OptionField<Root>: Sendable {
     case formats(WritableKeyPath<Root, [ImageFormat]?> & Sendable)
     case formatList(WritableKeyPath<Root, [ImageFormat]> & Sendable)
     case families(WritableKeyPath<Root, Set<FormatFamily>> & Sendable)
+    case aspectRatio(WritableKeyPath<Root, AspectRatio?> & Sendable)
 
     var kind: OptionSpec.Kind {
         switch self {
@@ -468,6 +489,7 @@ enum OptionField<Root>: Sendable {
         case .strategy: return .choice(FitStrategy.allCases.map(\.rawValue))
         case .formats, .formatList: return .formats
         case .families: return .families
+        case .aspectRatio: return .aspectRatio
         }
     }
 
@@ -481,6 +503,7 @@ enum OptionField<Root>: Sendable {
         case .formats(let path): return .formats(root[keyPath: path])
         case .formatList(let path): return .formats(root[keyPath: path])
         case .families(let path): return .families(root[keyPath: path])
+        case .aspectRatio(let path): return .aspectRatio(root[keyPath: path])
         }
     }
 
@@ -497,6 +520,7 @@ enum OptionField<Root>: Sendable {
         case (.formats(let path), .formats(let formats)): root[keyPath: path] = formats
         case (.formatList(let path), .formats(let formats?)): root[keyPath: path] = formats
         case (.families(let path), .families(let families)): root[keyPath: path] = families
+        case (.aspectRatio(let path), .aspectRatio(let ratio)): root[keyPath: path] = ratio
         default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
         }
     }

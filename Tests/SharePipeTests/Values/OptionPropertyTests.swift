@@ -182,12 +182,12 @@ import Testing
             #expect(spec.defaultValue == (row.get(PrepareOptions()).map { "\($0)" } ?? "none"), "\(row)")
             if let query = row.query { #expect(OptionTable.option(queryName: query)?.name == row.name) }
         }
-        // Only these eight are a server client's; every flag, field and query name is spelt once.
+        // Only these nine are a server client's; every flag, field and query name is spelt once.
         #expect(
             Set(OptionTable.all.filter(\.clientMaySet).compactMap(\.queryName))
                 == [
                     "strip", "max_bytes", "max_short_edge", "quality", "min_quality", "progressive", "blurhash_x",
-                    "blurhash_y",
+                    "blurhash_y", "crop_to",
                 ])
         for names in [
             OptionTable.all.compactMap(\.flag), OptionTable.all.compactMap(\.profileField),
