@@ -56,6 +56,7 @@ struct OptionRow: Encodable {
         case .families: type = "families"
         case .quality: type = "integer|auto[:SCORE]"
         case .names: type = "names"
+        case .aspectRatio: type = "aspect ratio (W:H)"
         }
         switch spec.valid {
         case .any: valid = nil
@@ -66,6 +67,9 @@ struct OptionRow: Encodable {
         case .fromOneUpToOption(let other): valid = "1...\(OptionTable.displayName(of: other, on: .library))"
         case .nonEmpty(let phrase): valid = phrase
         case .declaredVariants: valid = "variants the service profile declares"
+        case .aspectRatio:
+            valid =
+                "1:\(AspectRatio.mostElongated) to \(AspectRatio.mostElongated):1, terms 1...\(AspectRatio.largestTerm)"
         }
         defaultValue = spec.defaultValue
         help = spec.help

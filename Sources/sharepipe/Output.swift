@@ -64,6 +64,9 @@ struct FileJSON: Encodable {
     var placeholder: Placeholder?
     /// The variants written beside the output (`--variant`), each with its own file and report.
     var variants: [VariantJSON]?
+    /// Where the subject is in the output, Mastodon's focal point: x −1 (left) … 1 (right), y −1 (bottom) … 1
+    /// (top) (`PreparedImage.focus`).
+    var focus: FocalPoint?
     var error: String?
     var errorKind: String?
     /// For `tooLarge`: which limit, the value found and the limit's number.
@@ -101,6 +104,7 @@ struct FileJSON: Encodable {
             warnings = result.warnings
             adjustments = result.adjustments
             placeholder = result.placeholder
+            focus = result.focus
         }
         if !report.variantOutputs.isEmpty {
             variants = report.variantOutputs.map { written in

@@ -61,6 +61,16 @@ struct PipelineOptions: ParsableArguments {
 
     @Option(name: .table(OptionTable.variants), help: .table(OptionTable.variants))
     var variant: [String] = []
+    @Option(name: .table(OptionTable.cropTo), help: .table(OptionTable.cropTo), transform: PipelineOptions.ratio)
+    var cropTo: AspectRatio?
+
+    /// `--crop-to`'s text as a ratio, or an error saying what it takes.
+    static func ratio(_ text: String) throws -> AspectRatio {
+        guard let ratio = AspectRatio(text) else {
+            throw ValidationError("--crop-to takes " + OptionSpec.Kind.aspectRatio.textPhrase + ", got '\(text)'")
+        }
+        return ratio
+    }
 
     /// nil: not given (`ImageLimits.maxPixels` unset: the cost-based default).
     @Option(name: .table(OptionTable.limitsMaxPixels), help: .table(OptionTable.limitsMaxPixels))
@@ -168,6 +178,7 @@ struct PipelineOptions: ParsableArguments {
             if let maxShortEdge { options.maxShortEdge = maxShortEdge }
             if let maxBytes { options.maxBytes = maxBytes }
             if !variant.isEmpty { options.variants = variant }
+            if let cropTo { options.cropTo = cropTo }
             return (name, options)
         }
     }

@@ -31,6 +31,7 @@ enum OpenAPIDocument {
                   { "name": "blurhash_x", "in": "query", "required": false, "description": "BlurHash components across, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-x.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
                   { "name": "blurhash_y", "in": "query", "required": false, "description": "BlurHash components down, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-y.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
                   { "name": "variant", "in": "query", "required": false, "description": "A named variant the service profile declares (GET /v1/services, `variants`; mastodon: small, at most 230,400 px as Mastodon makes it), prepared from the same decode as the main output under the same metadata mode and byte limit; repeat for several. With a variant the answer is multipart/mixed, one part per output. As --variant.", "style": "form", "explode": true, "schema": { "type": "array", "items": { "type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,31}$" } } },
+                  { "name": "crop_to", "in": "query", "required": false, "description": "Crop the output to this width:height ratio (1:1, 4:5; whole numbers up to 10000, from 1:10 to 10:1) around the focal point rather than the centre (X-SharePipe-Focus is then the output's). Stills only: an animation the service keeps animated is refused. As --crop-to.", "schema": { "type": "string", "pattern": "^[0-9]+:[0-9]+$" } },
                   { "name": "X-Request-Id", "in": "header", "required": false, "description": "The client's id for the request (1 to 128 letters, digits, '-', '_', '.'); otherwise the server makes one.", "schema": { "type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$" } }
                 ],
                 "requestBody": {
@@ -57,6 +58,7 @@ enum OpenAPIDocument {
                       "X-SharePipe-Changed": { "$ref": "#/components/headers/Changed" },
                       "X-SharePipe-BlurHash": { "$ref": "#/components/headers/BlurHash" },
                       "X-SharePipe-ThumbHash": { "$ref": "#/components/headers/ThumbHash" },
+                      "X-SharePipe-Focus": { "$ref": "#/components/headers/Focus" },
                       "X-Request-Id": { "$ref": "#/components/headers/RequestId" },
                       "Connection": { "description": "Always `close`.", "schema": { "type": "string", "const": "close" } }
                     },
@@ -171,6 +173,7 @@ enum OpenAPIDocument {
               "BlurHash": { "description": "The BlurHash of the output as displayed (an animation's first frame), computed from SharePipe's own render: blurhash_x × blurhash_y components (4 × 4 by default).", "schema": { "type": "string" } },
               "ThumbHash": { "description": "The ThumbHash of the output as displayed (an animation's first frame), its bytes in standard Base64 with padding.", "schema": { "type": "string" } },
               "Variant": { "description": "On a part of a multipart/mixed answer: the variant (variant=) the part holds; absent on the main output's part.", "schema": { "type": "string" } },
+              "Focus": { "description": "Where the subject is in the output as displayed (an animation's first frame), as Mastodon's media upload takes its focus parameter: `x,y`, two decimals each, x from -1 (left edge) to 1 (right edge), y from -1 (bottom edge) to 1 (top edge); `0.00,0.00` (the centre) where nothing stands out. An attention estimate (detail, skin tones, saturated colour) from SharePipe's own render.", "schema": { "type": "string", "pattern": "^-?[01]\\.[0-9]{2},-?[01]\\.[0-9]{2}$" } },
               "RetryAfter": { "description": "Seconds after which to try again.", "schema": { "type": "integer" } },
               "Allow": { "description": "The methods the route takes, comma-separated.", "schema": { "type": "string" } }
             },

@@ -323,6 +323,7 @@ struct PrepareRoute {
             headers[.sharePipeBlurHash] = placeholder.blurHash
             headers[.sharePipeThumbHash] = placeholder.thumbHash
         }
+        if let focus = image.focus { headers[.sharePipeFocus] = focus.description }
         return headers
     }
 

@@ -106,6 +106,7 @@ extension HTTPField.Name {
     /// The variant a part of a `multipart/mixed` answer holds (`variant=`); absent on the main output's part.
     static let sharePipeVariant = Self("X-SharePipe-Variant")!
     static let contentDisposition = Self("Content-Disposition")!
+    static let sharePipeFocus = Self("X-SharePipe-Focus")!
 }
 
 /// The server's responder: dispatch by path and method (through `routes`, the one table of routes), the

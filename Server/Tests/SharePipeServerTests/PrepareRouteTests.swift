@@ -39,6 +39,9 @@ final class Failing: Sendable {
         #expect(response.headers["x-sharepipe-blurhash"] == direct.placeholder?.blurHash)
         #expect(response.headers["x-sharepipe-thumbhash"] == direct.placeholder?.thumbHash)
         #expect(response.headers["x-sharepipe-blurhash"]?.count == 36)
+        // The focal point as Mastodon's upload takes it: "x,y".
+        #expect(response.headers["x-sharepipe-focus"] == direct.focus?.description)
+        #expect(response.headers["x-sharepipe-focus"]?.split(separator: ",").count == 2)
         #expect(response.headers["x-request-id"] == "photo-1")
         #expect(response.headers["connection"] == "close")
         let info = try SharePipe.inspect(.bytes(response.body))

@@ -28,6 +28,7 @@ import Testing
         case .choice(let choices): words = choices
         case .boolean: words = ["true", "false"]
         case .names: words = ["small", "thumb", "a/b"]
+        case .aspectRatio: words = ["1:1", "4:5", "191:100", "0:1", "11:1", "1:0"]
         default: break
         }
         return words + extremes.map(String.init) + (0..<12).map { _ in String(generator.anyMagnitude()) } + oddTexts
@@ -58,7 +59,7 @@ import Testing
     @Test func everyClientOptionWithExtremeRandomAndOddValuesIsAnsweredOrNamed() async throws {
         let photo = try ServerHarness.image("jpeg/tiny-16x16.jpg")
         let gif = try ServerHarness.image("gif/loop3.gif")
-        #expect(Self.clientNames.count == 9, "\(Self.clientNames)")
+        #expect(Self.clientNames.count == 10, "\(Self.clientNames)")
         try await ServerHarness.withServer { server, port in
             var generator = Seeded(state: 2300)
             var answered = 0

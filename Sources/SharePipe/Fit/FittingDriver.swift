@@ -38,7 +38,8 @@ struct FittingDriver {
             try checkpoint()
             if let fit = try ladder.attempt(&log, checkpoint: checkpoint) {
                 return prepared(
-                    fit, attempts: log.attempts, warnings: ladder.warnings, thumbnail: ladder.placeholderThumbnail)
+                    fit, attempts: log.attempts, warnings: ladder.warnings, thumbnail: ladder.placeholderThumbnail,
+                    focus: ladder.focalPoint)
             }
             guard ladder.advance(limit: log.limit) else {
                 throw SharePipeError.cannotMeetLimit(
@@ -48,10 +49,12 @@ struct FittingDriver {
     }
 
     /// The result: the plan's facts, the fit's bytes (or its file), the attempts, the meter's peak, and the
-    /// placeholder hashed from `thumbnail` (the render reduced, `PlaceholderThumbnail`).
-    func prepared(_ fit: Fit, attempts: [FitAttempt], warnings: [String], thumbnail: PlaceholderThumbnail?)
-        -> PreparedImage
-    {
+    /// placeholder hashed from `thumbnail` (the render reduced, `PlaceholderThumbnail`), and the focal point:
+    /// `focus` where the ladder placed a crop around it, else estimated from `thumbnail`.
+    func prepared(
+        _ fit: Fit, attempts: [FitAttempt], warnings: [String], thumbnail: PlaceholderThumbnail?,
+        focus: FocalPoint? = nil
+    ) -> PreparedImage {
         var prepared = PreparedImage(
             bytes: fit.bytes, format: fit.format, size: fit.size, inputFormat: info.format,
             inputSize: info.size, inputByteCount: info.byteCount,
@@ -66,6 +69,7 @@ struct FittingDriver {
         prepared.placeholderPixels = thumbnail
         prepared.score = fit.score
         prepared.sourceDecodes = meter.decodeCount
+        prepared.focus = focus ?? thumbnail.map(AttentionMap.focalPoint(of:))
         return prepared
     }
 
@@ -92,4 +96,11 @@ protocol LadderRunner {
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit?
     /// Moves to the next step (a smaller size, fewer colours, fewer frames); false when none is left.
     mutating func advance(limit: Int) -> Bool
+    /// The output's focal point where the ladder knows it already (it cropped around the focal point of the
+    /// whole picture: `CropWindow`); nil to estimate it from `placeholderThumbnail`.
+    var focalPoint: FocalPoint? { get }
+}
+
+extension LadderRunner {
+    var focalPoint: FocalPoint? { nil }
 }

@@ -39,6 +39,7 @@ struct LosslessLadder: LadderRunner {
 
     var warnings: [String] { sizes.warnings }
     var placeholderThumbnail: PlaceholderThumbnail? { sizes.placeholderThumbnail }
+    var focalPoint: FocalPoint? { sizes.focalPoint }
 
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
         let oriented = try sizes.render()

@@ -26,6 +26,7 @@ struct QualityLadder: LadderRunner {
 
     var warnings: [String] { sizes.warnings }
     var placeholderThumbnail: PlaceholderThumbnail? { sizes.placeholderThumbnail }
+    var focalPoint: FocalPoint? { sizes.focalPoint }
 
     /// The attempt note and adjustment of a 4:4:4 fit.
     static let fullChromaNote = "4:4:4 chroma"

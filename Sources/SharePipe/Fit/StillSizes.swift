@@ -12,25 +12,62 @@ struct StillSizes {
     /// The first render reduced for the placeholder (`PlaceholderThumbnail`): every later size shows the same
     /// picture.
     private(set) var placeholderThumbnail: PlaceholderThumbnail?
+    /// The crop to the plan's ratio (`PreparePlan.crop`), nil for none: every size is then the window of a render
+    /// of the whole picture, placed around the whole picture's focal point.
+    let crop: CropPlan?
+    /// With a crop: the whole picture's focal point, estimated on the first render and kept for every size.
+    private(set) var wholeFocus: FocalPoint?
+    /// With a crop: the output's focal point (the whole picture's, in the window).
+    private(set) var focalPoint: FocalPoint?
 
-    init(renderer: StillRenderer, target: PixelSize, minShortEdge: Int) {
+    init(renderer: StillRenderer, target: PixelSize, minShortEdge: Int, crop: CropPlan? = nil) {
         self.renderer = renderer
         self.target = target
         self.minShortEdge = minShortEdge
+        self.crop = crop
         size = target
     }
 
-    /// "dimensions reduced to fit" once the size is below the target.
-    var adjustments: [String] { size == target ? [] : ["dimensions reduced to fit"] }
+    /// "dimensions reduced to fit" once the size is below the target; the crop and the point it was placed
+    /// around.
+    var adjustments: [String] {
+        var notes: [String] = []
+        if let crop, let wholeFocus {
+            notes.append("cropped to \(crop.ratio) around the focal point (\(wholeFocus))")
+        }
+        if size != target { notes.append("dimensions reduced to fit") }
+        return notes
+    }
 
     /// Renders the current size upright and counts it in the meter until `release`; `sharp`: with
     /// `ImageDecoder.renderSharp`.
     mutating func render(sharp: Bool = false) throws -> Bitmap {
         smallestAtSize = Int.max
-        let oriented = try renderer.oriented(size, sharp: sharp, warnings: &warnings)
+        let oriented: Bitmap
+        if let crop {
+            oriented = try renderWindow(of: crop, sharp: sharp)
+        } else {
+            oriented = try renderer.oriented(size, sharp: sharp, warnings: &warnings)
+        }
         if placeholderThumbnail == nil { placeholderThumbnail = PlaceholderThumbnail(oriented) }
         renderer.meter.allocate(oriented.byteCount)
         return oriented
+    }
+
+    /// The current size as the crop's window: the whole picture rendered at the scale that gives the window this
+    /// size, upright; the focal point estimated on it (first render only); the window cut out around it.
+    private mutating func renderWindow(of crop: CropPlan, sharp: Bool) throws -> Bitmap {
+        let swaps = renderer.info.orientation.swapsAxes
+        let output = swaps ? size.transposed : size
+        let render = crop.renderSize(forOutput: output)
+        let whole = try renderer.oriented(swaps ? render.transposed : render, sharp: sharp, warnings: &warnings)
+        let focus = wholeFocus ?? AttentionMap.focalPoint(of: PlaceholderThumbnail(whole))
+        wholeFocus = focus
+        let origin = CropPlan.origin(of: output, in: whole.size, around: focus)
+        if focalPoint == nil {
+            focalPoint = CropPlan.focus(focus, in: whole.size, window: origin, output: output)
+        }
+        return renderer.meter.holding(whole.byteCount) { whole.cropped(x: origin.x, y: origin.y, size: output) }
     }
 
     func release(_ oriented: Bitmap) { renderer.meter.release(oriented.byteCount) }
@@ -64,8 +101,15 @@ struct StillSizes {
     func release(_ staged: StagedBitmap) { renderer.meter.release(staged.byteCount) }
 
     mutating func shrink(limit: Int) -> Bool {
-        guard let next = FittingDriver.shrink(size, bytes: smallestAtSize, limit: limit, floor: minShortEdge) else {
+        guard var next = FittingDriver.shrink(size, bytes: smallestAtSize, limit: limit, floor: minShortEdge) else {
             return false
+        }
+        if let crop {
+            // Smaller sizes keep the ratio exactly where it can be kept.
+            let swaps = renderer.info.orientation.swapsAxes
+            let exact = crop.exactOutput(near: swaps ? next.transposed : next)
+            next = swaps ? exact.transposed : exact
+            guard next != size else { return false }
         }
         size = next
         return true

@@ -234,6 +234,14 @@ enum Pipeline {
 
         switch plan.route {
         case .animation:
+            if let ratio = options.cropTo {
+                // Every frame would need the same window, and the frames' passes have no crop: refused, not
+                // passed uncropped.
+                throw SharePipeError.unsupportedFormat(
+                    file: file, missing: .feature,
+                    reason: "cropping to \(ratio) is for stills, and this is an animation of \(info.frameCount) "
+                        + "frames (with animation not allowed its first frame is cropped)")
+            }
             // 3a. An animated GIF that needs nothing but its metadata is copied (declined, or over the byte
             //     limit: written anew). Otherwise every frame, resampled, written within the byte limit.
             if plan.metadataCopyFirst,
@@ -376,21 +384,24 @@ enum Pipeline {
         switch plan.ladder {
         case .quality(let range, let cap, let minShortEdge):
             var ladder = QualityLadder(
-                sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                sizes: StillSizes(
+                    renderer: renderer, target: plan.target, minShortEdge: minShortEdge, crop: plan.crop),
                 encoder: encoder, range: range, progressive: options.progressive,
                 metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" },
                 sharpRender: plan.sharpRenderWhenCapped, target: options.qualityTarget)
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .lossless(let efforts, let strongest, let change, let minShortEdge):
             var ladder = LosslessLadder(
-                sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                sizes: StillSizes(
+                    renderer: renderer, target: plan.target, minShortEdge: minShortEdge, crop: plan.crop),
                 encoder: encoder, efforts: efforts, strongest: strongest, quality: options.quality,
                 progressive: options.progressive, metadata: plan.writtenMetadata, formatChange: change,
                 changedEncoder: change.map { FormatRegistry.descriptor(for: $0.format).encoder(info) })
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .losslessFirst(let range, let minShortEdge):
             var ladder = LosslessFirstLadder(
-                sizes: StillSizes(renderer: renderer, target: plan.target, minShortEdge: minShortEdge),
+                sizes: StillSizes(
+                    renderer: renderer, target: plan.target, minShortEdge: minShortEdge, crop: plan.crop),
                 encoder: encoder, range: range, metadata: plan.writtenMetadata)
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .animation:

@@ -55,6 +55,21 @@ struct PreparePlan: Sendable, Equatable {
     private(set) var capsAtSourceQuality = false
     /// The BlurHash's components (`PrepareOptions.blurHashXComponents`, `blurHashYComponents`).
     var blurHashComponents = BlurHashComponents(x: 4, y: 4)
+    /// The still's crop to `PrepareOptions.cropTo` around the focal point, nil when none was asked for or the
+    /// image already has the ratio. With a crop, `target` is the window's output size and the route is `.still`.
+    var crop: CropPlan? = nil
+
+    /// The size the still route renders the whole picture at for `target` (stored orientation): `target` itself,
+    /// or with a crop the whole picture at the scale that gives the window `target` (`CropPlan.renderSize`).
+    var renderTarget: PixelSize { renderSize(forOutput: target) }
+
+    /// `renderTarget` for an output of `output` (stored orientation).
+    func renderSize(forOutput output: PixelSize) -> PixelSize {
+        guard let crop else { return output }
+        let swaps = orientation.swapsAxes
+        let render = crop.renderSize(forOutput: swaps ? output.transposed : output)
+        return swaps ? render.transposed : render
+    }
 
     /// Plans preparing an input with `info` under `options`. `sourceQuality` is the input's own encoding
     /// quality (JPEG), which caps the quality search when the output keeps the input's format.
@@ -108,7 +123,14 @@ struct PreparePlan: Sendable, Equatable {
             && info.size.area <= options.limits.maxPixels
         writtenMetadata = output.writableMetadata(decided, info.metadataKinds)
         // Caps apply to the image as displayed; decoding works in stored orientation.
-        let displayed = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)
+        var displayed = ScalePlan.targetSize(for: info.orientedSize, caps: options.sizeCaps)
+        if let ratio = options.cropTo {
+            let crop = CropPlan(ratio: ratio, image: info.orientedSize)
+            if !crop.keepsWholeImage {
+                self.crop = crop
+                displayed = crop.exactOutput(near: ScalePlan.targetSize(for: crop.window, caps: options.sizeCaps))
+            }
+        }
         target = info.orientation.swapsAxes ? displayed.transposed : displayed
 
         if info.frameCount > 1 {
@@ -148,7 +170,7 @@ struct PreparePlan: Sendable, Equatable {
 
         let samePixels =
             target == info.size && info.colorModel != .cmyk && info.colorModel != .ycck
-            && info.frameCount == 1 && outputFormat == info.format && info.storedImageIsShown
+            && info.frameCount == 1 && outputFormat == info.format && info.storedImageIsShown && crop == nil
         if samePixels && info.orientation == .up && input.metadataRewriter != nil {
             route = .metadataRewrite
         } else if samePixels && info.orientation != .up && input.losslessTurn != nil {

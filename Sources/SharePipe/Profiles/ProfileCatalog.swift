@@ -273,6 +273,7 @@ struct ProfileEntry: Decodable {
             return try c.decodeIfPresent([VariantEntry].self, forKey: key).map {
                 .variantDeclarations($0.map(\.variant))
             }
+        case .aspectRatio: return try c.decodeIfPresent(AspectRatio.self, forKey: key).map { .aspectRatio($0) }
         }
     }
 

@@ -32,6 +32,8 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
     public var confidence: String
     /// The named variants the service makes of an upload (`OutputVariant`), prepared only when asked for.
     public var variants: [OutputVariant] = []
+    /// The ratio the service's feed shows (`PrepareOptions.cropTo`), nil for none (the default).
+    public var cropTo: AspectRatio? = nil
 
     public init(
         name: String, displayName: String, maxStillBytes: Int, caps: SizeCaps = SizeCaps(shortEdge: 1080),
@@ -75,6 +77,7 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         options.qualityTarget = qualityTarget
         options.minQuality = minQuality
         options.declaredVariants = variants
+        if let cropTo { options.cropTo = cropTo }
         return options
     }
 }

@@ -93,7 +93,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// Prices `plan`, the same value `Pipeline.prepare` executes.
     init(plan: PreparePlan, info: ImageInfo, options: PrepareOptions.Checked, input: InputResidence) {
         let keptPayload = plan.metadata.kept.reduce(0) { $0 + $1.payloadByteCount }
-        let target = plan.target
+        let target = plan.renderTarget
         let animated = plan.route == .animation
         var parts =
             animated
@@ -104,6 +104,11 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // is made while the unrotated render is still referenced (not metered).
             parts.metered = max(parts.metered, parts.renderedSize.area * parts.channels)
             if info.orientation != .up { parts.unmetered += parts.renderedSize.area * parts.channels }
+            if plan.crop != nil {
+                // A crop holds the whole upright render while it copies the window out (`StillSizes`).
+                let window = plan.target.area * parts.channels
+                parts.metered = max(parts.metered, parts.renderedSize.area * parts.channels + window)
+            }
             if options.strategy == .cpuFirst {
                 // `cpuFirst` keeps the first render (unmetered once its resampler has finished) and resamples
                 // it in memory for every smaller size; the window of that resample is metered.
@@ -183,7 +188,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// JPEG: DCT-scaled decode streamed into the resampler (`JPEGDecoder.render`), orient, libjpeg encode.
     static func jpeg(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts
     {
-        let target = plan.target
+        let target = plan.renderTarget
         let isCMYK = info.colorModel == .cmyk || info.colorModel == .ycck
         let components = info.colorModel == .gray ? 1 : isCMYK ? 4 : 3
         let channels = info.colorModel == .gray ? 1 : 3
@@ -263,7 +268,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// (⌈height / 2⌉ rows) held until the last pass; 16-bit rows widened to Float; encoded as PNG (reduced
     /// to gray or a palette where lossless), or as JPEG where `allowFormatChange` lets it.
     static func png(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts {
-        let target = plan.target
+        let target = plan.renderTarget
         // `PNGRowFormat`: libpng's expanded rows (palette → RGB, tRNS → alpha, 1/2/4-bit → 8).
         let channels: Int
         switch info.colorModel {
@@ -322,7 +327,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     static func stillGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int)
         -> Parts
     {
-        let target = plan.target
+        let target = plan.renderTarget
         let screen = info.size
         let channels = info.hasAlpha ? 4 : 3
         let out = PixelSize(width: min(target.width, screen.width), height: min(target.height, screen.height))
@@ -348,7 +353,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     static func animatedGIF(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int)
         -> Parts
     {
-        let target = plan.target
+        let target = plan.renderTarget
         let screen = info.size
         let out = target
         var source = 2 * screen.area * 4 + gifFrameRowBytes

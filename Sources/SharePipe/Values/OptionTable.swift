@@ -205,6 +205,12 @@ public enum OptionTable {
             + "same decode and written beside the main output (IMG_1.small.jpg); repeat for several. None by "
             + "default. A profile file declares variants under `variants`: name, maxPixels, maxLongEdge, format, "
             + "quality, progressive.")
+    /// The crop to a ratio around the focal point.
+    public static let cropTo = OptionSpec(
+        "cropTo", .aspectRatio(\.cropTo), flag: "crop-to", profile: ("cropTo", .aspectRatio(\.cropTo)),
+        query: "crop_to", clientMaySet: true, valid: .aspectRatio,
+        help: "Crop the output to this width:height ratio (1:1, 4:5) around the focal point rather than the centre; "
+            + "stills only (an animation is refused). None by default.")
 
     /// The largest byte limit accepted (1 TiB): far above any output, and low enough that the memory
     /// estimate's multiples of it (an animation's output buffer: 4 × the limit, doubled) cannot overflow.
@@ -221,6 +227,8 @@ public enum OptionTable {
         animationMaxBytes, animationAllowed,
         acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
         blurHashXComponents, blurHashYComponents, variants,
+        blurHashXComponents, blurHashYComponents,
+        cropTo,
     ]
 
     /// The row of the option `PrepareOptions` spells `name` (`minQuality`, `limits.maxPixels`).
@@ -272,6 +280,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case quality
         /// A list of names (`OptionTable.variants`), one a value: a flag or query parameter given again adds one.
         case names
+        /// A width:height ratio (`AspectRatio`); unset by default.
+        case aspectRatio
     }
 
     /// The values an option accepts (an unset optional is always accepted).
@@ -291,6 +301,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case nonEmpty(phrase: String)
         /// Names of variants the options declare (`PrepareOptions.declaredVariants`), each once.
         case declaredVariants
+        /// A ratio whose terms and elongation are within `AspectRatio`'s bounds.
+        case aspectRatio
     }
 
     /// The name as `PrepareOptions` spells it, the path for nested values: `limits.maxPixels`.
@@ -357,7 +369,10 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case (.declaredVariants, _):
             return options.variantProblem.map { InvalidOption(name, expected: .phrase($0.expected), found: $0.found) }
         case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families):
+        case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families), (_, .aspectRatio(nil)):
             return nil
+        case (.aspectRatio, .aspectRatio(let ratio?)):
+            return ratio.invalidity.map { InvalidOption(name, expected: .phrase($0), found: "\(ratio)") }
         case (.atLeast(let minimum, let phrase, let maximum), .integer(let number?)):
             if number < minimum { return InvalidOption(name, expected: .phrase(phrase), found: "\(number)") }
             return number <= maximum
@@ -430,6 +445,8 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case .quality: value = QualitySetting(text: text).map { OptionValue.quality($0) }
         case .names:
             value = OutputVariant.isValidName(text) ? OptionValue.names([text]) : nil
+        case .aspectRatio:
+            value = AspectRatio(text).map { OptionValue.aspectRatio($0) }
         }
         guard let value else {
             throw .invalidOptions(InvalidOption(name, expected: .phrase(kind.textPhrase), found: Self.quoted(text)))
@@ -454,6 +471,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
         case .families: return "families"
         case .quality: return "integer|auto[:SCORE]"
         case .names: return "names"
+        case .aspectRatio: return "W:H?"
         }
     }
 
@@ -470,6 +488,7 @@ extension OptionSpec.Kind: CustomStringConvertible {
                 + FormatFamily.allCases.map(\.rawValue).joined(separator: ", ") + "), or none"
         case .quality: return "a whole number, auto or auto:SCORE"
         case .names: return "a name of 1 to 32 of a-z, 0-9, _ and -"
+        case .aspectRatio: return "a ratio W:H of whole numbers (1:1, 4:5)"
         }
     }
 }
@@ -484,6 +503,7 @@ enum OptionValue: Sendable, Equatable {
     case quality(QualitySetting)
     case names([String])
     case variantDeclarations([OutputVariant])
+    case aspectRatio(AspectRatio?)
 
     /// The value as help texts show it.
     var text: String {
@@ -497,6 +517,7 @@ enum OptionValue: Sendable, Equatable {
         case .names(let names): return names.isEmpty ? "none" : names.joined(separator: ",")
         case .variantDeclarations(let declared):
             return declared.isEmpty ? "none" : declared.map(\.name).joined(separator: ",")
+        case .aspectRatio(let ratio): return ratio.map(\.description) ?? "none"
         }
     }
 }
@@ -515,6 +536,7 @@ enum OptionField<Root>: Sendable {
     case names(WritableKeyPath<Root, [String]> & Sendable)
     /// A profile's variant declarations (`OptionTable.variants`' profile field): the row's value is names.
     case variantDeclarations(WritableKeyPath<Root, [OutputVariant]> & Sendable)
+    case aspectRatio(WritableKeyPath<Root, AspectRatio?> & Sendable)
 
     var kind: OptionSpec.Kind {
         switch self {
@@ -527,6 +549,7 @@ enum OptionField<Root>: Sendable {
         case .families: return .families
         case .quality: return .quality
         case .names, .variantDeclarations: return .names
+        case .aspectRatio: return .aspectRatio
         }
     }
 
@@ -543,6 +566,7 @@ enum OptionField<Root>: Sendable {
         case .quality(let path): return .quality(root[keyPath: path])
         case .names(let path): return .names(root[keyPath: path])
         case .variantDeclarations(let path): return .variantDeclarations(root[keyPath: path])
+        case .aspectRatio(let path): return .aspectRatio(root[keyPath: path])
         }
     }
 
@@ -563,6 +587,7 @@ enum OptionField<Root>: Sendable {
         case (.quality(let path), .integer(let number?)): root[keyPath: path] = .fixed(number)
         case (.names(let path), .names(let names)): root[keyPath: path] = names
         case (.variantDeclarations(let path), .variantDeclarations(let declared)): root[keyPath: path] = declared
+        case (.aspectRatio(let path), .aspectRatio(let ratio)): root[keyPath: path] = ratio
         default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
         }
     }

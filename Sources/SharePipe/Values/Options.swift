@@ -276,6 +276,11 @@ public struct PrepareOptions: Sendable, Equatable {
     public var variants: [String] = []
     /// The variants the destination declares (`ServiceProfile.variants`, set by `ServiceProfile.options(basedOn:)`).
     public var declaredVariants: [OutputVariant] = []
+    /// Crop the output to this width-to-height ratio (`1:1`, `4:5`), around the picture's focal point rather
+    /// than its centre (`PreparedImage.focus`), keeping every pixel of the window the size caps allow; reported
+    /// ("cropped to 1:1 around the focal point (x, y)"). nil (the default): no crop. A still only: a job on an
+    /// animation that keeps its animation is refused (`unsupportedFormat`, `feature`).
+    public var cropTo: AspectRatio? = nil
 
     /// The format to write for an input in `format`: the same where accepted; otherwise JPEG, or PNG for a
     /// GIF and for a WebP with alpha (`hasAlpha`) where PNG is accepted.

@@ -79,6 +79,12 @@ public struct PreparedImage: Sendable {
     /// Inside the library only: how many times this output's job decoded the source (`PixelMemoryMeter.decodeCount`):
     /// a variant served from the main output's render decoded it 0 times.
     var sourceDecodes = 0
+    /// Where the subject is in the output as displayed (an animation's first frame), in Mastodon's focal-point
+    /// convention: `x` −1 (left edge) … 1 (right edge), `y` −1 (bottom edge) … 1 (top edge), (0, 0) the centre
+    /// and the answer for a picture where nothing stands out. An attention estimate (detail, skin tones,
+    /// saturated colour; `AttentionMap`) from the placeholder's thumbnail of the job's own render. nil only where
+    /// no picture was rendered.
+    public var focus: FocalPoint? = nil
     /// Inside the library only: the output, when it is in an unlinked temporary file rather than in `bytes`
     /// (then empty). `Pipeline.prepare` reads it into `bytes` unless its caller writes the file where it
     /// belongs itself (`Batch`, `FileIO.writeAtomically(_:to:)`), so every public result has its bytes.

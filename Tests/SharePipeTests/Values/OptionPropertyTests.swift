@@ -193,7 +193,7 @@ import Testing
             Set(OptionTable.all.filter(\.clientMaySet).compactMap(\.queryName))
                 == [
                     "strip", "max_bytes", "max_short_edge", "quality", "min_quality", "progressive", "blurhash_x",
-                    "blurhash_y", "variant",
+                    "blurhash_y", "variant", "crop_to",
                 ])
         for names in [
             OptionTable.all.compactMap(\.flag), OptionTable.all.compactMap(\.profileField),

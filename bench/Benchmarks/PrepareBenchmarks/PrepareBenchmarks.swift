@@ -122,6 +122,10 @@ let benchmarks: @Sendable () -> Void = {
     capped480.maxShortEdge = 480
     var byteLimited = PrepareOptions()
     byteLimited.maxBytes = 300_000
+    // The crop around the focal point: the whole picture rendered at the window's scale, then cut (every row
+    // already pays for the focal point itself, estimated on the placeholder's thumbnail).
+    var croppedPortrait = PrepareOptions()
+    croppedPortrait.cropTo = AspectRatio(width: 4, height: 5)
 
     let classes = [
         InputClass(
@@ -135,6 +139,9 @@ let benchmarks: @Sendable () -> Void = {
         InputClass(
             name: "JPEG baseline 24 MP → 1080, ≤300 KB (file)", file: "jpeg-baseline-24mp.jpg",
             options: byteLimited),
+        InputClass(
+            name: "JPEG baseline 24 MP → 1080, crop 4:5 (file)", file: "jpeg-baseline-24mp.jpg",
+            options: croppedPortrait),
         InputClass(name: "JPEG baseline 6 MP → 1080 (file)", file: "jpeg-6mp.jpg", options: PrepareOptions()),
         InputClass(name: "JPEG baseline 48 MP → 1080 (file)", file: "jpeg-48mp.jpg", options: PrepareOptions()),
         InputClass(name: "PNG RGBA 6000×4000 → 1080 (file)", file: "png-rgba-24mp.png", options: PrepareOptions()),

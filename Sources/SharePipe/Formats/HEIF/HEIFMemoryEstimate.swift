@@ -16,7 +16,8 @@ extension MemoryEstimate {
         let size = info.size
         let monochrome = info.colorModel == .gray || info.colorModel == .grayAlpha
         let channels = (monochrome ? 1 : 3) + (info.hasAlpha ? 1 : 0)
-        let out = PixelSize(width: min(plan.target.width, size.width), height: min(plan.target.height, size.height))
+        let out = PixelSize(
+            width: min(plan.renderTarget.width, size.width), height: min(plan.renderTarget.height, size.height))
         let planes = HEIFDecoding.decodeMemory(
             size: size, bitDepth: info.bitDepth, hasAlpha: info.hasAlpha,
             monochrome: monochrome, chroma444: true)

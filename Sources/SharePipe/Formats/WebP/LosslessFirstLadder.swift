@@ -21,6 +21,7 @@ struct LosslessFirstLadder: LadderRunner {
 
     var warnings: [String] { sizes.warnings }
     var placeholderThumbnail: PlaceholderThumbnail? { sizes.placeholderThumbnail }
+    var focalPoint: FocalPoint? { sizes.focalPoint }
 
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
         let oriented = try sizes.render()

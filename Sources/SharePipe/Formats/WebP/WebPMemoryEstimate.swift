@@ -6,7 +6,7 @@ extension MemoryEstimate {
     static func webp(_ info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked, keptMetadata: Int) -> Parts
     {
         let stored = info.size
-        let target = plan.target
+        let target = plan.renderTarget
         let output = PixelSize(width: min(target.width, stored.width), height: min(target.height, stored.height))
         let header =
             info.webp
