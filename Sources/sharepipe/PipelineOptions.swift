@@ -49,6 +49,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .table(OptionTable.timeout), help: .table(OptionTable.timeout))
     var timeout: Int?
 
+    @Option(name: .table(OptionTable.animationOutput), help: .table(OptionTable.animationOutput))
+    var animation: AnimationOutput?
+
     @Option(
         name: .table(OptionTable.blurHashXComponents),
         help: .table(OptionTable.blurHashXComponents, showingDefault: true))
@@ -158,6 +161,7 @@ struct PipelineOptions: ParsableArguments {
             if let minQuality { options.minQuality = minQuality }
             if let maxShortEdge { options.maxShortEdge = maxShortEdge }
             if let maxBytes { options.maxBytes = maxBytes }
+            if let animation { options.animationOutput = animation }
             return (name, options)
         }
     }

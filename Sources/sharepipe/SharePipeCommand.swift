@@ -53,6 +53,7 @@ enum ExitStatus {
 
 extension StripMode: ExpressibleByArgument {}
 extension FitStrategy: ExpressibleByArgument {}
+extension AnimationOutput: ExpressibleByArgument {}
 
 extension NameSpecification {
     /// The long flag `OptionTable` gives the option (`--max-bytes`).

@@ -255,6 +255,8 @@ struct ProfileEntry: Decodable {
         case .strategy: return try c.decodeIfPresent(FitStrategy.self, forKey: key).map { .word($0.rawValue) }
         case .formats, .formatList: return try c.decodeIfPresent([ImageFormat].self, forKey: key).map { .formats($0) }
         case .families: return try c.decodeIfPresent(Set<FormatFamily>.self, forKey: key).map { .families($0) }
+        case .animationOutput:
+            return try c.decodeIfPresent(AnimationOutput.self, forKey: key).map { .word($0.rawValue) }
         }
     }
 
