@@ -39,6 +39,14 @@ import Testing
                 "-lossless", "-loop", "0", "-d", "80", directory + "/red.png", "-d", "160", directory + "/green.png",
                 "-d", "40", directory + "/blue.png", "-o", directory + "/anim.webp",
             ])
+        // Half-transparent blue after opaque red: partial alpha, which GIF cannot hold and MP4 composites.
+        run(Witness.convert, ["-size", "48x32", "xc:rgba(0,0,255,0.5)", "PNG32:" + directory + "/half.png"])
+        run(
+            "img2webp",
+            [
+                "-lossless", "-loop", "0", "-d", "100", directory + "/red.png", "-d", "100", directory + "/half.png",
+                "-o", directory + "/alpha.webp",
+            ])
         let exact = ["-s", "10", "-y", "444", "--min", "0", "--max", "0"]
         run(
             "avifenc",
@@ -319,6 +327,23 @@ import Testing
         // and is dropped, green shows until the end.
         #expect(probe.durationsMilliseconds == [100, 283], "\(probe.durationsMilliseconds)")
         #expect(result.adjustments.contains { $0.hasPrefix("1 of 3 frames dropped for the video frame-rate limit") })
+    }
+
+    @Test func partialTransparencyIsReportedOnBothRoutes() throws {
+        try Witness.require(Witness.convert, "img2webp")
+        // GIF (X): the half-transparent frame cannot stay so, and the report says it.
+        let gif = try SharePipe.prepare(.file(path: Self.path("alpha.webp")), options: ServiceProfile.x.options())
+        #expect(gif.format == .gif)
+        #expect(
+            gif.adjustments.contains { $0.hasPrefix("partial transparency in 1 of 2 frames not kept") },
+            "\(gif.adjustments)")
+        // MP4 (Bluesky): composited on white, reported; half blue over white is (128, 128, 255).
+        let (video, file) = try Self.prepareForBluesky("alpha.webp")
+        #expect(video.adjustments.contains { $0.hasPrefix("transparency composited on #FFFFFF in 1 of 2 frames") })
+        let decoded = try Self.decodedFrames(file, size: video.size)
+        try #require(decoded.count == 2)
+        let got = Self.centre(decoded[1], size: video.size)
+        #expect(Self.close(got, [128, 128, 255], 6), "\(got)")
     }
 
     @Test func theAnimationOptionChoosesTheRoute() throws {
