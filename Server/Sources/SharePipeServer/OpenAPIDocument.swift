@@ -28,6 +28,7 @@ enum OpenAPIDocument {
                   { "name": "quality", "in": "query", "required": false, "description": "Highest JPEG quality, 1 to 100; the byte-limit search starts here. As --quality.", "schema": { "type": "integer", "minimum": 1, "maximum": 100 } },
                   { "name": "min_quality", "in": "query", "required": false, "description": "Lowest JPEG quality the byte-limit search may use, 1 to quality. As --min-quality.", "schema": { "type": "integer", "minimum": 1, "maximum": 100 } },
                   { "name": "progressive", "in": "query", "required": false, "description": "Write progressive JPEGs. As --progressive.", "schema": { "type": "string", "enum": ["true", "false"] } },
+                  { "name": "animation", "in": "query", "required": false, "description": "How an animation is written: gif (an animated GIF where the service takes GIF), video (an H.264 MP4 within the service's video limits: bytes, duration, size, frame rate) or still (the first frame). Default: the service's own (video for bluesky, instagram and threads). As --animation.", "schema": { "type": "string", "enum": ["gif", "video", "still"] } },
                   { "name": "blurhash_x", "in": "query", "required": false, "description": "BlurHash components across, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-x.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
                   { "name": "blurhash_y", "in": "query", "required": false, "description": "BlurHash components down, 1 to 9 (X-SharePipe-BlurHash; 4 as Mastodon). As --blurhash-y.", "schema": { "type": "integer", "minimum": 1, "maximum": 9 } },
                   { "name": "X-Request-Id", "in": "header", "required": false, "description": "The client's id for the request (1 to 128 letters, digits, '-', '_', '.'); otherwise the server makes one.", "schema": { "type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$" } }
@@ -65,6 +66,7 @@ enum OpenAPIDocument {
                       "image/webp": { "schema": { "type": "string", "contentMediaType": "image/webp" } },
                       "image/heic": { "schema": { "type": "string", "contentMediaType": "image/heic" } },
                       "image/avif": { "schema": { "type": "string", "contentMediaType": "image/avif" } },
+                      "video/mp4": { "schema": { "type": "string", "contentMediaType": "video/mp4", "description": "An animation written as video (H.264, moov before mdat), with the same X-SharePipe-* headers." } },
                       "multipart/mixed": {
                         "schema": { "type": "string", "description": "One part per service, in query order. A prepared part has the image's Content-Type and the X-SharePipe-* headers; a failed part has Content-Type application/json, X-SharePipe-Service, X-SharePipe-Status (the status code the service alone would have had) and the Error body." }
                       }
@@ -162,9 +164,9 @@ enum OpenAPIDocument {
               "Width": { "description": "Width of the prepared image, in pixels.", "schema": { "type": "integer" } },
               "Height": { "description": "Height of the prepared image, in pixels.", "schema": { "type": "integer" } },
               "Quality": { "description": "The JPEG (or other lossy) quality written; absent for lossless outputs.", "schema": { "type": "integer" } },
-              "Format": { "description": "The output format.", "schema": { "type": "string", "enum": ["jpeg", "png", "gif", "webp", "heic", "avif"] } },
+              "Format": { "description": "The output format.", "schema": { "type": "string", "enum": ["jpeg", "png", "gif", "webp", "heic", "avif", "mp4"] } },
               "Removed": { "description": "Comma list of the metadata kinds removed (exif, gps, exifThumbnail, xmp, iptc, icc, comment, text, time, contentCredentials, embeddedVideo, other), or `none`.", "schema": { "type": "string" } },
-              "Changed": { "description": "What changed beyond the request (which asks for a resize and for metadata to go), as comma-separated tokens: `format=gif->png`, `first-frame-only`, `frames=40->20`. Absent when nothing did.", "schema": { "type": "string" } },
+              "Changed": { "description": "What changed beyond the request (which asks for a resize and for metadata to go), as comma-separated tokens: `format=gif->png` (`format=gif->mp4` for an animation written as video), `first-frame-only`, `frames=40->20`. Absent when nothing did.", "schema": { "type": "string" } },
               "BlurHash": { "description": "The BlurHash of the output as displayed (an animation's first frame), computed from SharePipe's own render: blurhash_x × blurhash_y components (4 × 4 by default).", "schema": { "type": "string" } },
               "ThumbHash": { "description": "The ThumbHash of the output as displayed (an animation's first frame), its bytes in standard Base64 with padding.", "schema": { "type": "string" } },
               "RetryAfter": { "description": "Seconds after which to try again.", "schema": { "type": "integer" } },
