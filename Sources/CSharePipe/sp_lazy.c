@@ -45,11 +45,12 @@ sp_status sp_libavif_require(char *message);
 sp_status sp_libwebp_require(char *message);
 sp_status sp_libwebpdemux_require(char *message);
 sp_status sp_libwebpmux_require(char *message);
+sp_status sp_libopenh264_require(char *message);
 
 int sp_lazy_load_all(char *message) {
     sp_status (*const loaders[])(char *) = {
         sp_libheif_require, sp_libde265_require, sp_libavif_require, sp_libwebp_require,
-        sp_libwebpdemux_require, sp_libwebpmux_require, sp_liblcms2_require,
+        sp_libwebpdemux_require, sp_libwebpmux_require, sp_liblcms2_require, sp_libopenh264_require,
     };
     int failed = 0;
     char first[SP_MESSAGE_LENGTH] = "";

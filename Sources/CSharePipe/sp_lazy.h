@@ -1,5 +1,5 @@
-// Libraries the shim loads on first use instead of linking: libheif, libde265, libavif, libwebp (+ demux, mux) and
-// Little CMS.
+// Libraries the shim loads on first use instead of linking: libheif, libde265, libavif, libwebp (+ demux, mux),
+// OpenH264 (animations written as MP4) and Little CMS.
 // A JPEG, PNG or GIF job never maps them (with their codecs: x265, aom, dav1d, de265, libstdc++ …), which
 // keeps about 3.5 MB out of every such process.
 //
@@ -14,7 +14,7 @@
 // file to load: tests use it to make a load fail.
 //
 // A format's library lives in the format's own shim file (sp_heif.c: libheif, sp_avif.c: libavif, sp_webp.c:
-// libwebp/demux/mux, sp_hevc.c: libde265): there, include its header, write its list, then one
+// libwebp/demux/mux, sp_hevc.c: libde265, sp_h264.c: libopenh264): there, include its header, write its list, then one
 // SP_LAZY_DECLARE and one SP_LAZY_DEFINE line, and call sp_<id>_require where a handle is created. Only a
 // library more than one shim file calls (Little CMS: sp_color.c, sp_heif.c) is declared here and defined in
 // sp_lazy.c.

@@ -413,7 +413,10 @@ enum ServicesTable {
             if let v = p.caps.pixels { caps.append("px ≤ \(v)") }
             if let v = p.caps.edgeSum { caps.append("w+h ≤ \(v)") }
             var animated = p.animation.allowed ? (p.animation.maxBytes ?? p.maxStillBytes).description : "still only"
-            if p.animation.allowed {
+            if p.animation.allowed && p.animationOutput == .video {
+                animated = "video " + (p.video.maxBytes ?? p.animation.maxBytes ?? p.maxStillBytes).description
+                if let d = p.video.maxDurationMilliseconds { animated += " ≤ \(d / 1000) s" }
+            } else if p.animation.allowed {
                 if let w = p.animation.maxWidth, let h = p.animation.maxHeight { animated += " \(w)×\(h)" }
                 if let px = p.animation.maxPixels { animated += " px ≤ \(px)" }
                 if let f = p.animation.maxFrames { animated += " ≤ \(f) frames" }

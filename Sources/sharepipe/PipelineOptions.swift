@@ -49,6 +49,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .table(OptionTable.timeout), help: .table(OptionTable.timeout))
     var timeout: Int?
 
+    @Option(name: .table(OptionTable.animationOutput), help: .table(OptionTable.animationOutput))
+    var animation: AnimationOutput?
+
     @Option(
         name: .table(OptionTable.blurHashXComponents),
         help: .table(OptionTable.blurHashXComponents, showingDefault: true))
@@ -179,6 +182,7 @@ struct PipelineOptions: ParsableArguments {
             if let maxBytes { options.maxBytes = maxBytes }
             if !variant.isEmpty { options.variants = variant }
             if let cropTo { options.cropTo = cropTo }
+            if let animation { options.animationOutput = animation }
             return (name, options)
         }
     }

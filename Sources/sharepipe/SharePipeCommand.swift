@@ -57,6 +57,7 @@ extension QualitySetting: ExpressibleByArgument {
     /// `85`, `auto` or `auto:SCORE`.
     public init?(argument: String) { self.init(text: argument) }
 }
+extension AnimationOutput: ExpressibleByArgument {}
 
 extension NameSpecification {
     /// The long flag `OptionTable` gives the option (`--max-bytes`).

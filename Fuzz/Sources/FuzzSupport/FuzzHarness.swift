@@ -69,6 +69,53 @@ public enum FuzzHarness {
         return 0
     }
 
+    /// One animated input (GIF, WebP, PNG by its magic bytes) prepared with `animationOutput` `.video`: an MP4 must
+    /// come out for an animation (a still for a one-frame file), within the video byte limit, with even edges, its
+    /// `ftyp`, `moov` and `mdat` boxes in that order and covering the file.
+    public static func runVideo(_ data: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+        let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? []
+        let animatedFormats: [ImageFormat] = [.gif, .webp, .png]
+        guard let format = ImageFormat.sniff(Array(bytes.prefix(16))), animatedFormats.contains(format) else {
+            return -1
+        }
+        var options = options(forLength: count)
+        options.animationOutput = .video
+        options.video.maxBytes = (count / 3) % 2 == 1 ? 4096 : nil
+        options.video.maxFrameRate = count % 5 == 0 ? 25 : nil
+        let result: PreparedImage
+        do {
+            result = try SharePipe.prepare(.bytes(bytes), options: options)
+        } catch let error as SharePipeError {
+            check(error)
+            return 0
+        } catch {
+            fatalError("prepare threw something that is not a SharePipeError: \(error)")
+        }
+        guard result.format == .mp4 else {
+            if result.frameCount > 1 { fatalError("an animation came out as \(result.format), not MP4") }
+            check(result, options: options)
+            return 0
+        }
+        if let limit = options.videoMaxBytes, result.byteCount > limit {
+            fatalError("video has \(result.byteCount) bytes, over the limit of \(limit)")
+        }
+        guard result.size.width % 2 == 0, result.size.height % 2 == 0, result.size.shortEdge >= 16 else {
+            fatalError("video size \(result.size) is not even or under 16")
+        }
+        var offset = 0
+        var types: [String] = []
+        while offset + 8 <= result.bytes.count {
+            let size = result.bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            types.append(String(decoding: result.bytes[offset + 4..<offset + 8], as: UTF8.self))
+            guard size >= 8 else { fatalError("a box of \(size) bytes at \(offset)") }
+            offset += size
+        }
+        guard types == ["ftyp", "moov", "mdat"], offset == result.bytes.count else {
+            fatalError("MP4 boxes \(types) cover \(offset) of \(result.bytes.count) bytes")
+        }
+        return 0
+    }
+
     static func check(_ error: SharePipeError) {
         let text = error.description
         guard text.hasPrefix("<memory>: ") else {

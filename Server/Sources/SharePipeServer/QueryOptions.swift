@@ -4,7 +4,7 @@ import SharePipe
 /// are, their query names, how their text is read and their valid values all come from the library's one
 /// table of options (`OptionTable`: the rows with `clientMaySet`, by `OptionSpec.queryName`), the same table
 /// the CLI's flags and the profile files are read through: strip, max_bytes, max_short_edge, quality,
-/// min_quality, progressive. Limits (pixels, frames, input bytes) are the operator's, not the client's.
+/// min_quality, progressive, blurhash_x, blurhash_y, animation. Limits (pixels, frames, input bytes) are the operator's, not the client's.
 public struct QueryOptions: Sendable {
     /// The option parameters in query order, as text: read and checked against each profile by `apply(to:)`
     /// (`PrepareOptions.applying(textValues:)`), because their valid values depend on the profile's.

@@ -126,7 +126,8 @@ public enum ServerManual {
     private static let routeHelp: [String: String] = [
         "/v1/prepare":
             "The body is the image (or multipart/form-data with a part named file); the query names one or more "
-            + "services and options (strip, max_bytes, max_short_edge, quality, min_quality, progressive). "
+            + "services and options (strip, max_bytes, max_short_edge, quality, min_quality, progressive, "
+            + "animation). "
             + "One service: the answer is the image; several: multipart/mixed, one part per service.",
         "/v1/services": "The service profiles, as sharepipe services --json prints them.",
         "/healthz": "200 while the process runs (open without the token).",

@@ -137,7 +137,7 @@ final class Failing: Sendable {
         let gif = try ServerHarness.image("gif/disposals.gif")
         let response = try await ServerHarness.withServer { _, port in
             try await LoopbackHTTP.postChunked(
-                port: port, path: "/v1/prepare?service=bluesky", body: gif, chunkSize: 1000)
+                port: port, path: "/v1/prepare?service=bluesky&animation=still", body: gif, chunkSize: 1000)
         }
         #expect(response.status == 200, "\(response.text)")
         #expect(response.headers["content-type"] == "image/png" && response.headers["x-sharepipe-format"] == "png")
@@ -146,6 +146,25 @@ final class Failing: Sendable {
         let info = try SharePipe.inspect(.bytes(response.body))
         #expect(info.format == .png && info.frameCount == 1)
         #expect("\(info.size.width)" == response.headers["x-sharepipe-width"])
+    }
+
+    @Test func anAnimationForBlueskyIsAnsweredAsVideoWithTheSameHeaders() async throws {
+        let gif = try ServerHarness.image("gif/disposals.gif")
+        let response = try await ServerHarness.withServer { _, port in
+            try await LoopbackHTTP.request(port: port, method: "POST", path: "/v1/prepare?service=bluesky", body: gif)
+        }
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.headers["content-type"] == "video/mp4" && response.headers["x-sharepipe-format"] == "mp4")
+        #expect(response.headers["x-sharepipe-changed"] == "format=gif->mp4")
+        #expect(response.headers["x-sharepipe-service"] == "bluesky" && response.headers["x-sharepipe-blurhash"] != nil)
+        let info = try SharePipe.inspect(.bytes(gif))
+        #expect(response.headers["x-sharepipe-width"] == "\(info.size.width & ~1)")
+        // ftyp, then moov before the samples.
+        #expect(Array(response.body[4..<8]) == Array("ftyp".utf8))
+        let moov =
+            Int(response.body[0]) << 24 | Int(response.body[1]) << 16 | Int(response.body[2]) << 8
+            | Int(response.body[3])
+        #expect(Array(response.body[moov + 4..<moov + 8]) == Array("moov".utf8))
     }
 
     @Test func queryOptionsOverrideTheProfile() async throws {

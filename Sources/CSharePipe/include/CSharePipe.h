@@ -9,6 +9,7 @@
 #include "sp_avif.h"
 #include "sp_hevc.h"
 #include "sp_webp.h"
+#include "sp_h264.h"
 #include "sp_color.h"
 #include "sp_resample.h"
 #include "sp_sandbox.h"

@@ -82,11 +82,13 @@ struct AnimationFramesPass {
         let wholeCanvas = GIFRect(left: 0, top: 0, width: frames.canvasSize.width, height: frames.canvasSize.height)
         var index = 0
         var firstPicture: PlaceholderThumbnail?
+        var partialAlphaFrames = 0
         while let frame = try frames.nextFrame() {
             try checkpoint()
             guard frame.canvas.size == frames.canvasSize, frame.canvas.layout == .rgba else {
                 preconditionFailure("an AnimationFrameSource hands over RGBA canvases of its canvas size")
             }
+            if Self.hasPartialAlpha(frame.canvas.pixels) { partialAlphaFrames += 1 }
             let changed = index == 0 ? wholeCanvas : frame.changed ?? wholeCanvas
             let picture: [UInt8], patch: GIFRect
             if let pictures {
@@ -109,9 +111,24 @@ struct AnimationFramesPass {
         }
         try encoder.finish()
         if let spill, spill.finishWriting() { spills?.spill = spill }
-        return AnimatedGIFPass.Output(
+        var output = AnimatedGIFPass.Output(
             try writer.finishOutput(), framesWritten: encoder.statistics.framesWritten,
             statistics: encoder.statistics, globalUsage: encoder.globalUsage, firstPicture: firstPicture)
+        output.framesWithPartialAlpha = partialAlphaFrames
+        return output
+    }
+
+    /// Whether any pixel of straight-alpha RGBA `pixels` is neither transparent nor opaque.
+    static func hasPartialAlpha(_ pixels: [UInt8]) -> Bool {
+        pixels.withUnsafeBufferPointer { buffer in
+            var index = 3
+            while index < buffer.count {
+                let alpha = buffer[index]
+                if alpha != 0 && alpha != 255 { return true }
+                index += 4
+            }
+            return false
+        }
     }
 
     /// A pass over the pictures spilled by an earlier pass at the same size.
@@ -141,9 +158,11 @@ struct AnimationFramesPass {
                 picture, canvasChanged: frame.canvasChanged, durationMilliseconds: frame.durationMilliseconds)
         }
         try encoder.finish()
-        return AnimatedGIFPass.Output(
+        var output = AnimatedGIFPass.Output(
             try writer.finishOutput(), framesWritten: encoder.statistics.framesWritten,
             statistics: encoder.statistics, globalUsage: encoder.globalUsage, firstPicture: firstPicture)
+        output.framesWithPartialAlpha = nil  // the pass from the source counted them
+        return output
     }
 
     private func container(_ plan: AnimatedGIFPlan, loopCount: Int?) -> GIFContainer {

@@ -19,6 +19,8 @@ struct AnimationLadder: LadderRunner {
     private var plan: AnimatedGIFPlan
     private var lastBytes = 0
     private var globalUsage: [Int]?
+    /// Source frames with partial transparency, as the first pass over the source counted them.
+    private var partialAlphaFrames: Int?
     /// The first frame of the first pass, reduced for the placeholder.
     private(set) var placeholderThumbnail: PlaceholderThumbnail?
 
@@ -39,6 +41,7 @@ struct AnimationLadder: LadderRunner {
     mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
         let output = try run(plan, globalUsage, checkpoint)
         if globalUsage == nil { globalUsage = output.globalUsage }
+        if partialAlphaFrames == nil { partialAlphaFrames = output.framesWithPartialAlpha }
         if placeholderThumbnail == nil { placeholderThumbnail = output.firstPicture }
         lastBytes = output.byteCount
         guard
@@ -106,6 +109,11 @@ struct AnimationLadder: LadderRunner {
             adjustments.append(
                 "frames decimated \(plan.keepEvery):1 (\(frameCount) → \(output.framesWritten)) \(why), "
                     + "delays merged so the total duration is unchanged")
+        }
+        if let partial = partialAlphaFrames, partial > 0 {
+            adjustments.append(
+                "partial transparency in \(partial) of \(frameCount) frames not kept: GIF shows a pixel either "
+                    + "opaque (alpha 50 % or more) or clear")
         }
         if output.statistics.delaysClamped > 0 {
             adjustments.append("\(output.statistics.delaysClamped) merged delay(s) clamped to 655.35 s")

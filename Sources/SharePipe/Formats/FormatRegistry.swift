@@ -12,8 +12,11 @@ enum FormatRegistry {
     /// Every format, in the order sniffing tries them (each `matches` is exclusive of the others').
     static let all: [FormatDescriptor] = [jpeg, png, gif, webp, heif, avif]
 
+    /// Formats SharePipe writes but never reads (MP4, for animations as video): not sniffed, no input is one.
+    static let writtenOnly: [FormatDescriptor] = [mp4]
+
     private static let byFormat: [ImageFormat: FormatDescriptor] = Dictionary(
-        uniqueKeysWithValues: all.map { ($0.format, $0) })
+        uniqueKeysWithValues: (all + writtenOnly).map { ($0.format, $0) })
 
     /// The descriptor for `format`.
     static func descriptor(for format: ImageFormat) -> FormatDescriptor {

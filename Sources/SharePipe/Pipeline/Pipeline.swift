@@ -253,6 +253,11 @@ enum Pipeline {
                 plan.adjustments += plan.copyOnlyNotes
                 driver = FittingDriver(source: source, info: info, plan: plan, meter: meter)
             }
+            if case .video = plan.ladder {
+                var ladder = try VideoRoute.ladder(
+                    source, info: info, plan: plan, options: options, meter: meter, checkpoint: checkpoint)
+                return try driver.run(&ladder, checkpoint: checkpoint)
+            }
             var ladder = try AnimationRoute.ladder(
                 source, info: info, plan: plan, options: options, meter: meter,
                 checkpoint: checkpoint)
@@ -404,7 +409,7 @@ enum Pipeline {
                     renderer: renderer, target: plan.target, minShortEdge: minShortEdge, crop: plan.crop),
                 encoder: encoder, range: range, metadata: plan.writtenMetadata)
             return try driver.run(&ladder, checkpoint: checkpoint)
-        case .animation:
+        case .animation, .video:
             preconditionFailure("a still route never plans an animation ladder")
         }
     }

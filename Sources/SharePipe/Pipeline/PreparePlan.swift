@@ -81,9 +81,36 @@ struct PreparePlan: Sendable, Equatable {
         adjustments = []
         blurHashComponents = BlurHashComponents(x: options.blurHashXComponents, y: options.blurHashYComponents)
 
+        let animatedInput = info.frameCount > 1 && input.animation != nil
+        let animationOutput = options.animation.allowed ? options.animationOutput : .still
+        if animatedInput && animationOutput == .video {
+            // The video route (`VideoRoute`): the animation written as an H.264 MP4 within the video limits.
+            route = .animation
+            outputFormat = VideoRoute.outputFormat
+            orientation = info.orientation
+            byteLimit = options.videoMaxBytes
+            writtenMetadata = FormatRegistry.descriptor(for: outputFormat).writableMetadata(decided, info.metadataKinds)
+            let size = VideoRoute.initialSize(canvas: info.orientedSize, options: options)
+            target = size
+            ladder = .video(
+                initial: VideoPlan(size: size, quantizer: VideoRoute.quantizers[0]), minShortEdge: options.minShortEdge)
+            // The service takes GIF, so video was asked for; otherwise the service's own rule chose it.
+            let why =
+                options.accepts(.gif) ? "animation written as video" : "the service shows animation only as video"
+            adjustments.append("animated \(info.format.displayName) → MP4 (\(why))")
+            adjustments += info.probeAdjustments
+            let capped = ScalePlan.targetSize(for: info.orientedSize, caps: options.videoSizeCaps)
+            if size != capped {
+                adjustments.append(
+                    "\(size.area > capped.area ? "enlarged" : "resized") to \(size) (caps allow \(capped)): H.264 "
+                        + "4:2:0 needs even edges, OpenH264 at least \(VideoRoute.smallestEdge) pixels and at most "
+                        + "\(VideoRoute.largestEdge)")
+            }
+            adjustments += copyOnlyNotes
+            return
+        }
         let animated =
-            info.frameCount > 1 && input.animation != nil && options.animation.allowed
-            && options.accepts(AnimationRoute.outputFormat)
+            animatedInput && animationOutput == .gif && options.accepts(AnimationRoute.outputFormat)
         if animated {
             route = .animation
             outputFormat = AnimationRoute.outputFormat
@@ -135,8 +162,10 @@ struct PreparePlan: Sendable, Equatable {
 
         if info.frameCount > 1 {
             let why =
-                options.animation.allowed
-                ? "animated \(outputFormat.displayName) not accepted" : "the service shows no animation"
+                !options.animation.allowed
+                ? "the service shows no animation"
+                : animationOutput == .still
+                    ? "animations written as stills" : "animated \(outputFormat.displayName) not accepted"
             adjustments.append("first frame only (of \(info.frameCount); \(why))")
         }
         if outputFormat != info.format {
@@ -248,6 +277,9 @@ enum FittingLadder: Sendable, Equatable {
     /// From the initial plan: smaller dimensions down to `dimensionFloor`, fewer colours, frame
     /// decimation, then smaller dimensions down to `minShortEdge`.
     case animation(initial: AnimatedGIFPlan, frameCount: Int, dimensionFloor: Int, minShortEdge: Int)
+    /// From the initial plan: a higher H.264 quantiser, then smaller dimensions down to `minShortEdge`
+    /// (`VideoLadder`).
+    case video(initial: VideoPlan, minShortEdge: Int)
 }
 
 /// A lossless ladder's last resort before shrinking: a lossy format, searched over a quality range.

@@ -274,6 +274,8 @@ struct ProfileEntry: Decodable {
                 .variantDeclarations($0.map(\.variant))
             }
         case .aspectRatio: return try c.decodeIfPresent(AspectRatio.self, forKey: key).map { .aspectRatio($0) }
+        case .animationOutput:
+            return try c.decodeIfPresent(AnimationOutput.self, forKey: key).map { .word($0.rawValue) }
         }
     }
 

@@ -15,6 +15,11 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
     public var caps: SizeCaps
     /// Limits for animated GIFs; `animation.allowed == false` when the service shows no animation.
     public var animation: AnimationLimits
+    /// How an animation is posted: `gif` where the service takes animated GIFs, `video` where it shows animation
+    /// only as video (an H.264 MP4 within `video`), `still` where it shows none.
+    public var animationOutput: AnimationOutput
+    /// The service's video limits (bytes, duration, size, frame rate), for animations written as video.
+    public var video: VideoLimits
     /// Formats the service accepts. Formats SharePipe only reads (HEIF, AVIF) are listed where the service
     /// takes them, but an output is never written in them (`options(basedOn:)` leaves them out).
     public var formats: [ImageFormat]
@@ -37,7 +42,8 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
 
     public init(
         name: String, displayName: String, maxStillBytes: Int, caps: SizeCaps = SizeCaps(shortEdge: 1080),
-        animation: AnimationLimits = AnimationLimits(), formats: [ImageFormat] = [.jpeg, .png, .gif],
+        animation: AnimationLimits = AnimationLimits(), animationOutput: AnimationOutput = .gif,
+        video: VideoLimits = VideoLimits(), formats: [ImageFormat] = [.jpeg, .png, .gif],
         allowFormatChange: Bool = true, strip: StripMode = .all, minQuality: Int = 40, maxQuality: Int = 85,
         source: String, confidence: String, variants: [OutputVariant] = []
     ) {
@@ -46,6 +52,8 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         self.maxStillBytes = maxStillBytes
         self.caps = caps
         self.animation = animation
+        self.animationOutput = animationOutput
+        self.video = video
         self.formats = formats
         self.allowFormatChange = allowFormatChange
         self.strip = strip
@@ -68,6 +76,8 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         options.maxEdgeSum = caps.edgeSum
         options.maxBytes = maxStillBytes
         options.animation = animation
+        options.animationOutput = animationOutput
+        options.video = video
         options.allowFormatChange = allowFormatChange
         // Only the formats SharePipe writes: a HEIC for a service that takes HEIC is still written as JPEG.
         let writable = formats.filter { FormatRegistry.descriptor(for: $0).writtenAs == nil }
@@ -86,12 +96,17 @@ extension ServiceProfile {
     /// X/Twitter. Stills ≤ 5 MB, animated GIF ≤ 15 MB (X developer docs, media best practices: "Image
     /// size <= 5 MB, animated GIF size <= 15 MB"; MB taken as 10^6, the safe reading). GIF ≤ 1280×1080,
     /// ≤ 350 frames, width × height × frames ≤ 300 M; stills ≤ 8192×8192. Formats JPEG, PNG, GIF, WebP.
+    /// Animations stay GIFs (X turns them into MP4 itself). Video, where asked for (`--animation video`): ≤ 512 MB,
+    /// 0.5–140 s, ≤ 1920×1200, ≤ 40 fps (the same page, "Video"); X plays short videos in a loop.
     public static let x = ServiceProfile(
         name: "x", displayName: "X/Twitter", maxStillBytes: 5_000_000,
         caps: SizeCaps(shortEdge: 1080, width: 8192, height: 8192),
         animation: AnimationLimits(
             maxBytes: 15_000_000, maxWidth: 1280, maxHeight: 1080, maxFrames: 350,
             maxTotalPixels: 300_000_000),
+        video: VideoLimits(
+            maxBytes: 512_000_000, maxDurationMilliseconds: 140_000, minDurationMilliseconds: 500, maxWidth: 1920,
+            maxHeight: 1200, maxFrameRate: 40, loops: true),
         formats: [.jpeg, .png, .gif, .webp],
         source: "X developer docs, media best practices", confidence: "high (bytes), medium (caps)")
 
@@ -105,7 +120,9 @@ extension ServiceProfile {
     /// Mastodon 4.x defaults: 16 MiB for images and GIFs (app/models/media_attachment.rb
     /// IMAGE_LIMIT); stills are scaled by the server to ≤ 8,294,400 px (we do it first); GIFs above
     /// 921,600 px (1280×720) are refused. Formats: IMAGE_MIME_TYPES, which also lists HEIC, HEIF and AVIF
-    /// (the server converts them to JPEG); SharePipe writes those as JPEG or PNG itself.
+    /// (the server converts them to JPEG); SharePipe writes those as JPEG or PNG itself. Animations stay GIFs: the
+    /// server converts GIF and APNG to H.264 MP4 itself. Video, where asked for: VIDEO_LIMIT 99 MiB,
+    /// MAX_VIDEO_MATRIX_LIMIT 8,294,400 px, MAX_VIDEO_FRAME_RATE 120 (app/models/media_attachment.rb).
     ///
     /// Variant `small`, the preview Mastodon stores beside the image (`IMAGE_STYLES[:small]`, `pixels:
     /// 230_400`, "640x360px"): at most 230,400 px, aspect kept, never enlarged (lib/paperclip/lazy_thumbnail.rb
@@ -116,18 +133,24 @@ extension ServiceProfile {
         name: "mastodon", displayName: "Mastodon", maxStillBytes: 16_777_216,
         caps: SizeCaps(shortEdge: 1080, pixels: 8_294_400),
         animation: AnimationLimits(maxBytes: 16_777_216, maxPixels: 921_600),
+        video: VideoLimits(maxBytes: 103_809_024, maxPixels: 8_294_400, maxFrameRate: 120),
         formats: [.jpeg, .png, .gif, .webp, .heif, .avif],
         source: "mastodon app/models/media_attachment.rb, instance API", confidence: "high",
         variants: [OutputVariant(name: "small", maxPixels: 230_400, quality: 90, progressive: true)])
 
     /// Bluesky: blobs ≤ 2,000,000 bytes, decimal (atproto lexicon app.bsky.embed.images, bsky-docs PR 414;
     /// was 1,000,000 until 2026-04). The official app resizes to 4000 px on the long edge since 2026-03
-    /// (social-app PR 10073; it was 2000). No animation (the app turns GIFs into video), so an animated GIF
-    /// is posted as its first frame. Blobs are stored as uploaded: stripping here is what protects the user.
+    /// (social-app PR 10073; it was 2000). Image embeds never animate: the app posts a GIF through its video
+    /// uploader, so an animation becomes an MP4 (`animation: video`). Video: ≤ 100 MB and ≤ 3 minutes (atproto
+    /// lexicon app.bsky.embed.video, the video service's upload limits; 3 minutes since 2025-03); short videos
+    /// play in a loop in the app (as its GIFs do). Blobs are stored as uploaded: stripping here is what protects
+    /// the user.
     public static let bluesky = ServiceProfile(
         name: "bluesky", displayName: "Bluesky", maxStillBytes: 2_000_000,
         caps: SizeCaps(shortEdge: 1080, longEdge: 4000),
-        animation: AnimationLimits(allowed: false), formats: [.jpeg, .png],
+        animationOutput: .video,
+        video: VideoLimits(maxBytes: 100_000_000, maxDurationMilliseconds: 180_000, loops: true),
+        formats: [.jpeg, .png],
         source: "atproto lexicon app.bsky.embed.images, bsky-docs PR 414, social-app PR 10073",
         confidence: "high (bytes), medium (dims)")
 
@@ -151,18 +174,29 @@ extension ServiceProfile {
         confidence: "medium")
 
     /// Instagram (content publishing API): JPEG only, ≤ 8 MB, width 320–1440 (the service scales to 1440
-    /// wide), aspect 4:5 to 1.91:1 (not enforced: SharePipe does not crop). Animations are shown still.
+    /// wide), aspect 4:5 to 1.91:1 (not enforced: SharePipe does not crop). It takes no GIF: an animation becomes an
+    /// MP4 (`animation: video`) within the API's video rules (reels): ≤ 300 MB, 3 s to 15 min, ≤ 1920 columns,
+    /// ≤ 60 fps, H.264, moov atom first. The API also asks for at least 23 fps, which an animation's own frame rate
+    /// is kept below (not enforced). Reels play in a loop.
     public static let instagram = ServiceProfile(
         name: "instagram", displayName: "Instagram", maxStillBytes: 8_000_000,
         caps: SizeCaps(shortEdge: 1080, width: 1440),
-        animation: AnimationLimits(allowed: false), formats: [.jpeg],
+        animationOutput: .video,
+        video: VideoLimits(
+            maxBytes: 300_000_000, maxDurationMilliseconds: 900_000, minDurationMilliseconds: 3000, maxWidth: 1920,
+            maxFrameRate: 60, loops: true),
+        formats: [.jpeg],
         source: "Meta content-publishing API", confidence: "medium")
 
-    /// Threads: ≤ 8 MB, width ≤ 1440, JPEG or PNG.
+    /// Threads: ≤ 8 MB, width ≤ 1440, JPEG or PNG. It takes no GIF: an animation becomes an MP4
+    /// (`animation: video`) within the API's video rules: ≤ 1 GB, ≤ 5 min, ≤ 1920 columns, ≤ 60 fps (23 fps at
+    /// least is asked for too: not enforced), H.264, moov atom first.
     public static let threads = ServiceProfile(
         name: "threads", displayName: "Threads", maxStillBytes: 8_000_000,
         caps: SizeCaps(shortEdge: 1080, width: 1440),
-        animation: AnimationLimits(allowed: false), formats: [.jpeg, .png],
+        animationOutput: .video,
+        video: VideoLimits(maxBytes: 1_000_000_000, maxDurationMilliseconds: 300_000, maxWidth: 1920, maxFrameRate: 60),
+        formats: [.jpeg, .png],
         source: "Meta Threads API", confidence: "medium")
 
     /// Facebook: Meta's own figure is "we recommend under 4 MB" (developers.facebook.com, photo uploads; a

@@ -384,6 +384,11 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         let practical = 4 * max(info.byteCount, options.animatedMaxBytes ?? 0) + (1 << 20)
         var output = min(lzw, practical) + keptMetadata + 2048 + (64 << 10)
         if plan.metadataCopyFirst { output = max(output, rewriteOutputBytes(info, keptMetadata: keptMetadata)) }
+        if case .video = plan.ladder {
+            // The video route holds no GIF encoder state but OpenH264's pictures (`H264Encoder.meteredBytes`);
+            // its output is bounded like the GIF's.
+            metered += H264Encoder.meteredBytes(for: out)
+        }
         return Parts(
             decodedSize: screen, renderedSize: out, channels: 4, metered: metered, unmetered: unmetered,
             decoder: decoder, encoder: gifCodecBytes, output: output)

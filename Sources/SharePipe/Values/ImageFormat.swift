@@ -6,6 +6,8 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     case heif
     case avif
     case webp
+    /// H.264 video in MP4: written only, for animations where a service shows animation only as video.
+    case mp4
 
     // A format's extension, media type and signature are in its descriptor (`FormatRegistry`), with
     // everything else about it: a new format is a case here and an entry there.

@@ -153,6 +153,63 @@ public enum OptionTable {
         "animation.allowed", .boolean(\.animation.allowed),
         profile: ("animated.allowed", .boolean(\.animation.allowed)),
         help: "Whether the destination shows animations; when false an animation becomes a still of its first frame.")
+    // MARK: Animation as video
+
+    /// `PrepareOptions.animationOutput`.
+    public static let animationOutput = OptionSpec(
+        "animationOutput", .animationOutput(\.animationOutput), flag: "animation",
+        profile: ("animation", .animationOutput(\.animationOutput)), query: "animation", clientMaySet: true,
+        help: "How an animation is written: gif (an animated GIF where accepted), video (an H.264 MP4 within the "
+            + "video limits, for services that show animation only as video) or still (the first frame).")
+    /// `VideoLimits.maxBytes`.
+    public static let videoMaxBytes = OptionSpec(
+        "video.maxBytes", .optionalInteger(\.video.maxBytes),
+        profile: ("video.maxBytes", .optionalInteger(\.video.maxBytes)),
+        valid: .atLeast(1024, phrase: "at least 1024 bytes", atMost: OptionTable.byteLimitCeiling),
+        help: "Byte limit of an animation written as video; none means the animated limit.")
+    /// `VideoLimits.maxDurationMilliseconds`.
+    public static let videoMaxDuration = OptionSpec(
+        "video.maxDurationMilliseconds", .optionalInteger(\.video.maxDurationMilliseconds),
+        profile: ("video.maxDurationMilliseconds", .optionalInteger(\.video.maxDurationMilliseconds)),
+        valid: .atLeast(100, phrase: "at least 100 milliseconds"),
+        help: "Longest video in milliseconds; a longer animation is cut there.")
+    /// `VideoLimits.minDurationMilliseconds`.
+    public static let videoMinDuration = OptionSpec(
+        "video.minDurationMilliseconds", .optionalInteger(\.video.minDurationMilliseconds),
+        profile: ("video.minDurationMilliseconds", .optionalInteger(\.video.minDurationMilliseconds)),
+        valid: .within(1...3_600_000),
+        help: "Shortest video in milliseconds (at most an hour); a shorter animation is played several times in a row.")
+    /// `VideoLimits.maxWidth`.
+    public static let videoMaxWidth = OptionSpec(
+        "video.maxWidth", .optionalInteger(\.video.maxWidth),
+        profile: ("video.maxWidth", .optionalInteger(\.video.maxWidth)),
+        valid: .atLeast(16, phrase: "at least 16 pixels"), help: "Largest width of a video in pixels.")
+    /// `VideoLimits.maxHeight`.
+    public static let videoMaxHeight = OptionSpec(
+        "video.maxHeight", .optionalInteger(\.video.maxHeight),
+        profile: ("video.maxHeight", .optionalInteger(\.video.maxHeight)),
+        valid: .atLeast(16, phrase: "at least 16 pixels"), help: "Largest height of a video in pixels.")
+    /// `VideoLimits.maxPixels`.
+    public static let videoMaxPixels = OptionSpec(
+        "video.maxPixels", .optionalInteger(\.video.maxPixels),
+        profile: ("video.maxPixels", .optionalInteger(\.video.maxPixels)),
+        valid: .atLeast(256, phrase: "at least 256 (16×16)"), help: "Largest width × height of a video.")
+    /// `VideoLimits.maxFrameRate`.
+    public static let videoMaxFrameRate = OptionSpec(
+        "video.maxFrameRate", .optionalInteger(\.video.maxFrameRate),
+        profile: ("video.maxFrameRate", .optionalInteger(\.video.maxFrameRate)),
+        valid: .within(1...1000),
+        help: "Highest frame rate of a video; a shorter frame is dropped, its time given to the frame before it.")
+    /// `VideoLimits.loops`.
+    public static let videoLoops = OptionSpec(
+        "video.loops", .boolean(\.video.loops), profile: ("video.loops", .boolean(\.video.loops)),
+        help: "Whether the service plays a short video in a loop (said in the report: MP4 stores no loop count).")
+    /// `VideoLimits.background`.
+    public static let videoBackground = OptionSpec(
+        "video.background", .integer(\.video.background), profile: ("video.background", .integer(\.video.background)),
+        valid: .within(0...0xFF_FFFF),
+        help: "The colour (0xRRGGBB as a number) transparent pixels are composited on in a video; white by default.")
+
     /// The accepted output formats.
     public static let acceptedFormats = OptionSpec(
         "acceptedFormats", .formats(\.acceptedFormats), profile: ("formats", .formatList(\.formats)),
@@ -225,6 +282,8 @@ public enum OptionTable {
         maxWidth, maxHeight, maxEdgeSum,
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,
+        animationOutput, videoMaxBytes, videoMaxDuration, videoMinDuration, videoMaxWidth, videoMaxHeight,
+        videoMaxPixels, videoMaxFrameRate, videoLoops, videoBackground,
         acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
         blurHashXComponents, blurHashYComponents, variants,
         blurHashXComponents, blurHashYComponents,
@@ -537,6 +596,7 @@ enum OptionField<Root>: Sendable {
     /// A profile's variant declarations (`OptionTable.variants`' profile field): the row's value is names.
     case variantDeclarations(WritableKeyPath<Root, [OutputVariant]> & Sendable)
     case aspectRatio(WritableKeyPath<Root, AspectRatio?> & Sendable)
+    case animationOutput(WritableKeyPath<Root, AnimationOutput> & Sendable)
 
     var kind: OptionSpec.Kind {
         switch self {
@@ -550,6 +610,7 @@ enum OptionField<Root>: Sendable {
         case .quality: return .quality
         case .names, .variantDeclarations: return .names
         case .aspectRatio: return .aspectRatio
+        case .animationOutput: return .choice(AnimationOutput.allCases.map(\.rawValue))
         }
     }
 
@@ -567,6 +628,7 @@ enum OptionField<Root>: Sendable {
         case .names(let path): return .names(root[keyPath: path])
         case .variantDeclarations(let path): return .variantDeclarations(root[keyPath: path])
         case .aspectRatio(let path): return .aspectRatio(root[keyPath: path])
+        case .animationOutput(let path): return .word(root[keyPath: path].rawValue)
         }
     }
 
@@ -588,6 +650,8 @@ enum OptionField<Root>: Sendable {
         case (.names(let path), .names(let names)): root[keyPath: path] = names
         case (.variantDeclarations(let path), .variantDeclarations(let declared)): root[keyPath: path] = declared
         case (.aspectRatio(let path), .aspectRatio(let ratio)): root[keyPath: path] = ratio
+        case (.animationOutput(let path), .word(let word)) where AnimationOutput(rawValue: word) != nil:
+            root[keyPath: path] = AnimationOutput(rawValue: word)!
         default: preconditionFailure("OptionTable: a \(value) for a \(kind) field")
         }
     }

@@ -281,6 +281,11 @@ public struct PrepareOptions: Sendable, Equatable {
     /// ("cropped to 1:1 around the focal point (x, y)"). nil (the default): no crop. A still only: a job on an
     /// animation that keeps its animation is refused (`unsupportedFormat`, `feature`).
     public var cropTo: AspectRatio? = nil
+    /// How an animation is written: an animated GIF (the default), an MP4 video within `video`, or its first
+    /// frame as a still.
+    public var animationOutput = AnimationOutput.gif
+    /// Limits for an animation written as video (`animationOutput` `.video`).
+    public var video = VideoLimits()
 
     /// The format to write for an input in `format`: the same where accepted; otherwise JPEG, or PNG for a
     /// GIF and for a WebP with alpha (`hasAlpha`) where PNG is accepted.
@@ -405,4 +410,65 @@ public struct AnimationLimits: Sendable, Equatable, Codable {
         self.maxTotalPixels = maxTotalPixels
         self.allowed = allowed
     }
+}
+
+/// How an animation is written (`PrepareOptions.animationOutput`, `--animation`, a profile's `animation`).
+public enum AnimationOutput: String, Sendable, Codable, CaseIterable {
+    /// An animated GIF (where the destination accepts GIF; otherwise the first frame as a still).
+    case gif
+    /// An H.264 MP4 video within `PrepareOptions.video`: for services that show animation only as video.
+    case video
+    /// The first frame as a still.
+    case still
+}
+
+/// What a service accepts for video, where animations are written as MP4 (`AnimationOutput.video`).
+public struct VideoLimits: Sendable, Equatable, Codable {
+    /// Byte limit of a video; nil means the animated limit (then the still one).
+    public var maxBytes: Int?
+    /// Longest video in milliseconds: a longer animation is cut there (reported).
+    public var maxDurationMilliseconds: Int?
+    /// Shortest video in milliseconds: a shorter animation is played several times in a row (reported).
+    public var minDurationMilliseconds: Int?
+    /// Box and area the video must fit (narrowing the animation's and the still's caps).
+    public var maxWidth: Int?
+    public var maxHeight: Int?
+    public var maxPixels: Int?
+    /// Highest frame rate: a frame shown for less than 1/rate s is dropped, its time given to the frame
+    /// before it (reported).
+    public var maxFrameRate: Int?
+    /// Whether the service plays a short video in a loop (said in the report: MP4 stores no loop count).
+    public var loops: Bool
+    /// The colour transparent pixels are composited on (MP4 has no transparency), 0xRRGGBB; white by default.
+    public var background: Int
+
+    public init(
+        maxBytes: Int? = nil, maxDurationMilliseconds: Int? = nil, minDurationMilliseconds: Int? = nil,
+        maxWidth: Int? = nil, maxHeight: Int? = nil, maxPixels: Int? = nil, maxFrameRate: Int? = nil,
+        loops: Bool = false, background: Int = 0xFFFFFF
+    ) {
+        self.maxBytes = maxBytes
+        self.maxDurationMilliseconds = maxDurationMilliseconds
+        self.minDurationMilliseconds = minDurationMilliseconds
+        self.maxWidth = maxWidth
+        self.maxHeight = maxHeight
+        self.maxPixels = maxPixels
+        self.maxFrameRate = maxFrameRate
+        self.loops = loops
+        self.background = background
+    }
+}
+
+extension PrepareOptions {
+    /// Size caps for a video: the still caps narrowed by the video's own (the animation's caps are for GIFs).
+    public var videoSizeCaps: SizeCaps {
+        var caps = sizeCaps
+        if let width = video.maxWidth { caps.width = min(caps.width ?? width, width) }
+        if let height = video.maxHeight { caps.height = min(caps.height ?? height, height) }
+        if let pixels = video.maxPixels { caps.pixels = min(caps.pixels ?? pixels, pixels) }
+        return caps
+    }
+
+    /// The byte limit for a video: the video's own where set, else the animated one, else the still one.
+    public var videoMaxBytes: Int? { video.maxBytes ?? animatedMaxBytes }
 }

@@ -203,7 +203,7 @@ public enum ProcessSandbox {
     public static var landlockABI: Int { Int(sp_sandbox_landlock_abi()) }
 
     /// Opens the libraries SharePipe loads on first use (libheif, libde265, libavif, libwebp and its demux
-    /// and mux, Little CMS), as the server does before it confines itself. Returns why one could not be
+    /// and mux, Little CMS, OpenH264), as the server does before it confines itself. Returns why one could not be
     /// loaded (its formats then fail as "not available", as they would without the sandbox), or nil.
     public static func loadLibraries() -> String? {
         var message = shimMessageBuffer()

@@ -62,7 +62,7 @@ import Testing
             Tool.sharepipe,
             [
                 "prepare", directory + "/in", "--out", directory + "/o", "--jobs", "2",
-                "--service", "bluesky", "--service", "instagram",
+                "--service", "bluesky", "--service", "instagram", "--animation", "still",
             ])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(
@@ -120,21 +120,23 @@ import Testing
         #expect(again.stderr.contains("inside --out skipped"), "\(again.stderr)")
     }
 
-    // 3. An animation flattened for a still-only service, and a quality cap, are in the text and the JSON.
+    // 3. An animation flattened to a still (--animation still), and a quality cap, are in the text and the JSON.
     @Test func unaskedChangesAreInTheTextOutput() throws {
         let directory = Fixtures.temporaryDirectory()
         defer { Fixtures.cleanUp(directory) }
         let gif = Fixtures.path("gif/loop3.gif")
         let frames = try SharePipe.inspect(.file(path: gif)).frameCount
-        let text = try Tool.run(Tool.sharepipe, ["prepare", gif, "--out", directory, "--service", "bluesky"])
+        let text = try Tool.run(
+            Tool.sharepipe, ["prepare", gif, "--out", directory, "--service", "bluesky", "--animation", "still"])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(
             text.stdout.contains("adjusted: ") && text.stdout.contains("first frame only (")
-                && text.stdout.contains("\(frames)") && text.stdout.contains("the service shows no animation)"),
+                && text.stdout.contains("\(frames)") && text.stdout.contains("animations written as stills)"),
             "\(text.stdout)")
         #expect(text.stdout.contains("GIF → PNG (accepted formats)"), "\(text.stdout)")
         let json = try Tool.run(
-            Tool.sharepipe, ["prepare", gif, "--out", directory + "/j", "--service", "bluesky", "--json"])
+            Tool.sharepipe,
+            ["prepare", gif, "--out", directory + "/j", "--service", "bluesky", "--animation", "still", "--json"])
         let object = try #require(Self.jsonLines(json.stdout).first)
         #expect(
             (object["adjustments"] as? [String])?.contains { $0.hasPrefix("first frame only") } == true, "\(object)")

@@ -8,10 +8,10 @@ import Testing
 struct FormatRegistryTests {
     @Test("Every ImageFormat case has exactly one descriptor, and descriptor(for:) hands it out")
     func everyCaseHasOneDescriptor() {
-        let formats = FormatRegistry.all.map(\.format)
+        let formats = (FormatRegistry.all + FormatRegistry.writtenOnly).map(\.format)
         #expect(formats.count == Set(formats).count, "\(formats)")
         #expect(Set(formats) == Set(ImageFormat.allCases))
-        for descriptor in FormatRegistry.all {
+        for descriptor in FormatRegistry.all + FormatRegistry.writtenOnly {
             #expect(FormatRegistry.descriptor(for: descriptor.format).format == descriptor.format)
             #expect(descriptor.format.fileExtension == descriptor.fileExtension)
             #expect(descriptor.format.mediaType == descriptor.mediaType)

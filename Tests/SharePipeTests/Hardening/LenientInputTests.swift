@@ -54,9 +54,9 @@ struct LenientInputTests {
 
     @Test("an animation for a still-only service that takes no GIF: first frame only and GIF → PNG, both reported")
     func animationForAStillOnlyService() throws {
-        let result = try Pipeline.prepare(
-            .file(path: Fixtures.path("gif/disposals.gif")),
-            options: ServiceProfile.bluesky.options())
+        var options = ServiceProfile.bluesky.options()
+        options.animation.allowed = false
+        let result = try Pipeline.prepare(.file(path: Fixtures.path("gif/disposals.gif")), options: options)
         #expect(result.format == .png)
         #expect(result.frameCount == 1 && result.inputFrameCount == 6)
         #expect(result.adjustments.contains("GIF → PNG (accepted formats)"))

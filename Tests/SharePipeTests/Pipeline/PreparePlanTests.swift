@@ -71,11 +71,33 @@ import Testing
                 PixelSize(width: 1280, height: 960), []
             ),
             (
-                .gif, PixelSize(width: 400, height: 300), 5, .up, .bluesky, .all, .still, .png,
+                .gif, PixelSize(width: 400, height: 300), 5, .up, stillsOnly, .all, .still, .png,
                 PixelSize(width: 400, height: 300),
                 ["first frame only (of 5; the service shows no animation)", "GIF → PNG (accepted formats)"]
             ),
+            // Bluesky shows animation only as video: an MP4 at the same size (even edges already).
+            (
+                .gif, PixelSize(width: 400, height: 300), 5, .up, .bluesky, .all, .animation, .mp4,
+                PixelSize(width: 400, height: 300), ["animated GIF → MP4 (the service shows animation only as video)"]
+            ),
+            // Odd edges are rounded down to even for H.264 4:2:0.
+            (
+                .gif, PixelSize(width: 401, height: 301), 5, .up, .bluesky, .all, .animation, .mp4,
+                PixelSize(width: 400, height: 300),
+                [
+                    "animated GIF → MP4 (the service shows animation only as video)",
+                    "resized to 400×300 (caps allow 401×301): H.264 4:2:0 needs even edges, OpenH264 at least 16 pixels "
+                        + "and at most 4096",
+                ]
+            ),
         ]
+
+    /// Bluesky's rules with animation turned off: a service that shows no animation.
+    static let stillsOnly: ServiceProfile = {
+        var profile = ServiceProfile.bluesky
+        profile.animation.allowed = false
+        return profile
+    }()
 
     @Test(arguments: table.indices)
     func planTable(_ row: Int) {
@@ -97,7 +119,9 @@ import Testing
         #expect(plan.target == target, "row \(row): \(plan.target)")
         #expect(plan.adjustments == adjustments, "row \(row)")
         #expect(plan.orientation == (route == .still || route == .turn ? orientation : .up), "row \(row)")
-        #expect(plan.byteLimit == (route == .animation ? options.animatedMaxBytes : options.maxBytes), "row \(row)")
+        let limit =
+            output == .mp4 ? options.videoMaxBytes : route == .animation ? options.animatedMaxBytes : options.maxBytes
+        #expect(plan.byteLimit == limit, "row \(row)")
         switch (output, plan.ladder) {
         case (.jpeg, .quality(let range, nil, _)),
             (.gif, .quality(let range, nil, _)) where route != .animation:
@@ -107,6 +131,8 @@ import Testing
             #expect((change != nil) == options.allowFormatChange)
         case (.gif, .animation(let initial, let count, _, _)):
             #expect(initial.size == target && count == frames)
+        case (.mp4, .video(let initial, _)):
+            #expect(initial.size == target && initial.quantizer == VideoRoute.quantizers[0])
         default:
             Issue.record("row \(row): unexpected ladder \(plan.ladder)")
         }
@@ -151,7 +177,7 @@ import Testing
         options.strip = mode
         let still = PreparePlan(info: Self.info(.gif, 80, 60, metadata: metadata), options: options)
         let animated = PreparePlan(info: Self.info(.gif, 80, 60, frames: 3, metadata: metadata), options: options)
-        var bluesky = ServiceProfile.bluesky.options()
+        var bluesky = Self.stillsOnly.options()
         bluesky.strip = mode
         let converted = PreparePlan(info: Self.info(.gif, 80, 60, frames: 3, metadata: metadata), options: bluesky)
         #expect(still.route == .metadataRewrite && animated.route == .animation && converted.outputFormat == .png)
@@ -167,8 +193,8 @@ import Testing
     @Test("the estimate is priced from the plan: route, target and kept metadata")
     func estimateFollowsThePlan() throws {
         let animated = Self.info(.gif, 800, 600, frames: 10)
-        // bluesky shows no animation and takes no GIF: the plan goes still, and so does the estimate.
-        let blueskyOptions = ServiceProfile.bluesky.options()
+        // A service showing no animation and taking no GIF: the plan goes still, and so does the estimate.
+        let blueskyOptions = Self.stillsOnly.options()
         let still = try MemoryEstimate(info: animated, options: blueskyOptions)
         let stillPlan = PreparePlan(info: animated, options: blueskyOptions)
         #expect(stillPlan.route == .still)

@@ -105,6 +105,34 @@ import Testing
             name: "animation.maxBytes", profileField: "animated.maxBytes", set: { $0.animation.maxBytes = $1 },
             get: { $0.animation.maxBytes }, accepts: kibibyteOrMore),
         Expectation(
+            name: "video.maxBytes", profileField: "video.maxBytes", set: { $0.video.maxBytes = $1 },
+            get: { $0.video.maxBytes }, accepts: kibibyteOrMore),
+        Expectation(
+            name: "video.maxDurationMilliseconds", profileField: "video.maxDurationMilliseconds",
+            set: { $0.video.maxDurationMilliseconds = $1 }, get: { $0.video.maxDurationMilliseconds },
+            accepts: { value, _ in value >= 100 }),
+        // At most an hour: a short animation is repeated up to it, each repeat a few bytes per frame.
+        Expectation(
+            name: "video.minDurationMilliseconds", profileField: "video.minDurationMilliseconds",
+            set: { $0.video.minDurationMilliseconds = $1 }, get: { $0.video.minDurationMilliseconds },
+            accepts: { value, _ in (1...3_600_000).contains(value) }),
+        // OpenH264 encodes nothing under 16 pixels.
+        Expectation(
+            name: "video.maxWidth", profileField: "video.maxWidth", set: { $0.video.maxWidth = $1 },
+            get: { $0.video.maxWidth }, accepts: { value, _ in value >= 16 }),
+        Expectation(
+            name: "video.maxHeight", profileField: "video.maxHeight", set: { $0.video.maxHeight = $1 },
+            get: { $0.video.maxHeight }, accepts: { value, _ in value >= 16 }),
+        Expectation(
+            name: "video.maxPixels", profileField: "video.maxPixels", set: { $0.video.maxPixels = $1 },
+            get: { $0.video.maxPixels }, accepts: { value, _ in value >= 256 }),
+        Expectation(
+            name: "video.maxFrameRate", profileField: "video.maxFrameRate", set: { $0.video.maxFrameRate = $1 },
+            get: { $0.video.maxFrameRate }, accepts: { value, _ in (1...1000).contains(value) }),
+        Expectation(
+            name: "video.background", profileField: "video.background", set: { $0.video.background = $1 },
+            get: { $0.video.background }, accepts: { value, _ in (0...0xFF_FFFF).contains(value) }),
+        Expectation(
             name: "timeout", flag: "--timeout", set: { $0.timeout = $1 }, get: { $0.timeout }, accepts: positive),
         Expectation(
             name: "blurHashXComponents", flag: "--blurhash-x", query: "blurhash_x",
@@ -193,7 +221,7 @@ import Testing
             Set(OptionTable.all.filter(\.clientMaySet).compactMap(\.queryName))
                 == [
                     "strip", "max_bytes", "max_short_edge", "quality", "min_quality", "progressive", "blurhash_x",
-                    "blurhash_y", "variant", "crop_to",
+                    "blurhash_y", "variant", "crop_to", "animation",
                 ])
         for names in [
             OptionTable.all.compactMap(\.flag), OptionTable.all.compactMap(\.profileField),

@@ -67,6 +67,9 @@ struct AnimatedGIFPass {
         var globalUsage: [Int]
         /// The first picture written (RGBA at the output size), reduced for the placeholder.
         var firstPicture: PlaceholderThumbnail?
+        /// Source frames with partial transparency (alpha neither 0 nor 255), which GIF cannot hold; nil when the
+        /// pass did not look at the source's canvases (a replay of spilled pictures).
+        var framesWithPartialAlpha: Int? = 0
 
         /// The output's length, wherever it is.
         var byteCount: Int { file?.byteCount ?? bytes.count }

@@ -115,6 +115,25 @@ import Testing
         #expect(Array(try Decode.bitmap(result.bytes).pixel(x: 4, y: 3).prefix(3)) == Self.magenta)
     }
 
+    @Test(arguments: [2, Int(Int32.max), Int(Int32.max) + 2, Int(UInt32.max)])
+    func farMoreDeclaredFramesThanPresentShowTheOneFrame(_ declared: Int) throws {
+        // acTL declares `declared` frames (2^31 + 1 among them), one fcTL follows the default image: Chromium shows
+        // the one animation frame (blue), not the default image (magenta), and so does SharePipe, with a warning.
+        var bytes = Self.apng(.oneChunk)
+        let acTL = PNGChunkWalker.signature.count + 25  // after the signature and IHDR
+        bytes.replaceSubrange((acTL + 8)..<(acTL + 12), with: Self.u32(declared))
+        let crc = PNGChunk(type: PNGChunkType(name: "acTL")!, data: Array(bytes[(acTL + 8)..<(acTL + 16)])).serialized
+        bytes.replaceSubrange(acTL..<(acTL + 20), with: crc)
+        let info = try PNGDecoder().probe(.bytes(bytes), limits: ImageLimits())
+        #expect(info.pngAnimation?.defaultImageIsFirstFrame == false)
+        #expect(info.probeWarnings.contains { $0.contains("acTL declares \(declared) frames but 1 are present") })
+        for options in [PrepareOptions(), ServiceProfile.x.options(), ServiceProfile.bluesky.options()] {
+            let result = try SharePipe.prepare(.bytes(bytes), options: options)
+            #expect(result.frameCount == 1)
+            #expect(Array(try Decode.bitmap(result.bytes).pixel(x: 4, y: 3).prefix(3)) == Self.blue, "\(declared)")
+        }
+    }
+
     /// acTL of one frame, an fcTL before the IDAT (the default image is frame 0), then an fdAT no fcTL announced.
     static func apngWithExtraDataAfterFrameZero() -> [UInt8] {
         func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {

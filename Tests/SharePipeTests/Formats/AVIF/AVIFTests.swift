@@ -162,7 +162,9 @@ import Testing
 
     @Test func whereTheServiceShowsNoAnimationTheFirstFrameIsTakenAndReported() throws {
         for (name, bytes) in try Self.sequences() {
-            let result = try SharePipe.prepare(.bytes(bytes), options: ServiceProfile.bluesky.options())
+            var options = ServiceProfile.bluesky.options()
+            options.animation.allowed = false
+            let result = try SharePipe.prepare(.bytes(bytes), options: options)
             #expect(result.frameCount == 1 && result.format == .png, "\(name)")
             #expect(
                 result.adjustments.contains { $0.hasPrefix("first frame only (of 3") }, "\(name): \(result.adjustments)"

@@ -21,9 +21,9 @@ import Testing
             description: "animated GIF", file: "metadata-all-kinds.gif",
             options: { PrepareOptions(strip: $0) }, format: .gif, frames: 2),
         Route(
-            description: "animation → PNG (bluesky)", file: "metadata-all-kinds.gif",
+            description: "animation → PNG (bluesky, animation shown still)", file: "metadata-all-kinds.gif",
             options: {
-                var o = ServiceProfile.bluesky.options(); o.strip = $0; return o
+                var o = ServiceProfile.bluesky.options(); o.strip = $0; o.animationOutput = .still; return o
             }, format: .png, frames: 1),
         Route(
             description: "animation → JPEG", file: "metadata-all-kinds.gif",

@@ -137,7 +137,9 @@ struct WebPPipelineTests {
 
     @Test("where the service shows no animation: the first frame as a still, and the report says so (text and JSON)")
     func animationFirstFrame() throws {
-        let result = try prepare("animated.webp", ServiceProfile.bluesky.options())
+        var options = ServiceProfile.bluesky.options()
+        options.animationOutput = .still
+        let result = try prepare("animated.webp", options)
         #expect(result.frameCount == 1 && result.format == .jpeg)
         #expect(result.adjustments.contains { $0.hasPrefix("first frame only (of 4") })
         #expect(result.adjustments.contains("WEBP → JPEG (accepted formats)"))
@@ -150,7 +152,7 @@ struct WebPPipelineTests {
             Tool.sharepipe,
             [
                 "prepare", WebPFixtures.path("animated.webp"), "--out", directory,
-                "--service", "bluesky", "--json",
+                "--service", "bluesky", "--animation", "still", "--json",
             ])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("first frame only (of 4"), "\(run.stdout)")
@@ -158,7 +160,7 @@ struct WebPPipelineTests {
             Tool.sharepipe,
             [
                 "prepare", WebPFixtures.path("animated.webp"), "--out", directory + "/text",
-                "--service", "bluesky",
+                "--service", "bluesky", "--animation", "still",
             ])
         #expect(text.stdout.contains("first frame only (of 4"), "\(text.stdout)")
     }

@@ -1,0 +1,380 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One way of writing an animation as video: the picture size and the H.264 quantiser.
+struct VideoPlan: Equatable, Sendable {
+    /// Even on both axes, at least `VideoRoute.smallestEdge`.
+    var size: PixelSize
+    /// OpenH264's QP for every frame (lower: better and larger).
+    var quantizer: Int
+
+    func note() -> String { "H.264 QP \(quantizer)" }
+}
+
+/// The video route: an animation written as an H.264 MP4 (`MP4Writer`, `H264Encoder`), for services that show
+/// animation only as video (`AnimationOutput.video`). Every frame the source shows is composited as a browser
+/// shows it (GIF's canvas, or a format's `AnimationFrameSource`), resampled to the planned size, composited over
+/// the background where transparent, and encoded; each frame keeps its own duration.
+///
+/// Durations follow Chromium: a frame shown for 10 ms or less (a GIF delay of 0 or 1 cs) plays for 100 ms. The
+/// service's video limits apply on the way: a frame shorter than 1/`maxFrameRate` s is dropped (its time goes to
+/// the frame before it), an animation longer than `maxDurationMilliseconds` is cut there, one shorter than
+/// `minDurationMilliseconds` is played several times in a row. All of it is reported, as is what MP4 cannot keep:
+/// the loop count and transparency.
+///
+/// Fitting (`VideoLadder`): the quantiser first (`quantizers`), then smaller dimensions at the highest quantiser.
+/// Memory: as the GIF route's frame pass (the source's canvas, the resampler and its two pictures) plus the
+/// encoder's pictures (`H264Encoder.meteredBytes`); samples are spilled to a temporary file as they are encoded.
+enum VideoRoute {
+    static let outputFormat = ImageFormat.mp4
+    /// OpenH264 encodes no picture under 16 pixels on either axis.
+    static let smallestEdge = 16
+    /// H.264 level 5.2's largest frame (36,864 macroblocks), and OpenH264's widest picture.
+    static let largestPixels = 9_437_184
+    static let largestEdge = 4096
+    /// The quantisers the ladder tries at one size, best first.
+    static let quantizers = [23, 27, 31, 35, 39]
+    /// A key frame at least this often (milliseconds), so a player can seek and a service can cut.
+    static let keyFrameInterval = 2000
+    /// Chromium's rule for short frames: 10 ms or less plays as 100 ms.
+    static func playedMilliseconds(_ milliseconds: Int) -> Int { milliseconds <= 10 ? 100 : milliseconds }
+
+    /// The size a video of the oriented `canvas` is written at under `options`: the video caps, then even edges
+    /// (rounded down), at least `smallestEdge`.
+    static func initialSize(canvas: PixelSize, options: PrepareOptions.Checked) -> PixelSize {
+        var caps = options.videoSizeCaps
+        caps.width = min(caps.width ?? largestEdge, largestEdge)
+        caps.height = min(caps.height ?? largestEdge, largestEdge)
+        caps.pixels = min(caps.pixels ?? largestPixels, largestPixels)
+        return encodable(ScalePlan.targetSize(for: canvas, caps: caps))
+    }
+
+    /// `size` with even edges (rounded down), each at least `smallestEdge`.
+    static func encodable(_ size: PixelSize) -> PixelSize {
+        func edge(_ value: Int) -> Int { max(smallestEdge, value & ~1) }
+        return PixelSize(width: edge(size.width), height: edge(size.height))
+    }
+
+    /// The ladder for `plan` (whose ladder is `.video`).
+    static func ladder(
+        _ source: ImageSource, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
+        meter: PixelMemoryMeter, checkpoint: Pipeline.Checkpoint, temporaryDirectory: String? = nil
+    ) throws -> VideoLadder {
+        guard case .video(let initial, let minShortEdge) = plan.ladder,
+            let support = FormatRegistry.descriptor(for: info.format).animation
+        else {
+            preconditionFailure("the video route needs a video plan and an animated format")
+        }
+        let feed: VideoPass.Feed
+        var warnings: [String] = []
+        switch support {
+        case .nativeGIF:
+            let summary = try GIFSummary.read(source, limits: options.limits)
+            try checkpoint()
+            warnings = summary.warnings
+            feed = { visit in try VideoPass.gifCanvases(source, summary: summary, meter: meter, visit) }
+        case .frames(let open, _):
+            warnings = info.probeWarnings
+            feed = { visit in
+                var frames = try open(source, info, options.limits, meter)
+                defer { frames.close() }
+                return try VideoPass.sourceCanvases(&frames, visit)
+            }
+        }
+        let pass = VideoPass(
+            feed: feed, canvasSize: info.size, orientation: plan.orientation, limits: options.video, meter: meter,
+            file: source.displayName, temporaryDirectory: temporaryDirectory)
+        return VideoLadder(
+            pass: pass, initial: initial, minShortEdge: minShortEdge, frameCount: info.frameCount,
+            metadata: plan.writtenMetadata, warnings: warnings)
+    }
+}
+
+/// One pass: every canvas of the source resampled, encoded and written as MP4 with a plan.
+struct VideoPass {
+    /// Receives each canvas the source shows (straight-alpha RGBA of the canvas size), how long it is shown in
+    /// milliseconds as stored, and the canvas pixels that may differ from the previous canvas (nil: any).
+    /// Throwing `Stop` ends the feed early.
+    typealias Visit = (_ canvas: [UInt8], _ durationMilliseconds: Int, _ changed: GIFRect?) throws -> Void
+    /// Feeds every canvas to the visitor; returns the source's loop count (nil: plays once, 0: forever).
+    typealias Feed = (_ visit: Visit) throws -> Int?
+    /// Thrown by a visitor to end the feed (the video's duration limit reached).
+    struct Stop: Error {}
+
+    let feed: Feed
+    /// The source canvas (stored orientation).
+    let canvasSize: PixelSize
+    /// Applied to each canvas before it is resampled.
+    let orientation: Orientation
+    let limits: VideoLimits
+    let meter: PixelMemoryMeter
+    let file: String
+    var temporaryDirectory: String?
+
+    /// One pass's MP4 and what it did to the animation.
+    struct Output {
+        var bytes: [UInt8]
+        var file: EncodedFile?
+        /// Samples in the file (the repeats counted once).
+        var framesWritten: Int
+        /// Frames the source showed (up to a cut).
+        var framesSeen: Int
+        /// Frames dropped for the frame-rate limit, and frames the encoder skipped.
+        var framesDropped: Int
+        var framesWithTransparency: Int
+        /// The video's duration in milliseconds (one play), and the source's (as a browser plays it).
+        var durationMilliseconds: Int
+        var sourceMilliseconds: Int
+        var repeats: Int
+        /// Whether the animation was cut at the duration limit.
+        var cut: Bool
+        var loopCount: Int?
+        var firstPicture: PlaceholderThumbnail?
+
+        var byteCount: Int { file?.byteCount ?? bytes.count }
+    }
+
+    func run(_ plan: VideoPlan, checkpoint: Pipeline.Checkpoint) throws -> Output {
+        let pictures =
+            orientation == .up ? GIFPictureResampler(from: canvasSize, to: plan.size, meter: meter) : nil
+        let writer = MP4Writer(size: plan.size, temporaryDirectory: temporaryDirectory)
+        let minimumFrame = limits.maxFrameRate.map { (1000 + $0 - 1) / $0 } ?? 0
+        let background = UInt32(truncatingIfNeeded: limits.background & 0xFF_FFFF)
+        var encoder: H264Encoder?
+        var sourceTime = 0, seen = 0, dropped = 0, transparentFrames = 0
+        var lastStart: Int?, lastKey = 0
+        var cut = false
+        var firstPicture: PlaceholderThumbnail?
+        let wholeCanvas = GIFRect(left: 0, top: 0, width: canvasSize.width, height: canvasSize.height)
+        let loopCount: Int?
+        do {
+            loopCount = try feed { canvas, duration, changed in
+                try checkpoint()
+                let start = sourceTime
+                if let longest = limits.maxDurationMilliseconds, start >= longest {
+                    cut = true
+                    throw Stop()
+                }
+                seen += 1
+                sourceTime += VideoRoute.playedMilliseconds(duration)
+                let picture: [UInt8]
+                if let pictures {
+                    // Every frame, kept or not: the resampler updates its picture from the changed area.
+                    let area = seen == 1 ? wholeCanvas : changed ?? wholeCanvas
+                    _ = canvas.withUnsafeBufferPointer { pictures.update(canvas: $0, changed: area) }
+                    picture = pictures.output
+                } else {
+                    let turned = Bitmap(size: canvasSize, layout: .rgba, pixels: canvas).applying(orientation)
+                    picture = try InMemoryResample.resize(turned, to: plan.size, meter: meter).pixels
+                }
+                if let last = lastStart, start - last < minimumFrame {
+                    dropped += 1
+                    return
+                }
+                if encoder == nil {
+                    let rate = limits.maxFrameRate.map(Double.init) ?? 30
+                    do {
+                        encoder = try H264Encoder(
+                            size: plan.size, quantizer: plan.quantizer, frameRate: rate, keyInterval: 0, meter: meter)
+                    } catch let failure as H264Encoder.Unavailable {
+                        throw SharePipeError.unsupportedFormat(file: file, missing: .library, reason: failure.reason)
+                    }
+                }
+                let forceKey = lastStart != nil && start - lastKey >= VideoRoute.keyFrameInterval
+                let sample = try encoder!.encode(
+                    picture, timestampMilliseconds: start, background: background, forceKey: forceKey)
+                if sample.transparentPixels > 0 { transparentFrames += 1 }
+                guard !sample.bytes.isEmpty else {
+                    dropped += 1  // skipped by the encoder: the frame before shows on
+                    return
+                }
+                if firstPicture == nil {
+                    firstPicture = PlaceholderThumbnail(pixels: picture, size: plan.size, layout: .rgba)
+                }
+                try writer.append(sample.bytes, isKey: sample.isKey, startMilliseconds: start)
+                if sample.isKey { lastKey = start }
+                lastStart = start
+            }
+        } catch is Stop {
+            loopCount = nil
+        }
+        guard let encoder, writer.sampleCount > 0 else {
+            throw SharePipeError.corrupt(file: file, phase: .decode, reason: "the animation has no frames")
+        }
+        let total = limits.maxDurationMilliseconds.map { min($0, sourceTime) } ?? sourceTime
+        var repeats = 1
+        if let shortest = limits.minDurationMilliseconds, total < shortest {
+            repeats = (shortest + total - 1) / total
+        }
+        let (sps, pps) = try encoder.parameterSets()
+        let written = try writer.finish(
+            sps: sps, pps: pps, totalMilliseconds: total, repeats: repeats, temporaryDirectory: temporaryDirectory)
+        return Output(
+            bytes: written.bytes, file: written.file, framesWritten: writer.sampleCount, framesSeen: seen,
+            framesDropped: dropped, framesWithTransparency: transparentFrames, durationMilliseconds: total,
+            sourceMilliseconds: sourceTime, repeats: repeats, cut: cut, loopCount: cut ? nil : loopCount,
+            firstPicture: firstPicture)
+    }
+
+    /// GIF's canvases, as a browser composites them (`GIFCanvas`): delays in milliseconds as stored.
+    static func gifCanvases(_ source: ImageSource, summary: GIFSummary, meter: PixelMemoryMeter, _ visit: Visit) throws
+        -> Int?
+    {
+        try GIFReader.with(source) { reader in
+            let stream = GIFStream(reader)
+            guard stream.container.screenSize == summary.container.screenSize else {
+                throw SharePipeError.unreadable(file: reader.file, reason: "the file changed while it was being read")
+            }
+            let canvas = GIFCanvas(size: stream.container.screenSize, meter: meter)
+            do {
+                while let frame = try stream.nextFrame() {
+                    try canvas.draw(frame, globalPalette: summary.container.globalPalette, from: stream)
+                    try visit(canvas.pixels, frame.delay * 10, canvas.takeChanges())
+                    canvas.dispose(frame)
+                }
+            } catch is Stop {
+                return nil
+            }
+            return summary.container.loopCount
+        }
+    }
+
+    /// An `AnimationFrameSource`'s canvases.
+    static func sourceCanvases(_ frames: inout any AnimationFrameSource, _ visit: Visit) throws -> Int? {
+        var index = 0
+        while let frame = try frames.nextFrame() {
+            guard frame.canvas.size == frames.canvasSize, frame.canvas.layout == .rgba else {
+                preconditionFailure("an AnimationFrameSource hands over RGBA canvases of its canvas size")
+            }
+            do {
+                try visit(frame.canvas.pixels, frame.durationMilliseconds, index == 0 ? nil : frame.changed)
+            } catch is Stop {
+                return nil
+            }
+            index += 1
+        }
+        return frames.loopCount
+    }
+}
+
+/// `FittingLadder.video`: the quantiser up `VideoRoute.quantizers` (skipping rungs the last attempt's size
+/// says cannot fit: about 6 QP per halving), then smaller dimensions at the highest quantiser, down to
+/// `minShortEdge`. Each step is one pass over the source.
+struct VideoLadder: LadderRunner {
+    let pass: VideoPass
+    let initial: VideoPlan
+    let minShortEdge: Int
+    let frameCount: Int
+    let metadata: MetadataOutcome
+    let warnings: [String]
+    private var plan: VideoPlan
+    private var lastBytes = 0
+    private(set) var placeholderThumbnail: PlaceholderThumbnail?
+
+    init(
+        pass: VideoPass, initial: VideoPlan, minShortEdge: Int, frameCount: Int, metadata: MetadataOutcome,
+        warnings: [String]
+    ) {
+        self.pass = pass
+        self.initial = initial
+        self.minShortEdge = minShortEdge
+        self.frameCount = frameCount
+        self.metadata = metadata
+        self.warnings = warnings
+        plan = initial
+    }
+
+    mutating func attempt(_ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint) throws -> FittingDriver.Fit? {
+        let output = try pass.run(plan, checkpoint: checkpoint)
+        if placeholderThumbnail == nil { placeholderThumbnail = output.firstPicture }
+        lastBytes = output.byteCount
+        guard
+            log.record(size: plan.size, format: .mp4, quality: nil, note: plan.note(), bytes: lastBytes)
+        else { return nil }
+        return FittingDriver.Fit(
+            bytes: output.bytes, format: .mp4, size: plan.size, quality: nil, metadata: metadata,
+            frameCount: output.framesWritten * output.repeats, adjustments: adjustments(output), file: output.file)
+    }
+
+    mutating func advance(limit: Int) -> Bool {
+        guard let next = Self.nextPlan(after: plan, bytes: lastBytes, limit: limit, minShortEdge: minShortEdge) else {
+            return false
+        }
+        plan = next
+        return true
+    }
+
+    /// The next rung, or nil when every lever is exhausted.
+    static func nextPlan(after plan: VideoPlan, bytes: Int, limit: Int, minShortEdge: Int) -> VideoPlan? {
+        var next = plan
+        if let highest = VideoRoute.quantizers.last, plan.quantizer < highest {
+            // About 6 QP halve the bytes: skip the rungs that cannot bring them under the limit.
+            let needed = 6 * log2(Double(max(bytes, 1)) / Double(max(limit, 1)))
+            let wanted = plan.quantizer + max(1, Int(needed.rounded(.down)))
+            next.quantizer = VideoRoute.quantizers.first { $0 >= wanted } ?? highest
+            return next
+        }
+        let floor = max(minShortEdge, VideoRoute.smallestEdge)
+        guard
+            let smaller = FittingDriver.shrink(plan.size, bytes: bytes, limit: limit, floor: floor, landOnFloor: true)
+        else { return nil }
+        let even = VideoRoute.encodable(smaller)
+        guard even != plan.size, even.shortEdge < plan.size.shortEdge || even.longEdge < plan.size.longEdge else {
+            return nil
+        }
+        next.size = even
+        return next
+    }
+
+    /// What the pass changed, for the report.
+    private func adjustments(_ output: VideoPass.Output) -> [String] {
+        var notes: [String] = []
+        if plan.size != initial.size {
+            notes.append("reduced to \(plan.size) (planned \(initial.size)) to meet the byte limit")
+        }
+        if output.framesDropped > 0 {
+            notes.append(
+                "\(output.framesDropped) of \(output.framesSeen) frames dropped for the video frame-rate limit "
+                    + "(shown by the frame before them, the total duration unchanged)")
+        }
+        if output.cut {
+            notes.append(
+                "cut at \(Self.seconds(output.durationMilliseconds)) (the service's video duration limit; "
+                    + "the first \(output.framesSeen) frames kept)")
+        }
+        if output.repeats > 1 {
+            notes.append(
+                "played \(output.repeats) times in a row (\(Self.seconds(output.durationMilliseconds * output.repeats))"
+                    + ": the service's shortest video is longer than the animation's \(Self.seconds(output.durationMilliseconds)))"
+            )
+        }
+        if output.framesWithTransparency > 0 {
+            let hex = String(pass.limits.background & 0xFF_FFFF, radix: 16, uppercase: true)
+            let colour = String(repeating: "0", count: max(0, 6 - hex.count)) + hex
+            notes.append(
+                "transparency composited on #\(colour) in \(output.framesWithTransparency) of \(output.framesWritten) "
+                    + "frames (MP4 has no transparency)")
+        }
+        if output.cut == false {
+            let plays: String
+            switch output.loopCount {
+            case nil: plays = "played once"
+            case 0?: plays = "looped forever"
+            case let count?: plays = "played \(count + 1) times"
+            }
+            let service =
+                pass.limits.loops
+                ? "the service plays short videos in a loop" : "the service decides whether the video loops"
+            notes.append("loop count not kept (the source \(plays); MP4 stores none: \(service))")
+        }
+        return notes
+    }
+
+    private static func seconds(_ milliseconds: Int) -> String {
+        let tenths = (milliseconds + 50) / 100
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+}
