@@ -285,9 +285,7 @@ public enum OptionTable {
         animationOutput, videoMaxBytes, videoMaxDuration, videoMinDuration, videoMaxWidth, videoMaxHeight,
         videoMaxPixels, videoMaxFrameRate, videoLoops, videoBackground,
         acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
-        blurHashXComponents, blurHashYComponents, variants,
-        blurHashXComponents, blurHashYComponents,
-        cropTo,
+        blurHashXComponents, blurHashYComponents, variants, cropTo,
     ]
 
     /// The row of the option `PrepareOptions` spells `name` (`minQuality`, `limits.maxPixels`).
@@ -427,7 +425,6 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         switch (valid, value) {
         case (.declaredVariants, _):
             return options.variantProblem.map { InvalidOption(name, expected: .phrase($0.expected), found: $0.found) }
-        case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families):
         case (.any, _), (_, .integer(nil)), (_, .formats(nil)), (_, .families), (_, .aspectRatio(nil)):
             return nil
         case (.aspectRatio, .aspectRatio(let ratio?)):
