@@ -14,24 +14,18 @@ Installs the pinned packages with pip when they are missing, and fails loudly wh
 """
 import base64
 import contextlib
-import importlib
 import json
-import subprocess
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pypi import require as require_pinned  # noqa: E402
 
 PINNED = {"blurhash": "blurhash==1.1.5", "thumbhash": "thumbhash==0.1.2", "PIL": "pillow", "numpy": "numpy"}
 
 
 def require(module):
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        print("placeholder witness: installing %s with pip" % PINNED[module], file=sys.stderr)
-        result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", PINNED[module]])
-        if result.returncode != 0:
-            sys.exit("placeholder witness: cannot install %s (pip exit %d)" % (PINNED[module], result.returncode))
-        importlib.invalidate_caches()
-        return importlib.import_module(module)
+    return require_pinned(module, PINNED[module], who="placeholder witness")
 
 
 blurhash = require("blurhash")

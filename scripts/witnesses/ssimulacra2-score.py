@@ -9,27 +9,14 @@ writes a JSON list of answers on stdout: `{"score": …}` per case, the package'
 
 Installs the pinned package with pip when it is missing, and fails loudly when it cannot.
 """
-import importlib
 import json
-import subprocess
+import os
 import sys
 
-PINNED = {"ssimulacra2": "ssimulacra2==0.3.0"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pypi import require  # noqa: E402
 
-
-def require(module):
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        print("ssimulacra2 witness: installing %s with pip" % PINNED[module], file=sys.stderr)
-        result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", PINNED[module]])
-        if result.returncode != 0:
-            sys.exit("ssimulacra2 witness: cannot install %s (pip exit %d)" % (PINNED[module], result.returncode))
-        importlib.invalidate_caches()
-        return importlib.import_module(module)
-
-
-ssimulacra2 = require("ssimulacra2")
+ssimulacra2 = require("ssimulacra2", "ssimulacra2==0.3.0", who="ssimulacra2 witness")
 
 cases = json.load(open(sys.argv[1], encoding="utf-8"))
 answers = [{"score": float(ssimulacra2.compute_ssimulacra2(case["reference"], case["distorted"]))} for case in cases]
