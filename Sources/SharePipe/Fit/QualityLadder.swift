@@ -5,8 +5,8 @@
 /// limit) on the size rendered again, sharp where the plan says (`PreparePlan.sharpRenderWhenCapped`,
 /// `ImageDecoder.renderSharp`: a JPEG source decoded at twice the size or more); then, for a colour image,
 /// that render is searched at 4:4:4 chroma below the 4:2:0 answer's quality, and of the two fits the one
-/// closer to the render (`JPEGEncoder.distance`, 4:4:4 by a margin) is written: 4:4:4 keeps saturated colour
-/// edges that 4:2:0 blurs whatever its quality, 4:2:0 spends the bytes on detail where colour is plain.
+/// that scores higher against the render (SSIMULACRA2, 4:4:4 by a margin) is written: 4:4:4 keeps saturated
+/// colour edges that 4:2:0 blurs whatever its quality, 4:2:0 spends the bytes on detail where colour is plain.
 /// Without a limit that bites, the ceiling's encode is written as it always was (from the render's 4:2:0
 /// planes). Both searches encode the second render itself (3 bytes a pixel: the bitmap the first size's
 /// planes were made from, counted again in the meter once the planes are gone), so the meter's peak is the
@@ -30,9 +30,9 @@ struct QualityLadder: LadderRunner {
 
     /// The attempt note and adjustment of a 4:4:4 fit.
     static let fullChromaNote = "4:4:4 chroma"
-    /// How much closer (`JPEGEncoder.distance`) the 4:4:4 fit must be to be written: 3 % (on the bench photos
-    /// the near ties, within 1–3 %, were 4:2:0's in butteraugli: landscape 150 KB, sea and night 60 KB).
-    static let fullChromaMargin = 0.97
+    /// How much higher (SSIMULACRA2 points, against the render) the 4:4:4 fit must score to be written: half a
+    /// point, so that a near tie stays 4:2:0 (what cameras and services write, and cheaper to decode).
+    static let fullChromaGain = 0.5
     /// The attempt note and adjustment of progressive scans the options did not ask for.
     static let progressiveNote = "progressive"
 
@@ -98,7 +98,7 @@ struct QualityLadder: LadderRunner {
         defer { sizes.release(rendered) }
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
         let meter = sizes.renderer.meter
-        let scorerBytes = Self.autoScoringBytes(bitmap.size)
+        let scorerBytes = Self.scoringBytes(bitmap.size)
         meter.allocate(scorerBytes)
         defer { meter.release(scorerBytes) }
         // Held: the lowest quality that met the target so far, and the ceiling's encode when it missed (the
@@ -136,9 +136,9 @@ struct QualityLadder: LadderRunner {
         return (meeting, chosen, bitmap.size)
     }
 
-    /// What the auto search meters beside the render of `size`: the streaming scorer and the 8 rows its decoder
-    /// writes.
-    static func autoScoringBytes(_ size: PixelSize) -> Int { SSIMULACRA2.workingBytes(size) + 8 * size.width * 3 }
+    /// What scoring an encode of `size` needs beside the render: the streaming scorer and the 8 rows its decoder
+    /// writes (metered by the auto search; priced in `MemoryEstimate.jpegEncoderBytes` for the chroma choice).
+    static func scoringBytes(_ size: PixelSize) -> Int { SSIMULACRA2.workingBytes(size) + 8 * size.width * 3 }
 
     /// A score as reports write it: 80, 82.5.
     static func scoreText(_ score: Double) -> String {
@@ -180,9 +180,15 @@ struct QualityLadder: LadderRunner {
         // The render again (3 bytes a pixel, as the 4:2:0 planes' bitmap was), held through both searches.
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
         // Under `scoreFits`, a fit with its score: its baseline twin (the same pixels) decoded and scored.
-        func fit(_ bytes: [UInt8], size: PixelSize, quality: Int, notes: [String]) throws -> FittingDriver.Fit {
+        func fit(_ bytes: [UInt8], size: PixelSize, quality: Int, notes: [String], score: Double? = nil) throws
+            -> FittingDriver.Fit
+        {
             var result = self.fit(bytes, size: size, quality: quality, notes: notes)
             guard scoreFits else { return result }
+            if let score {
+                result.score = score
+                return result
+            }
             try checkpoint()
             let twin = try JPEGEncoder(subsample420: !notes.contains(Self.fullChromaNote)).encode(
                 bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
@@ -221,19 +227,22 @@ struct QualityLadder: LadderRunner {
         guard let full = search.best else {
             return try fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes)
         }
-        try checkpoint()
-        // Both measured on their baseline twins (the same pixels; a progressive decode holds every coefficient).
-        let baseline = { (encoder: JPEGEncoder, quality: Int) in
-            try encoder.encode(bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+        // Both scored on their baseline twins (the same pixels; a progressive decode holds every coefficient).
+        func score(_ encoder: JPEGEncoder, _ quality: Int) throws -> Double {
+            try checkpoint()
+            let twin = try encoder.encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+            return try JPEGEncoder.ssimulacra2(twin, against: bitmap)
         }
-        let subsampledDistance = try JPEGEncoder.distance(baseline(jpeg, best.quality), to: bitmap)
-        let fullDistance = try JPEGEncoder.distance(baseline(fullChroma, full.quality), to: bitmap)
-        // 4:2:0 (what cameras and services write, and cheaper to decode) unless 4:4:4 is clearly closer.
-        if fullDistance < Self.fullChromaMargin * subsampledDistance {
+        let subsampledScore = try score(jpeg, best.quality)
+        let fullScore = try score(fullChroma, full.quality)
+        // 4:2:0 unless 4:4:4 scores clearly higher.
+        if fullScore >= subsampledScore + Self.fullChromaGain {
             return try fit(
-                full.encoded, size: bitmap.size, quality: full.quality, notes: [Self.fullChromaNote] + scanNotes)
+                full.encoded, size: bitmap.size, quality: full.quality, notes: [Self.fullChromaNote] + scanNotes,
+                score: fullScore)
         }
-        return try fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes)
+        return try fit(best.encoded, size: bitmap.size, quality: best.quality, notes: scanNotes, score: subsampledScore)
     }
 
     mutating func advance(limit: Int) -> Bool { sizes.shrink(limit: limit) }

@@ -127,7 +127,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // decoded rows (metered together); the scoring decoder's libjpeg state; a render with alpha composited
             // over white (unmetered); at most two candidate encodes beside the written one (within `output`).
             let size = parts.renderedSize
-            parts.metered = max(parts.metered, size.area * parts.channels + QualityLadder.autoScoringBytes(size))
+            parts.metered = max(parts.metered, size.area * parts.channels + QualityLadder.scoringBytes(size))
             parts.encoder += Self.jpegFixedBytes
             if parts.channels == 2 || parts.channels == 4 { parts.unmetered += size.area * 3 }
         }
@@ -437,7 +437,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// the output for its second pass: 4:2:0 is 6 blocks of 128 bytes per 16×16 MCU (≈ w × h × 1.5 × 2
     /// bytes), gray one block per 8×8. Plus its strip buffers and fixed tables.
     /// `capped` (a colour output under a byte limit, `QualityLadder`): the 4:4:4 search's encodes, 3 blocks per
-    /// 8×8 (twice 4:2:0's), and `JPEGEncoder.distance`'s decoder (its fixed tables and a strip of rows).
+    /// 8×8 (twice 4:2:0's), and the chroma choice's scorer (`JPEGEncoder.ssimulacra2`: a decoder's fixed tables,
+    /// its 8 rows and the streaming scorer).
     static func jpegEncoderBytes(_ out: PixelSize, channels: Int, capped: Bool = false) -> Int {
         // The coefficients live in the shim's compact store (`sp_jpeg_encode_store.c`): usually a fraction of
         // libjpeg's 128 bytes a block, at worst (every coefficient non-zero) a 64-bit map beside all 64, plus
@@ -449,8 +450,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             : capped
                 ? blocksWide * blocksHigh * 3 * 136 + blocksWide * 3 * 128
                 : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 136 + ((out.width + 15) / 16) * 6 * 128
-        let distanceDecoder = capped && channels == 3 ? jpegFixedBytes + (out.width + 16) * 3 * jpegStripRows : 0
-        return jpegFixedBytes + coefficients + (out.width + 16) * channels * jpegStripRows + distanceDecoder
+        let chromaScorer = capped && channels == 3 ? jpegFixedBytes + QualityLadder.scoringBytes(out) : 0
+        return jpegFixedBytes + coefficients + (out.width + 16) * channels * jpegStripRows + chromaScorer
     }
 
     /// Encoded JPEGs held at once: the quality search can hold the ceiling's, the floor's and the best fit's
