@@ -199,8 +199,6 @@ typedef struct {
                 const float *, int, float *);
 } kernel_set;
 
-static const kernel_set plain_kernels = {to_xyb_plain, blur_horizontal_plain, blur_vertical_plain, pool_plain};
-
 static kernel_set chosen_kernels(void) {
 #if SP_SSIM_X86
     if (__builtin_cpu_supports("avx2")) {
@@ -208,7 +206,7 @@ static kernel_set chosen_kernels(void) {
     }
     return (kernel_set){to_xyb_sse2, blur_horizontal_sse2, blur_vertical_sse2, pool_sse2};
 #else
-    return plain_kernels;
+    return (kernel_set){to_xyb_plain, blur_horizontal_plain, blur_vertical_plain, pool_plain};
 #endif
 }
 
