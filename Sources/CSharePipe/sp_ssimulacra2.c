@@ -1,24 +1,31 @@
 // SSIMULACRA2, streamed a row at a time through six scales (the description: sp_ssimulacra2.h). Each scale
-// turns an incoming linear-RGB row of both pictures into positive XYB, blurs its 15 planes horizontally (per
-// channel: both pictures, their squares and their product) into a ring of 11 rows, and once the ring holds the
-// 5 rows below a row it blurs that row vertically and pools its SSIM and edge maps into sums. Pairs of incoming
-// rows, averaged, are the next scale's rows. Nothing here can fail once the scorer is allocated. On x86-64 the
-// XYB conversion and the pooling run four pixels at a time (SSE2, which every x86-64 has); elsewhere plain C:
-// the same arithmetic, the sums added in another order.
+// turns an incoming linear-RGB row of both pictures into positive XYB, blurs the 5 planes of each channel it
+// scores (both pictures, their squares and their product) horizontally into a ring of 11 rows, and once the ring
+// holds the 5 rows below a row it blurs that row vertically and pools its SSIM and edge maps into sums. Pairs of
+// incoming rows, averaged, are the next scale's rows. Nothing here can fail once the scorer is allocated.
+//
+// A channel is scored at a scale only where one of its six features weighs at least WEIGHT_FLOOR: the others
+// (X and B at full size, B at the next two scales, the whole smallest scale) weigh under 0.002 each, move the
+// score by well under 0.01, and would cost two thirds of the work at full size. The row kernels
+// (sp_ssimulacra2_kernels.h) run 8 samples at a time where cpuid reports AVX2, else 4 (SSE2, every x86-64),
+// else plain C: the blurs give the same floats on every path, the pooled sums are added in another order.
 #include "sp_ssimulacra2.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SP_SSIM_X86 1
+#include <immintrin.h>
 #endif
 
 #define SCALES 6
 #define RADIUS 5
 #define TAPS (2 * RADIUS + 1)
-#define PLANES 15  // per colour channel: mu1, mu2, sigma11, sigma22, sigma12 (before the vertical blur)
 #define MIN_SIDE 8
+#define MAPS 5 // per scored channel: mu1, mu2, sigma11, sigma22, sigma12 (before the vertical blur)
+// A channel's features at a scale all weighing less than this: the channel is not computed there.
+#define WEIGHT_FLOOR 0.01
 
 // The opsin absorbance matrix and bias of XYB (libjxl's opsin parameters).
 static const float opsin[3][3] = {
@@ -47,15 +54,176 @@ static const double feature_weights[108] = {
     171.2667255897307, 0.9807858872435379, 0.0, 0.0, 0.0, 0.0005130064588990679, 0.0, 0.00010854057858411537,
 };
 
+
+// MARK: - The row kernels, once per instruction set
+
+// The cube root's first guess from the bits (within a few percent; the kernels' two Newton steps bring it
+// within about 1e-5).
+static inline float cube_root_guess(float value) {
+    union {
+        float f;
+        uint32_t u;
+    } bits = {value};
+    bits.u = bits.u / 3 + 709921077u;
+    return bits.f;
+}
+
+#define KERNEL(name) name##_plain
+#define KERNEL_ATTR
+#define W 1
+#define vf float
+#define LD(p) (*(p))
+#define ST(p, v) (*(p) = (v))
+#define SET(x) ((float)(x))
+#define ADD(a, b) ((a) + (b))
+#define SUB(a, b) ((a) - (b))
+#define MUL(a, b) ((a) * (b))
+#define DIV(a, b) ((a) / (b))
+#define MAX(a, b) fmaxf(a, b)
+#define ABS(a) fabsf(a)
+#define CBRT_GUESS(v) cube_root_guess(v)
+#define HSUM(v) (v)
+#include "sp_ssimulacra2_kernels.h"
+#undef KERNEL
+#undef KERNEL_ATTR
+#undef W
+#undef vf
+#undef LD
+#undef ST
+#undef SET
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef MAX
+#undef ABS
+#undef CBRT_GUESS
+#undef HSUM
+
+#if SP_SSIM_X86
+static inline __m128 cube_root_guess4(__m128 value) {
+    const __m128i bits = _mm_castps_si128(value);
+    const __m128i guess = _mm_cvttps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(bits), _mm_set1_ps(1.0f / 3.0f)));
+    return _mm_castsi128_ps(_mm_add_epi32(guess, _mm_set1_epi32(709921077)));
+}
+
+static inline float sum4(__m128 value) {
+    float lanes[4];
+    _mm_storeu_ps(lanes, value);
+    return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+}
+
+#define KERNEL(name) name##_sse2
+#define KERNEL_ATTR
+#define W 4
+#define vf __m128
+#define LD _mm_loadu_ps
+#define ST _mm_storeu_ps
+#define SET _mm_set1_ps
+#define ADD _mm_add_ps
+#define SUB _mm_sub_ps
+#define MUL _mm_mul_ps
+#define DIV _mm_div_ps
+#define MAX _mm_max_ps
+#define ABS(a) _mm_and_ps(a, _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff)))
+#define CBRT_GUESS cube_root_guess4
+#define HSUM sum4
+#include "sp_ssimulacra2_kernels.h"
+#undef KERNEL
+#undef KERNEL_ATTR
+#undef W
+#undef vf
+#undef LD
+#undef ST
+#undef SET
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef MAX
+#undef ABS
+#undef CBRT_GUESS
+#undef HSUM
+
+__attribute__((target("avx2"))) static inline __m256 cube_root_guess8(__m256 value) {
+    const __m256i bits = _mm256_castps_si256(value);
+    const __m256i guess = _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(bits), _mm256_set1_ps(1.0f / 3.0f)));
+    return _mm256_castsi256_ps(_mm256_add_epi32(guess, _mm256_set1_epi32(709921077)));
+}
+
+__attribute__((target("avx2"))) static inline float sum8(__m256 value) {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, value);
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+#define KERNEL(name) name##_avx2
+#define KERNEL_ATTR __attribute__((target("avx2")))
+#define W 8
+#define vf __m256
+#define LD _mm256_loadu_ps
+#define ST _mm256_storeu_ps
+#define SET _mm256_set1_ps
+#define ADD _mm256_add_ps
+#define SUB _mm256_sub_ps
+#define MUL _mm256_mul_ps
+#define DIV _mm256_div_ps
+#define MAX _mm256_max_ps
+#define ABS(a) _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)))
+#define CBRT_GUESS cube_root_guess8
+#define HSUM sum8
+#include "sp_ssimulacra2_kernels.h"
+#undef KERNEL
+#undef KERNEL_ATTR
+#undef W
+#undef vf
+#undef LD
+#undef ST
+#undef SET
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef MAX
+#undef ABS
+#undef CBRT_GUESS
+#undef HSUM
+#endif
+
+// One instruction set's kernels; each handles a multiple of its width, the plain ones finish a row.
+typedef struct {
+    int (*to_xyb)(const float *, const float *, const float *, float *, float *, float *, int, int, float);
+    int (*blur_horizontal)(const float *, float *, int, const float *);
+    size_t (*blur_vertical)(const float *const *, float *, size_t, const float *);
+    int (*pool)(const float *, const float *, const float *, const float *, const float *, const float *,
+                const float *, int, float *);
+} kernel_set;
+
+static kernel_set chosen_kernels(void) {
+#if SP_SSIM_X86
+    if (__builtin_cpu_supports("avx2")) {
+        return (kernel_set){to_xyb_avx2, blur_horizontal_avx2, blur_vertical_avx2, pool_avx2};
+    }
+    return (kernel_set){to_xyb_sse2, blur_horizontal_sse2, blur_vertical_sse2, pool_sse2};
+#else
+    return (kernel_set){to_xyb_plain, blur_horizontal_plain, blur_vertical_plain, pool_plain};
+#endif
+}
+
+// MARK: - The scorer
+
 typedef struct {
     int width, height;
-    int rows_in;    // rows received
-    int rows_done;  // rows pooled
-    float *xyb;     // TAPS rows of 6 planes (reference X, Y, B, distorted X, Y, B), `width` each
-    float *blurred; // TAPS rows of PLANES planes, blurred horizontally
-    float *padded;  // one plane with RADIUS mirrored samples each side
-    float *column;  // PLANES planes: one row blurred both ways
-    float *pending; // the next scale's row being averaged (6 planes of its width)
+    int rows_in;     // rows received
+    int rows_done;   // rows pooled
+    int scored[3];   // the channels this scale scores (X, Y, B), in order
+    int scored_count;
+    int all_xyb;     // whether X or B is scored (else only Y is converted)
+    float *xyb;      // TAPS rows of 6 planes (reference X, Y, B, distorted X, Y, B), `width` each
+    float *blurred;  // TAPS rows of MAPS planes per scored channel, blurred horizontally
+    float *padded;   // one plane with RADIUS zero samples each side
+    float *column;   // MAPS planes per scored channel: one row blurred both ways
+    float *pending;  // the next scale's row being averaged (6 planes of its width)
     // Per channel: SSIM map sum and sum of 4th powers, artefact map the same, detail-lost map the same.
     double sums[3][6];
 } scale_state;
@@ -63,8 +231,9 @@ typedef struct {
 struct sp_ssimulacra2 {
     int scale_count;
     scale_state scales[SCALES];
+    kernel_set kernels;
     float to_linear[256];
-    float kernel[TAPS];
+    float kernel[RADIUS + 1]; // the Gaussian's weights from the centre out
     float cube_root_bias;
     float *row; // the incoming row as linear RGB (6 planes)
 };
@@ -79,10 +248,24 @@ static int scale_count_for(int width, int height) {
     return count;
 }
 
+// Whether channel `c` is scored at scale `s` of a scorer with `scale_count` scales: the weights the score walks
+// for it (channel, then scale, as `sp_ssimulacra2_score` walks them) reach WEIGHT_FLOOR.
+static int channel_scored(int scale_count, int s, int c) {
+    const double *weights = feature_weights + (size_t)(c * scale_count + s) * 6;
+    for (int k = 0; k < 6; k++) {
+        if (weights[k] >= WEIGHT_FLOOR) return 1;
+    }
+    return 0;
+}
+
+static int scored_count_at(int scale_count, int s) {
+    return channel_scored(scale_count, s, 0) + channel_scored(scale_count, s, 1) + channel_scored(scale_count, s, 2);
+}
+
 // Floats a scale of `width` holds, its next scale's pending row (`next_width`, 0 for none) included.
-static size_t scale_floats(int width, int next_width) {
-    return (size_t)TAPS * 6 * width + (size_t)TAPS * PLANES * width + (size_t)(width + 2 * RADIUS) +
-           (size_t)PLANES * width + (size_t)6 * next_width;
+static size_t scale_floats(int width, int next_width, int scored) {
+    return (size_t)TAPS * 6 * width + (size_t)TAPS * MAPS * scored * width + (size_t)(width + 2 * RADIUS) +
+           (size_t)MAPS * scored * width + (size_t)6 * next_width;
 }
 
 size_t sp_ssimulacra2_bytes(int width, int height) {
@@ -90,7 +273,7 @@ size_t sp_ssimulacra2_bytes(int width, int height) {
     size_t floats = (size_t)6 * width;
     int count = scale_count_for(width, height);
     for (int s = 0, w = width; s < count; s++, w = (w + 1) / 2) {
-        floats += scale_floats(w, s + 1 < count ? (w + 1) / 2 : 0);
+        floats += scale_floats(w, s + 1 < count ? (w + 1) / 2 : 0, scored_count_at(count, s));
     }
     return sizeof(sp_ssimulacra2) + floats * sizeof(float);
 }
@@ -107,6 +290,7 @@ sp_status sp_ssimulacra2_new(int width, int height, sp_ssimulacra2 **scorer, cha
         sp_copy_message(message, "out of memory for the SSIMULACRA2 scorer");
         return SP_ERR_MEMORY;
     }
+    self->kernels = chosen_kernels();
     float *next = (float *)(self + 1);
     self->row = next;
     next += (size_t)6 * width;
@@ -115,14 +299,18 @@ sp_status sp_ssimulacra2_new(int width, int height, sp_ssimulacra2 **scorer, cha
         scale_state *scale = &self->scales[s];
         scale->width = w;
         scale->height = h;
+        for (int c = 0; c < 3; c++) {
+            if (channel_scored(self->scale_count, s, c)) scale->scored[scale->scored_count++] = c;
+        }
+        scale->all_xyb = channel_scored(self->scale_count, s, 0) || channel_scored(self->scale_count, s, 2);
         scale->xyb = next;
         next += (size_t)TAPS * 6 * w;
         scale->blurred = next;
-        next += (size_t)TAPS * PLANES * w;
+        next += (size_t)TAPS * MAPS * scale->scored_count * w;
         scale->padded = next;
         next += (size_t)(w + 2 * RADIUS);
         scale->column = next;
-        next += (size_t)PLANES * w;
+        next += (size_t)MAPS * scale->scored_count * w;
         scale->pending = next;
         if (s + 1 < self->scale_count) next += (size_t)6 * ((w + 1) / 2);
     }
@@ -133,7 +321,7 @@ sp_status sp_ssimulacra2_new(int width, int height, sp_ssimulacra2 **scorer, cha
     // scipy's gaussian_filter1d weights for sigma 1.5 truncated at radius 5, normalized.
     double total = 0, weights[TAPS];
     for (int k = -RADIUS; k <= RADIUS; k++) total += weights[k + RADIUS] = exp(-0.5 * k * k / (1.5 * 1.5));
-    for (int k = 0; k < TAPS; k++) self->kernel[k] = (float)(weights[k] / total);
+    for (int k = 0; k <= RADIUS; k++) self->kernel[k] = (float)(weights[k + RADIUS] / total);
     self->cube_root_bias = cbrtf(opsin_bias);
     *scorer = self;
     return SP_OK;
@@ -141,198 +329,75 @@ sp_status sp_ssimulacra2_new(int width, int height, sp_ssimulacra2 **scorer, cha
 
 void sp_ssimulacra2_free(sp_ssimulacra2 *scorer) { free(scorer); }
 
-// A cube root for the positive values XYB meets (at least the opsin bias): a bit-level first guess refined by
-// three Newton steps, within a float's rounding of cbrtf and several times faster.
-static inline float cube_root(float value) {
-    union {
-        float f;
-        uint32_t u;
-    } bits = {value};
-    bits.u = bits.u / 3 + 709921077u;
-    float x = bits.f;
-    for (int step = 0; step < 3; step++) x = (2.0f * x + value / (x * x)) * (1.0f / 3.0f);
-    return x;
-}
-
-#if defined(__SSE2__)
-// `cube_root` four at a time: the first guess from the bits through float arithmetic (exact enough for a guess).
-static inline __m128 cube_root4(__m128 value) {
-    const __m128i bits = _mm_castps_si128(value);
-    const __m128 third = _mm_set1_ps(1.0f / 3.0f);
-    __m128i guess = _mm_cvttps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(bits), third));
-    __m128 x = _mm_castsi128_ps(_mm_add_epi32(guess, _mm_set1_epi32(709921077)));
-    const __m128 two = _mm_set1_ps(2.0f);
-    for (int step = 0; step < 3; step++) {
-        x = _mm_mul_ps(_mm_add_ps(_mm_mul_ps(two, x), _mm_div_ps(value, _mm_mul_ps(x, x))), third);
-    }
-    return x;
-}
-#endif
-
-// Linear RGB planes to the positive XYB planes of the metric.
+// Linear RGB planes to XYB (only Y unless `all`).
 static void to_xyb(const sp_ssimulacra2 *self, const float *r, const float *g, const float *b, float *x_out,
-                   float *y_out, float *b_out, int width) {
-    const float bias = self->cube_root_bias;
-    int i = 0;
-#if defined(__SSE2__)
-    const __m128 tiny = _mm_set1_ps(1e-20f), v_bias = _mm_set1_ps(bias), absorbance = _mm_set1_ps(opsin_bias);
-    const __m128 half = _mm_set1_ps(0.5f);
-    for (; i + 4 <= width; i += 4) {
-        const __m128 red = _mm_loadu_ps(r + i), green = _mm_loadu_ps(g + i), blue = _mm_loadu_ps(b + i);
-        __m128 mixed[3];
-        for (int c = 0; c < 3; c++) {
-            __m128 m = _mm_add_ps(
-                _mm_add_ps(_mm_add_ps(_mm_mul_ps(_mm_set1_ps(opsin[c][0]), red), _mm_mul_ps(_mm_set1_ps(opsin[c][1]), green)),
-                           _mm_mul_ps(_mm_set1_ps(opsin[c][2]), blue)),
-                absorbance);
-            mixed[c] = _mm_sub_ps(cube_root4(_mm_max_ps(m, tiny)), v_bias);
-        }
-        const __m128 x = _mm_mul_ps(half, _mm_sub_ps(mixed[0], mixed[1]));
-        const __m128 y = _mm_mul_ps(half, _mm_add_ps(mixed[0], mixed[1]));
-        _mm_storeu_ps(x_out + i, _mm_add_ps(_mm_mul_ps(x, _mm_set1_ps(14.0f)), _mm_set1_ps(0.42f)));
-        _mm_storeu_ps(y_out + i, _mm_add_ps(y, _mm_set1_ps(0.01f)));
-        _mm_storeu_ps(b_out + i, _mm_add_ps(_mm_sub_ps(mixed[2], y), _mm_set1_ps(0.55f)));
-    }
-#endif
-    for (; i < width; i++) {
-        float mixed[3];
-        for (int c = 0; c < 3; c++) {
-            float m = opsin[c][0] * r[i] + opsin[c][1] * g[i] + opsin[c][2] * b[i] + opsin_bias;
-            mixed[c] = cube_root(m > 1e-20f ? m : 1e-20f) - bias;
-        }
-        float x = 0.5f * (mixed[0] - mixed[1]), y = 0.5f * (mixed[0] + mixed[1]);
-        x_out[i] = x * 14.0f + 0.42f;
-        y_out[i] = y + 0.01f;
-        b_out[i] = (mixed[2] - y) + 0.55f;
-    }
+                   float *y_out, float *b_out, int width, int all) {
+    int done = self->kernels.to_xyb(r, g, b, x_out, y_out, b_out, width, all, self->cube_root_bias);
+    to_xyb_plain(r + done, g + done, b + done, x_out + done, y_out + done, b_out + done, width - done, all,
+                 self->cube_root_bias);
 }
 
 // One plane (or the product of two) blurred horizontally, zero past both ends.
 static void blur_row(const sp_ssimulacra2 *self, scale_state *scale, const float *a, const float *b, float *out) {
     const int width = scale->width;
-    float *padded = scale->padded;
-    float *middle = padded + RADIUS;
+    float *middle = scale->padded + RADIUS;
     if (b == NULL) {
         memcpy(middle, a, sizeof(float) * (size_t)width);
     } else {
         for (int i = 0; i < width; i++) middle[i] = a[i] * b[i];
     }
     for (int k = 0; k < RADIUS; k++) middle[-1 - k] = middle[width + k] = 0;
-    const float *w = self->kernel + RADIUS;
-    for (int i = 0; i < width; i++) {
-        const float *p = middle + i;
-        out[i] = w[0] * p[0] + w[1] * (p[-1] + p[1]) + w[2] * (p[-2] + p[2]) + w[3] * (p[-3] + p[3]) +
-                 w[4] * (p[-4] + p[4]) + w[5] * (p[-5] + p[5]);
-    }
+    int done = self->kernels.blur_horizontal(middle, out, width, self->kernel);
+    blur_horizontal_plain(middle + done, out + done, width - done, self->kernel);
 }
 
 // Row `y` blurred vertically (mirrored at the top and bottom: "d c b a | a b c d") and pooled into the
 // scale's sums.
 static void pool_row(const sp_ssimulacra2 *self, scale_state *scale, int y) {
     const int width = scale->width;
-    const size_t plane_row = (size_t)PLANES * width;
-    const float *rows[TAPS];
-    for (int k = -RADIUS; k <= RADIUS; k++) {
-        int source = y + k;
-        if (source < 0) source = -source - 1;
-        if (source >= scale->height) source = 2 * scale->height - 1 - source;
-        rows[k + RADIUS] = scale->blurred + (size_t)(source % TAPS) * plane_row;
-    }
-    const float *w = self->kernel + RADIUS;
-    const float *r0 = rows[RADIUS];
-    const float *a1 = rows[RADIUS - 1], *b1 = rows[RADIUS + 1], *a2 = rows[RADIUS - 2], *b2 = rows[RADIUS + 2];
-    const float *a3 = rows[RADIUS - 3], *b3 = rows[RADIUS + 3], *a4 = rows[RADIUS - 4], *b4 = rows[RADIUS + 4];
-    const float *a5 = rows[RADIUS - 5], *b5 = rows[RADIUS + 5];
-    float *column = scale->column;
-    for (size_t i = 0; i < plane_row; i++) {
-        column[i] = w[0] * r0[i] + w[1] * (a1[i] + b1[i]) + w[2] * (a2[i] + b2[i]) + w[3] * (a3[i] + b3[i]) +
-                    w[4] * (a4[i] + b4[i]) + w[5] * (a5[i] + b5[i]);
+    const size_t plane_row = (size_t)MAPS * scale->scored_count * width;
+    if (plane_row > 0) {
+        const float *rows[TAPS];
+        for (int k = -RADIUS; k <= RADIUS; k++) {
+            int source = y + k;
+            if (source < 0) source = -source - 1;
+            if (source >= scale->height) source = 2 * scale->height - 1 - source;
+            rows[k + RADIUS] = scale->blurred + (size_t)(source % TAPS) * plane_row;
+        }
+        size_t done = self->kernels.blur_vertical(rows, scale->column, plane_row, self->kernel);
+        const float *rest[TAPS];
+        for (int k = 0; k < TAPS; k++) rest[k] = rows[k] + done;
+        blur_vertical_plain(rest, scale->column + done, plane_row - done, self->kernel);
     }
     const float *xyb = scale->xyb + (size_t)(y % TAPS) * 6 * width;
-    for (int c = 0; c < 3; c++) {
-        const float *mu1 = scale->column + (size_t)(5 * c) * width, *mu2 = mu1 + width;
+    for (int k = 0; k < scale->scored_count; k++) {
+        const int c = scale->scored[k];
+        const float *mu1 = scale->column + (size_t)(MAPS * k) * width, *mu2 = mu1 + width;
         const float *s11 = mu2 + width, *s22 = s11 + width, *s12 = s22 + width;
         const float *x1 = xyb + (size_t)c * width, *x2 = xyb + (size_t)(3 + c) * width;
         // A row's sums in float (at most some thousands of terms under 1, mostly far under), then in double.
-        float ssim = 0, ssim4 = 0, artefact = 0, artefact4 = 0, lost = 0, lost4 = 0;
-        int i = 0;
-#if defined(__SSE2__)
-        {
-            const __m128 one = _mm_set1_ps(1.0f), two = _mm_set1_ps(2.0f), c2 = _mm_set1_ps(0.0009f);
-            const __m128 zero = _mm_setzero_ps(), magnitude = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-            __m128 sums4[6] = {zero, zero, zero, zero, zero, zero};
-            for (; i + 4 <= width; i += 4) {
-                const __m128 m1 = _mm_loadu_ps(mu1 + i), m2 = _mm_loadu_ps(mu2 + i);
-                const __m128 difference = _mm_sub_ps(m1, m2);
-                const __m128 mean_term = _mm_sub_ps(one, _mm_mul_ps(difference, difference));
-                const __m128 covariance =
-                    _mm_add_ps(_mm_mul_ps(two, _mm_sub_ps(_mm_loadu_ps(s12 + i), _mm_mul_ps(m1, m2))), c2);
-                const __m128 variances = _mm_add_ps(_mm_add_ps(_mm_sub_ps(_mm_loadu_ps(s11 + i), _mm_mul_ps(m1, m1)),
-                                                               _mm_sub_ps(_mm_loadu_ps(s22 + i), _mm_mul_ps(m2, m2))),
-                                                    c2);
-                const __m128 d =
-                    _mm_max_ps(_mm_sub_ps(one, _mm_div_ps(_mm_mul_ps(mean_term, covariance), variances)), zero);
-                const __m128 d2 = _mm_mul_ps(d, d);
-                sums4[0] = _mm_add_ps(sums4[0], d);
-                sums4[1] = _mm_add_ps(sums4[1], _mm_mul_ps(d2, d2));
-                const __m128 detail2 = _mm_and_ps(_mm_sub_ps(_mm_loadu_ps(x2 + i), m2), magnitude);
-                const __m128 detail1 = _mm_and_ps(_mm_sub_ps(_mm_loadu_ps(x1 + i), m1), magnitude);
-                const __m128 edge = _mm_sub_ps(_mm_div_ps(_mm_add_ps(one, detail2), _mm_add_ps(one, detail1)), one);
-                const __m128 added = _mm_max_ps(edge, zero), lost_here = _mm_max_ps(_mm_sub_ps(zero, edge), zero);
-                const __m128 added2 = _mm_mul_ps(added, added), lost2 = _mm_mul_ps(lost_here, lost_here);
-                sums4[2] = _mm_add_ps(sums4[2], added);
-                sums4[3] = _mm_add_ps(sums4[3], _mm_mul_ps(added2, added2));
-                sums4[4] = _mm_add_ps(sums4[4], lost_here);
-                sums4[5] = _mm_add_ps(sums4[5], _mm_mul_ps(lost2, lost2));
-            }
-            float lanes[6][4];
-            for (int k = 0; k < 6; k++) _mm_storeu_ps(lanes[k], sums4[k]);
-            ssim = lanes[0][0] + lanes[0][1] + lanes[0][2] + lanes[0][3];
-            ssim4 = lanes[1][0] + lanes[1][1] + lanes[1][2] + lanes[1][3];
-            artefact = lanes[2][0] + lanes[2][1] + lanes[2][2] + lanes[2][3];
-            artefact4 = lanes[3][0] + lanes[3][1] + lanes[3][2] + lanes[3][3];
-            lost = lanes[4][0] + lanes[4][1] + lanes[4][2] + lanes[4][3];
-            lost4 = lanes[5][0] + lanes[5][1] + lanes[5][2] + lanes[5][3];
-        }
-#endif
-        for (; i < width; i++) {
-            float m1 = mu1[i], m2 = mu2[i];
-            float mean_term = 1.0f - (m1 - m2) * (m1 - m2);
-            float covariance = 2.0f * (s12[i] - m1 * m2) + 0.0009f;
-            float variances = (s11[i] - m1 * m1) + (s22[i] - m2 * m2) + 0.0009f;
-            float d = fmaxf(1.0f - mean_term * covariance / variances, 0.0f);
-            ssim += d;
-            ssim4 += (d * d) * (d * d);
-            float edge = (1.0f + fabsf(x2[i] - m2)) / (1.0f + fabsf(x1[i] - m1)) - 1.0f;
-            float added = fmaxf(edge, 0.0f), lost_here = fmaxf(-edge, 0.0f);
-            artefact += added;
-            artefact4 += (added * added) * (added * added);
-            lost += lost_here;
-            lost4 += (lost_here * lost_here) * (lost_here * lost_here);
-        }
-        double *sums = scale->sums[c];
-        sums[0] += ssim;
-        sums[1] += ssim4;
-        sums[2] += artefact;
-        sums[3] += artefact4;
-        sums[4] += lost;
-        sums[5] += lost4;
+        float row_sums[6] = {0, 0, 0, 0, 0, 0};
+        int done = self->kernels.pool(mu1, mu2, s11, s22, s12, x1, x2, width, row_sums);
+        pool_plain(mu1 + done, mu2 + done, s11 + done, s22 + done, s12 + done, x1 + done, x2 + done, width - done,
+                   row_sums);
+        for (int m = 0; m < 6; m++) scale->sums[c][m] += row_sums[m];
     }
     scale->rows_done = y + 1;
 }
 
-static void push_linear(sp_ssimulacra2 *self, int s, const float *row);
-
 // Averages pairs of samples of each of the 6 planes of `row` (width `width`) into `out` (a lone last sample
 // stays as it is); `accumulate`: the average of that and what `out` holds.
 static void halve_row(const float *row, int width, float *out, int accumulate) {
-    const int half = (width + 1) / 2;
+    const int half = (width + 1) / 2, pairs = width / 2;
     for (int p = 0; p < 6; p++) {
-        const float *in = row + (size_t)p * width;
-        float *o = out + (size_t)p * half;
-        for (int i = 0; i < half; i++) {
-            float value = 2 * i + 1 < width ? 0.5f * (in[2 * i] + in[2 * i + 1]) : in[2 * i];
-            o[i] = accumulate ? 0.5f * (o[i] + value) : value;
+        const float *restrict in = row + (size_t)p * width;
+        float *restrict o = out + (size_t)p * half;
+        if (accumulate) {
+            for (int i = 0; i < pairs; i++) o[i] = 0.5f * (o[i] + 0.5f * (in[2 * i] + in[2 * i + 1]));
+            if (pairs < half) o[pairs] = 0.5f * (o[pairs] + in[2 * pairs]);
+        } else {
+            for (int i = 0; i < pairs; i++) o[i] = 0.5f * (in[2 * i] + in[2 * i + 1]);
+            if (pairs < half) o[pairs] = in[2 * pairs];
         }
     }
 }
@@ -342,19 +407,25 @@ static void push_linear(sp_ssimulacra2 *self, int s, const float *row) {
     scale_state *scale = &self->scales[s];
     const int width = scale->width, y = scale->rows_in;
     if (y >= scale->height) return;
-    float *xyb = scale->xyb + (size_t)(y % TAPS) * 6 * width;
-    to_xyb(self, row, row + width, row + 2 * (size_t)width, xyb, xyb + width, xyb + 2 * (size_t)width, width);
-    to_xyb(self, row + 3 * (size_t)width, row + 4 * (size_t)width, row + 5 * (size_t)width, xyb + 3 * (size_t)width,
-           xyb + 4 * (size_t)width, xyb + 5 * (size_t)width, width);
-    float *blurred = scale->blurred + (size_t)(y % TAPS) * PLANES * width;
-    for (int c = 0; c < 3; c++) {
-        const float *x1 = xyb + (size_t)c * width, *x2 = xyb + (size_t)(3 + c) * width;
-        float *out = blurred + (size_t)(5 * c) * width;
-        blur_row(self, scale, x1, NULL, out);
-        blur_row(self, scale, x2, NULL, out + width);
-        blur_row(self, scale, x1, x1, out + 2 * (size_t)width);
-        blur_row(self, scale, x2, x2, out + 3 * (size_t)width);
-        blur_row(self, scale, x1, x2, out + 4 * (size_t)width);
+    if (scale->scored_count > 0) {
+        float *xyb = scale->xyb + (size_t)(y % TAPS) * 6 * width;
+        for (int p = 0; p < 2; p++) {
+            const float *linear = row + (size_t)(3 * p) * width;
+            float *planes = xyb + (size_t)(3 * p) * width;
+            to_xyb(self, linear, linear + width, linear + 2 * (size_t)width, planes, planes + width,
+                   planes + 2 * (size_t)width, width, scale->all_xyb);
+        }
+        float *blurred = scale->blurred + (size_t)(y % TAPS) * MAPS * scale->scored_count * width;
+        for (int k = 0; k < scale->scored_count; k++) {
+            const int c = scale->scored[k];
+            const float *x1 = xyb + (size_t)c * width, *x2 = xyb + (size_t)(3 + c) * width;
+            float *out = blurred + (size_t)(MAPS * k) * width;
+            blur_row(self, scale, x1, NULL, out);
+            blur_row(self, scale, x2, NULL, out + width);
+            blur_row(self, scale, x1, x1, out + 2 * (size_t)width);
+            blur_row(self, scale, x2, x2, out + 3 * (size_t)width);
+            blur_row(self, scale, x1, x2, out + 4 * (size_t)width);
+        }
     }
     scale->rows_in = y + 1;
     if (y >= RADIUS) pool_row(self, scale, y - RADIUS);
@@ -373,11 +444,15 @@ void sp_ssimulacra2_push_rows(sp_ssimulacra2 *self, const uint8_t *reference, co
         for (int p = 0; p < 2; p++) {
             float *red = self->row + (size_t)(3 * p) * width, *green = red + width, *blue = green + width;
             const uint8_t *in = pictures[p];
-            for (int i = 0; i < width; i++) {
-                const uint8_t *pixel = in + (size_t)i * channels;
-                red[i] = self->to_linear[pixel[0]];
-                green[i] = self->to_linear[channels >= 3 ? pixel[1] : pixel[0]];
-                blue[i] = self->to_linear[channels >= 3 ? pixel[2] : pixel[0]];
+            if (channels >= 3) {
+                for (int i = 0; i < width; i++) {
+                    const uint8_t *pixel = in + (size_t)i * channels;
+                    red[i] = self->to_linear[pixel[0]];
+                    green[i] = self->to_linear[pixel[1]];
+                    blue[i] = self->to_linear[pixel[2]];
+                }
+            } else {
+                for (int i = 0; i < width; i++) red[i] = green[i] = blue[i] = self->to_linear[in[(size_t)i * channels]];
             }
         }
         push_linear(self, 0, self->row);
@@ -408,7 +483,7 @@ double sp_ssimulacra2_score(sp_ssimulacra2 *self) {
         for (int s = 0; s < self->scale_count; s++) {
             const scale_state *scale = &self->scales[s];
             const double pixels = (double)scale->width * (double)scale->height;
-            const double *sums = scale->sums[c];
+            const double *sums = scale->sums[c]; // zero where the channel is not scored here
             for (int norm = 0; norm < 2; norm++) {
                 for (int map = 0; map < 3; map++) {
                     double mean = sums[2 * map + norm] / pixels;

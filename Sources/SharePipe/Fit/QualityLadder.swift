@@ -1,3 +1,5 @@
+import Glibc
+
 /// `FittingLadder.quality`: at each size the highest fitting quality, then a smaller size.
 ///
 /// JPEG, when the byte limit bites (the ceiling's encode, as requested, does not fit): the search goes on
@@ -59,11 +61,32 @@ struct QualityLadder: LadderRunner {
 
     /// The attempt note of an encode made only to be scored (baseline, the same pixels as the written one).
     static let scoredNote = "scored"
-    /// The quality the auto search tries first: libjpeg's q82 at 4:2:0 scores about 80 on most photos.
-    static let autoGuess = 82
-    /// The most candidates the auto search scores at one size (each costs an encode, a decode and a score, about
-    /// as much as the rest of a 24 MP job): when they run out, the lowest quality that met the target is written.
+    /// The source's own JPEG quality (`JPEGQuality.estimate`), read under auto for the search's first guess.
+    var sourceQuality: Int? = nil
+    /// The quality the auto search chose at the last size it searched: the next size's first guess.
+    var lastAutoQuality: Int? = nil
+
+    /// The quality the auto search tries first where no size was searched yet: the median answer for a score of
+    /// 80 on photos (libjpeg at 4:2:0: q83), moved by the target along the assumed slope, and a step lower for
+    /// each 8 points a JPEG source's own quality is under q75. A source's quantisation says little about the
+    /// answer once the picture is downscaled (the same photos saved at q60, q75, q85 and q95 needed qualities
+    /// within 2 steps of each other, the q60 ones the lowest), so it only nudges the guess.
+    static func autoGuess(target: Double, sourceQuality: Int?) -> Int {
+        let base = 83
+        // Along the line of the assumed slope: ln(101 − q) moves by (target − 80) / slope.
+        let moved = 101 - exp(QualitySearch.logStep(base) - (target - 80) / QualitySearch.assumedLogSlope)
+        var guess = Int(moved.rounded())
+        if let sourceQuality, sourceQuality < 75 { guess -= (75 - sourceQuality + 4) / 8 }
+        return min(max(guess, 30), 98)
+    }
+    /// The most candidates the auto search scores at one size (each costs an encode, a decode and a score, about a
+    /// third of a whole fixed-quality job from a 24 MP JPEG): when they run out, the lowest quality that met the
+    /// target is written.
     static let autoMeasures = 4
+    /// How close the auto search brings its bracket before it stops: the hit and a miss two steps below it (or a
+    /// step down that misses by the measured slope) — the quality written is at most one step over the lowest
+    /// meeting the target, for one measure fewer on most photos.
+    static let autoBracket = 2
 
     /// One size under `QualitySetting.auto` (JPEG at 4:2:0): the render (composited over white, as the encoder
     /// sees it) is held while `QualitySearch.lowestMeeting` encodes baseline candidates and scores each decode
@@ -105,8 +128,9 @@ struct QualityLadder: LadderRunner {
         // answer when nothing meets it).
         var encodes: [Int: [UInt8]] = [:]
         var smallest = Int.max
+        let guess = lastAutoQuality ?? Self.autoGuess(target: target, sourceQuality: sourceQuality)
         let meeting = try QualitySearch.lowestMeeting(
-            target, range: range, guess: Self.autoGuess, maxMeasures: Self.autoMeasures
+            target, range: range, guess: guess, maxMeasures: Self.autoMeasures, bracket: Self.autoBracket
         ) { quality in
             try checkpoint()
             let encoded = try jpeg.encode(
@@ -123,6 +147,7 @@ struct QualityLadder: LadderRunner {
             }
             return score
         }
+        lastAutoQuality = meeting.quality
         var chosen = encodes[meeting.quality]!
         if progressive {
             try checkpoint()

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The highest quality in a range whose encode fits a byte limit.
 ///
 /// Encoded size is not strictly monotonic in quality (progressive JPEG especially), so the search only
@@ -54,18 +56,30 @@ enum QualitySearch {
         var meets: Bool
     }
 
-    /// The score per quality step assumed until two measures give their own slope (libjpeg around q80 on
-    /// photos at 4:2:0: about half a point of SSIMULACRA2 a step).
-    static let assumedSlope = 0.5
+    /// How SSIMULACRA2 rises with libjpeg's quality: about linearly in ln(101 − quality) (the quantisation step
+    /// libjpeg scales by 200 − 2 × quality), `assumedLogSlope` points per unit of it until two measures give their
+    /// own: about 0.7 points a step at q82, 1.2 at q90 (photos at 4:2:0 around a score of 80).
+    static let assumedLogSlope = 13.0
+
+    /// `ln(101 − quality)`, the axis along which the score is about linear (falling as quality rises).
+    static func logStep(_ quality: Int) -> Double { log(Double(101 - quality)) }
+
+    /// The score one quality step buys at `quality` under a slope of `logSlope` points per unit of `logStep`.
+    static func stepGain(at quality: Int, logSlope: Double) -> Double {
+        logSlope * (logStep(quality - 1) - logStep(quality))
+    }
 
     /// The lowest quality in `range` whose `score` reaches `target`, or the ceiling when none does, in few
-    /// measures: from `guess`, each next quality is where the line through the two nearest measures (or the
-    /// assumed slope) reaches the target, kept strictly inside the bracket of a measured miss and a measured
-    /// hit, so the search always closes. It stops once the hit and the miss are neighbours, once the hit is
-    /// within `closeEnough` of the target (one step lower would miss), or after `maxMeasures`.
+    /// measures: from `guess`, each next quality is where the line (score against `logStep`) through the
+    /// measure nearest the target, with the slope of the two nearest measures (or `assumedLogSlope`), reaches the
+    /// target plus half a step (so it tends to land just over it), kept strictly inside the bracket of a
+    /// measured miss and a measured hit, so the search always closes. It stops once the hit and the miss are
+    /// within `bracket` steps (the hit is written: at most `bracket − 1` steps above the lowest), once the hit is
+    /// within `closeEnough` of the target, with `bracket` over 1 once a step down from the hit would miss by the
+    /// line, or after `maxMeasures`.
     static func lowestMeeting(
         _ target: Double, range: ClosedRange<Int>, guess: Int, maxMeasures: Int = 6, closeEnough: Double = 0.4,
-        score: (Int) throws -> Double
+        bracket: Int = 1, score: (Int) throws -> Double
     ) rethrows -> Meeting {
         var measured: [Int: Double] = [:]
         func measure(_ quality: Int) throws -> Double {
@@ -86,20 +100,26 @@ enum QualitySearch {
             }
             if let hit, hit.quality == range.lowerBound || hit.score - target < closeEnough { break }
             if let miss, miss.quality == range.upperBound { break }
-            if let hit, let miss, hit.quality - miss.quality <= 1 { break }
-            // The slope of the two measures nearest the target, or the assumed one.
+            if let hit, let miss, hit.quality - miss.quality <= bracket { break }
+            // The slope (points per unit of logStep, positive) of the two measures nearest the target, or the
+            // assumed one.
             let nearest = measured.sorted { abs($0.value - target) < abs($1.value - target) }.prefix(2)
-            var slope = assumedSlope
+            var logSlope = assumedLogSlope
             if nearest.count == 2 {
                 let (a, b) = (nearest[nearest.startIndex], nearest[nearest.startIndex + 1])
-                let measuredSlope = (a.value - b.value) / Double(a.key - b.key)
-                if measuredSlope > 0.05 { slope = measuredSlope }
+                let measuredSlope = (a.value - b.value) / (logStep(b.key) - logStep(a.key))
+                if measuredSlope > 0.5 { logSlope = measuredSlope }
             }
-            // Down from a hit to the quality the line says just meets the target (a miss there closes the
-            // bracket); up from a miss to the first quality the line says meets it.
-            let from = hit ?? miss!
-            let step = (target - from.score) / slope
-            var next = from.quality + Int(hit != nil ? step.rounded(.down) : step.rounded(.up))
+            // Where a step over the lowest is allowed (`bracket` > 1): a hit whose next step down would miss by
+            // the line is taken as it stands.
+            if bracket > 1, let hit, hit.score - stepGain(at: hit.quality, logSlope: logSlope) < target { break }
+            // Where the line through the measure nearest the target reaches half a step over it: the middle of
+            // the scores from which a step down would miss.
+            let from = nearest[nearest.startIndex]
+            let aim = target + 0.5 * stepGain(at: from.key, logSlope: logSlope)
+            let step = logStep(from.key) - (aim - from.value) / logSlope
+            let exact = 101 - exp(step)
+            var next = Int(exact.rounded(.up))
             let low = (miss?.quality ?? range.lowerBound - 1) + 1
             let high = (hit?.quality ?? range.upperBound + 1) - 1
             guard low <= high else { break }

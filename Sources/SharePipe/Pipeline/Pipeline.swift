@@ -201,6 +201,8 @@ enum Pipeline {
         var plan = PreparePlan(info: info, options: options)
         if plan.capsAtSourceQuality, let quality = FormatRegistry.descriptor(for: info.format).sourceQuality?(source) {
             plan.capQuality(atSource: quality, options: options)
+        } else if options.qualityTarget != nil && plan.guessesFromSourceQuality {
+            plan.sourceQualityForGuess = FormatRegistry.descriptor(for: info.format).sourceQuality?(source)
         }
         return PlannedJob(info: info, options: options, plan: plan)
     }
@@ -393,7 +395,8 @@ enum Pipeline {
                     renderer: renderer, target: plan.target, minShortEdge: minShortEdge, crop: plan.crop),
                 encoder: encoder, range: range, progressive: options.progressive,
                 metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" },
-                sharpRender: plan.sharpRenderWhenCapped, target: options.qualityTarget)
+                sharpRender: plan.sharpRenderWhenCapped, target: options.qualityTarget,
+                sourceQuality: plan.sourceQualityForGuess)
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .lossless(let efforts, let strongest, let change, let minShortEdge):
             var ladder = LosslessLadder(

@@ -53,6 +53,15 @@ struct PreparePlan: Sendable, Equatable {
     /// The ladder searches quality in the input's own format, so the source's quality would cap it: only then
     /// is it worth reading (`Pipeline` reads it and calls `capQuality(atSource:options:)`).
     private(set) var capsAtSourceQuality = false
+    /// The source's own quality where the auto quality search of a JPEG output guesses from it
+    /// (`QualityLadder.autoGuess`); read by `Pipeline` when `guessesFromSourceQuality`.
+    var sourceQualityForGuess: Int? = nil
+    /// Whether the ladder is the auto quality search of a JPEG output from an input in the same format, whose
+    /// own quality is then its first guess's hint.
+    var guessesFromSourceQuality: Bool {
+        guard case .quality = ladder, route == .still else { return false }
+        return outputFormat == .jpeg && inputFormat == .jpeg && !capsAtSourceQuality
+    }
     /// The BlurHash's components (`PrepareOptions.blurHashXComponents`, `blurHashYComponents`).
     var blurHashComponents = BlurHashComponents(x: 4, y: 4)
     /// The still's crop to `PrepareOptions.cropTo` around the focal point, nil when none was asked for or the
