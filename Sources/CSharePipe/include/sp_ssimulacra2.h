@@ -8,7 +8,7 @@
 // lower (even negative) for worse. Written from the published algorithm: both pictures go from sRGB to linear
 // RGB to the positive XYB of the reference tool (opsin absorbance with its bias, cube root, X scaled by 14 and
 // offset, B taken relative to Y); at six scales (each a 2 × 2 box average of the one before, in linear RGB) a
-// Gaussian of sigma 1.5 (radius 5; mirrored at the left and right edges, zero above and below, as the PyPI
+// Gaussian of sigma 1.5 (radius 5; zero past the left and right edges, mirrored at the top and bottom, as the PyPI
 // `ssimulacra2` package does) gives the means and (co)variances of a modified SSIM (the mean term is
 // 1 − (mu1 − mu2)², no C1), and two edge maps compare each picture's detail (|x − blurred x|): artefacts the
 // distorted picture adds and detail it loses. Each map is pooled by its mean and its 4-norm per channel and
