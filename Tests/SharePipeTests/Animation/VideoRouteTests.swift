@@ -30,6 +30,21 @@ import Testing
                 "(", "-size", "16x16", "xc:none", "-fill", "white", "-draw", "circle 8,8 8,2", ")",
                 "-loop", "0", directory + "/mixed.gif",
             ])
+        // Frames that repeat the one before: red (10 cs, then 20 cs), blue (30 cs, then 5 cs), red (40 cs).
+        run(
+            Witness.convert,
+            [
+                "-size", "48x32", "-delay", "10", "xc:red", "-delay", "20", "xc:red", "-delay", "30", "xc:blue",
+                "-delay", "5", "xc:blue", "-delay", "40", "xc:red", "-loop", "0", directory + "/repeats.gif",
+            ])
+        // Red (10 cs), blue (2 cs), then red twice (10 cs each): at 30 frames a second the first red after blue
+        // is dropped, so the second red follows blue on screen and must be written.
+        run(
+            Witness.convert,
+            [
+                "-size", "48x32", "-delay", "10", "xc:red", "-delay", "2", "xc:blue", "-delay", "10", "xc:red",
+                "-delay", "10", "xc:red", "-loop", "0", directory + "/dropped-then-repeated.gif",
+            ])
         for (name, colour) in [("red", "red"), ("green", "lime"), ("blue", "blue")] {
             run(Witness.convert, ["-size", "48x32", "xc:" + colour, "PNG24:" + directory + "/\(name).png"])
         }
@@ -327,6 +342,57 @@ import Testing
         // and is dropped, green shows until the end.
         #expect(probe.durationsMilliseconds == [100, 283], "\(probe.durationsMilliseconds)")
         #expect(result.adjustments.contains { $0.hasPrefix("1 of 3 frames dropped for the video frame-rate limit") })
+    }
+
+    @Test func framesRepeatingTheOneBeforeAreMergedIntoItsSampleWithExactDurations() throws {
+        let (result, file) = try Self.prepareForBluesky("repeats.gif")
+        let probe = try Self.probe(file)
+        // Red 0–300 ms, blue 300–650 ms, red 650–1050 ms: three samples, the total unchanged.
+        #expect(probe.frames == 3 && probe.durationsMilliseconds == [300, 350, 400], "\(probe.durationsMilliseconds)")
+        #expect(result.frameCount == 3)
+        #expect(
+            result.adjustments.contains { $0.hasPrefix("2 of 5 frames identical to the frame before them merged") },
+            "\(result.adjustments)")
+        let decoded = try Self.decodedFrames(file, size: probe.size)
+        try #require(decoded.count == 3)
+        for (index, colour) in [Self.red, Self.blue, Self.red].enumerated() {
+            let got = Self.centre(decoded[index], size: probe.size)
+            #expect(Self.close(got, colour, 6), "frame \(index): \(got), expected \(colour)")
+        }
+    }
+
+    @Test func aFrameRepeatingADroppedFrameIsWrittenNotMerged() throws {
+        var options = ServiceProfile.bluesky.options()
+        options.video.maxFrameRate = 30  // 34 ms at least
+        let (result, file) = try Self.prepareForBluesky("dropped-then-repeated.gif", options: options)
+        let probe = try Self.probe(file)
+        // Red 0–100 ms, blue from 100 ms; the red at 120 ms is dropped (20 ms after blue), so blue shows until the
+        // red at 220 ms, which is written although it repeats the dropped frame.
+        #expect(probe.durationsMilliseconds == [100, 120, 100], "\(probe.durationsMilliseconds)")
+        #expect(result.adjustments.contains { $0.hasPrefix("1 of 4 frames dropped for the video frame-rate limit") })
+        #expect(!result.adjustments.contains { $0.contains("merged") }, "\(result.adjustments)")
+        let decoded = try Self.decodedFrames(file, size: probe.size)
+        try #require(decoded.count == 3)
+        #expect(Self.close(Self.centre(decoded[2], size: probe.size), Self.red, 6))
+    }
+
+    @Test func keyFramesComeEveryTwoHundredFiftySamplesNotEverySecondsOfTime() throws {
+        // 260 frames of 100 ms, one grey level apart (no scene change, none repeats the one before): 26 s.
+        let file = Self.path("greys.gif")
+        if !FileManager.default.fileExists(atPath: file) {
+            try Witness.require(Witness.convert)
+            let frames = (0..<260).flatMap { ["xc:gray(\($0 % 256))"] }
+            let made = try Tool.run(Witness.convert, ["-size", "32x16", "-delay", "10"] + frames + [file])
+            try #require(made.status == 0, "convert: \(made.stderr)")
+        }
+        let (_, video) = try Self.prepareForBluesky("greys.gif")
+        let output = try Tool.run(
+            "ffprobe",
+            ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=flags", "-of", "csv=p=0", video])
+        let flags = output.stdout.split(separator: "\n").map(String.init)
+        #expect(flags.count == 260)
+        let keys = flags.indices.filter { flags[$0].hasPrefix("K") }
+        #expect(keys == [0, 250], "\(keys)")
     }
 
     @Test func partialTransparencyIsReportedOnBothRoutes() throws {
