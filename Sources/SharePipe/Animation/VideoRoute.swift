@@ -17,7 +17,9 @@ struct VideoPlan: Equatable, Sendable {
 /// The video route: an animation written as an H.264 MP4 (`MP4Writer`, `H264Encoder`), for services that show
 /// animation only as video (`AnimationOutput.video`). Every frame the source shows is composited as a browser
 /// shows it (GIF's canvas, or a format's `AnimationFrameSource`), resampled to the planned size, composited over
-/// the background where transparent, and encoded; each frame keeps its own duration.
+/// the background where transparent, and encoded; each frame keeps its own duration. A frame whose picture is
+/// the one the video already shows (identical after resampling) is not encoded again: the sample before it lasts
+/// longer by its duration (reported; the picture and timing are unchanged, the sample count smaller).
 ///
 /// Durations follow Chromium: a frame shown for 10 ms or less (a GIF delay of 0 or 1 cs) plays for 100 ms. The
 /// service's video limits apply on the way: a frame shorter than 1/`maxFrameRate` s is dropped (its time goes to
@@ -35,7 +37,6 @@ enum VideoRoute {
     /// H.264 level 5.2's largest frame (36,864 macroblocks), and OpenH264's widest picture.
     static let largestPixels = 9_437_184
     static let largestEdge = 4096
-    /// The quantisers the ladder tries at one size, best first.
     /// The quantisers the ladder tries at one size, best first. Animations are mostly flat, palette-limited
     /// pictures: from QP 28 H.264 keeps their edges and gradients (CRF 23, x264's default, is set for camera
     /// video) at about 60% of the bytes of QP 23.
