@@ -80,7 +80,11 @@ import Testing
     /// An APNG of three 48×32 frames, red, green and blue, shown for 1/100 s (played as 100 ms), 33 ms and 1/4 s;
     /// the default image is the first frame.
     static func apng() -> [UInt8] {
-        let size = PixelSize(width: 48, height: 32)
+        apng(size: PixelSize(width: 48, height: 32), frames: [(red, (1, 100)), (green, (33, 1000)), (blue, (1, 4))])
+    }
+
+    /// An APNG of flat frames of `size`: each an RGB colour and a delay (numerator, denominator in seconds).
+    static func apng(size: PixelSize, frames: [([Int], (Int, Int))]) -> [UInt8] {
         func u32(_ value: Int) -> [UInt8] { APNGDefaultImageTests.u32(value) }
         func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
             PNGChunk(type: PNGChunkType(name: type)!, data: data).serialized
@@ -95,9 +99,9 @@ import Testing
         }
         var out = PNGChunkWalker.signature
         out += chunk("IHDR", u32(size.width) + u32(size.height) + [8, 2, 0, 0, 0])
-        out += chunk("acTL", u32(3) + u32(0))
+        out += chunk("acTL", u32(frames.count) + u32(0))
         var sequence = 0
-        for (index, (colour, delay)) in [(red, (1, 100)), (green, (33, 1000)), (blue, (1, 4))].enumerated() {
+        for (index, (colour, delay)) in frames.enumerated() {
             let delayBytes: [UInt8] = [
                 UInt8(delay.0 >> 8), UInt8(delay.0 & 0xFF), UInt8(delay.1 >> 8), UInt8(delay.1 & 0xFF),
             ]
@@ -377,15 +381,11 @@ import Testing
     }
 
     @Test func keyFramesComeEveryTwoHundredFiftySamplesNotEverySecondsOfTime() throws {
-        // 260 frames of 100 ms, one grey level apart (no scene change, none repeats the one before): 26 s.
-        let file = Self.path("greys.gif")
-        if !FileManager.default.fileExists(atPath: file) {
-            try Witness.require(Witness.convert)
-            let frames = (0..<260).flatMap { ["xc:gray(\($0 % 256))"] }
-            let made = try Tool.run(Witness.convert, ["-size", "32x16", "-delay", "10"] + frames + [file])
-            try #require(made.status == 0, "convert: \(made.stderr)")
-        }
-        let (_, video) = try Self.prepareForBluesky("greys.gif")
+        // 260 frames of 100 ms, one level of red (then of blue) apart: no scene change, none repeats the one
+        // before; 26 s.
+        let frames = (0..<260).map { ([min($0, 255), 0, max(0, $0 - 255)], (1, 10)) }
+        try Fixtures.write(Self.apng(size: PixelSize(width: 32, height: 16), frames: frames), to: Self.path("reds.png"))
+        let (_, video) = try Self.prepareForBluesky("reds.png")
         let output = try Tool.run(
             "ffprobe",
             ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=flags", "-of", "csv=p=0", video])

@@ -4,7 +4,8 @@ import CSharePipe
 ///
 /// Each picture is composited over `background` where its alpha is below 255 (MP4 has no transparency),
 /// converted to 8-bit 4:2:0 BT.709 limited-range YCbCr (the VUI says so) and encoded at one fixed quantiser
-/// (`quantizer`, rate control off: the fitting ladder picks it), Main profile with CABAC. The stream's first
+/// (`quantizer`, rate control off: the fitting ladder picks it), Main profile with CABAC, OpenH264's screen-content
+/// mode (animations are mostly drawn pictures). The stream's first
 /// picture is an IDR picture; so is every `keyInterval`-th after it, and every picture OpenH264's scene-change
 /// detection makes one. Runs on the calling thread only (no encoder threads).
 ///
