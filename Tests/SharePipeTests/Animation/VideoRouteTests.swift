@@ -30,6 +30,21 @@ import Testing
                 "(", "-size", "16x16", "xc:none", "-fill", "white", "-draw", "circle 8,8 8,2", ")",
                 "-loop", "0", directory + "/mixed.gif",
             ])
+        // Frames that repeat the one before: red (10 cs, then 20 cs), blue (30 cs, then 5 cs), red (40 cs).
+        run(
+            Witness.convert,
+            [
+                "-size", "48x32", "-delay", "10", "xc:red", "-delay", "20", "xc:red", "-delay", "30", "xc:blue",
+                "-delay", "5", "xc:blue", "-delay", "40", "xc:red", "-loop", "0", directory + "/repeats.gif",
+            ])
+        // Red (10 cs), blue (2 cs), then red twice (10 cs each): at 30 frames a second the first red after blue
+        // is dropped, so the second red follows blue on screen and must be written.
+        run(
+            Witness.convert,
+            [
+                "-size", "48x32", "-delay", "10", "xc:red", "-delay", "2", "xc:blue", "-delay", "10", "xc:red",
+                "-delay", "10", "xc:red", "-loop", "0", directory + "/dropped-then-repeated.gif",
+            ])
         for (name, colour) in [("red", "red"), ("green", "lime"), ("blue", "blue")] {
             run(Witness.convert, ["-size", "48x32", "xc:" + colour, "PNG24:" + directory + "/\(name).png"])
         }
@@ -65,7 +80,11 @@ import Testing
     /// An APNG of three 48×32 frames, red, green and blue, shown for 1/100 s (played as 100 ms), 33 ms and 1/4 s;
     /// the default image is the first frame.
     static func apng() -> [UInt8] {
-        let size = PixelSize(width: 48, height: 32)
+        apng(size: PixelSize(width: 48, height: 32), frames: [(red, (1, 100)), (green, (33, 1000)), (blue, (1, 4))])
+    }
+
+    /// An APNG of flat frames of `size`: each an RGB colour and a delay (numerator, denominator in seconds).
+    static func apng(size: PixelSize, frames: [([Int], (Int, Int))]) -> [UInt8] {
         func u32(_ value: Int) -> [UInt8] { APNGDefaultImageTests.u32(value) }
         func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
             PNGChunk(type: PNGChunkType(name: type)!, data: data).serialized
@@ -80,9 +99,9 @@ import Testing
         }
         var out = PNGChunkWalker.signature
         out += chunk("IHDR", u32(size.width) + u32(size.height) + [8, 2, 0, 0, 0])
-        out += chunk("acTL", u32(3) + u32(0))
+        out += chunk("acTL", u32(frames.count) + u32(0))
         var sequence = 0
-        for (index, (colour, delay)) in [(red, (1, 100)), (green, (33, 1000)), (blue, (1, 4))].enumerated() {
+        for (index, (colour, delay)) in frames.enumerated() {
             let delayBytes: [UInt8] = [
                 UInt8(delay.0 >> 8), UInt8(delay.0 & 0xFF), UInt8(delay.1 >> 8), UInt8(delay.1 & 0xFF),
             ]
@@ -327,6 +346,53 @@ import Testing
         // and is dropped, green shows until the end.
         #expect(probe.durationsMilliseconds == [100, 283], "\(probe.durationsMilliseconds)")
         #expect(result.adjustments.contains { $0.hasPrefix("1 of 3 frames dropped for the video frame-rate limit") })
+    }
+
+    @Test func framesRepeatingTheOneBeforeAreMergedIntoItsSampleWithExactDurations() throws {
+        let (result, file) = try Self.prepareForBluesky("repeats.gif")
+        let probe = try Self.probe(file)
+        // Red 0–300 ms, blue 300–650 ms, red 650–1050 ms: three samples, the total unchanged.
+        #expect(probe.frames == 3 && probe.durationsMilliseconds == [300, 350, 400], "\(probe.durationsMilliseconds)")
+        #expect(result.frameCount == 3)
+        #expect(
+            result.adjustments.contains { $0.hasPrefix("2 of 5 frames identical to the frame before them merged") },
+            "\(result.adjustments)")
+        let decoded = try Self.decodedFrames(file, size: probe.size)
+        try #require(decoded.count == 3)
+        for (index, colour) in [Self.red, Self.blue, Self.red].enumerated() {
+            let got = Self.centre(decoded[index], size: probe.size)
+            #expect(Self.close(got, colour, 6), "frame \(index): \(got), expected \(colour)")
+        }
+    }
+
+    @Test func aFrameRepeatingADroppedFrameIsWrittenNotMerged() throws {
+        var options = ServiceProfile.bluesky.options()
+        options.video.maxFrameRate = 30  // 34 ms at least
+        let (result, file) = try Self.prepareForBluesky("dropped-then-repeated.gif", options: options)
+        let probe = try Self.probe(file)
+        // Red 0–100 ms, blue from 100 ms; the red at 120 ms is dropped (20 ms after blue), so blue shows until the
+        // red at 220 ms, which is written although it repeats the dropped frame.
+        #expect(probe.durationsMilliseconds == [100, 120, 100], "\(probe.durationsMilliseconds)")
+        #expect(result.adjustments.contains { $0.hasPrefix("1 of 4 frames dropped for the video frame-rate limit") })
+        #expect(!result.adjustments.contains { $0.contains("merged") }, "\(result.adjustments)")
+        let decoded = try Self.decodedFrames(file, size: probe.size)
+        try #require(decoded.count == 3)
+        #expect(Self.close(Self.centre(decoded[2], size: probe.size), Self.red, 6))
+    }
+
+    @Test func keyFramesComeEveryTwoHundredFiftySamplesNotEverySecondsOfTime() throws {
+        // 260 frames of 100 ms, one level of red (then of blue) apart: no scene change, none repeats the one
+        // before; 26 s.
+        let frames = (0..<260).map { ([min($0, 255), 0, max(0, $0 - 255)], (1, 10)) }
+        try Fixtures.write(Self.apng(size: PixelSize(width: 32, height: 16), frames: frames), to: Self.path("reds.png"))
+        let (_, video) = try Self.prepareForBluesky("reds.png")
+        let output = try Tool.run(
+            "ffprobe",
+            ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=flags", "-of", "csv=p=0", video])
+        let flags = output.stdout.split(separator: "\n").map(String.init)
+        #expect(flags.count == 260)
+        let keys = flags.indices.filter { flags[$0].hasPrefix("K") }
+        #expect(keys == [0, 250], "\(keys)")
     }
 
     @Test func partialTransparencyIsReportedOnBothRoutes() throws {

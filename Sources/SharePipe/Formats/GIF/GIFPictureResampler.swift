@@ -1,5 +1,11 @@
 import CSharePipe
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Resamples an animation's canvas (RGBA, straight alpha) to the output size, picture after picture, keeping
 /// the last output and recomputing only the output pixels that read changed canvas pixels. At the canvas's
 /// own size the pictures are copies of the canvas, made the same way: only changed areas are copied.
@@ -107,6 +113,22 @@ final class GIFPictureResampler {
         spare = next
         spareBehind = area
         return area
+    }
+
+    /// Whether the update that returned `area` left every pixel of `output` as it was: true when `area` is empty
+    /// or `output` equals the picture before it inside `area` (outside it nothing changed).
+    func updateKeptPicture(_ area: GIFRect) -> Bool {
+        guard !area.isEmpty else { return true }
+        guard spare.count == output.count else { return false }
+        let width = target.width
+        return output.withUnsafeBytes { current in
+            spare.withUnsafeBytes { before in
+                (area.top..<area.bottom).allSatisfy { y in
+                    let offset = (y * width + area.left) * 4
+                    return memcmp(current.baseAddress! + offset, before.baseAddress! + offset, area.width * 4) == 0
+                }
+            }
+        }
     }
 
     /// Recomputes the outputs in `area` from the canvas: the canvas rows and columns they read go through

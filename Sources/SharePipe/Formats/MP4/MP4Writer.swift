@@ -15,7 +15,9 @@
 /// Time: the media timescale is 1000 (milliseconds), so every frame keeps its own duration exactly (`stts`)
 /// for GIF delays (centiseconds) and APNG/WebP/AVIF durations (milliseconds). Key frames are listed in `stss`
 /// (left out when every sample is one). Colour: `colr` `nclx` says BT.709 primaries, transfer and matrix,
-/// limited range, as the stream's VUI does. No edit list: presentation starts at the first sample.
+/// limited range, as the stream's VUI does. No edit list: presentation starts at the first sample. The header
+/// holds only what players read (no `pasp`: square pixels are the default; no handler name; two compatible
+/// brands): it is most of the file for a small animation.
 ///
 /// `repeats` > 1 plays the samples that many times in a row without storing them again: each repeat is one
 /// more chunk pointing at the same bytes (the first sample of each is an IDR picture, so it decodes alone).
@@ -151,7 +153,7 @@ final class MP4Writer {
     // MARK: Boxes
 
     static func fileType() -> [UInt8] {
-        BoxBytes.box("ftyp", Array("isom".utf8) + BoxBytes.u32(0x200) + Array("isomiso2avc1mp41".utf8))
+        BoxBytes.box("ftyp", Array("isom".utf8) + BoxBytes.u32(0x200) + Array("isomavc1".utf8))
     }
 
     /// The sample durations: each the next start minus its own, the last up to `total`; at most 2^32 − 1 ms
@@ -188,7 +190,7 @@ final class MP4Writer {
             times() + BoxBytes.u32(UInt32(Self.timescale)) + length() + BoxBytes.u16(0x55C4) + BoxBytes.u16(0))
         let hdlr = BoxBytes.fullBox(
             "hdlr", version: 0, flags: 0,
-            BoxBytes.u32(0) + Array("vide".utf8) + [UInt8](repeating: 0, count: 12) + Array("VideoHandler".utf8) + [0])
+            BoxBytes.u32(0) + Array("vide".utf8) + [UInt8](repeating: 0, count: 12) + [0])  // no handler name
         let vmhd = BoxBytes.fullBox("vmhd", version: 0, flags: 1, [UInt8](repeating: 0, count: 8))
         let dinf = BoxBytes.box(
             "dinf",
@@ -213,7 +215,6 @@ final class MP4Writer {
                 + BoxBytes.u16(UInt16(sps.count)) + sps + [1] + BoxBytes.u16(UInt16(pps.count)) + pps)
         // colr nclx: BT.709 primaries (1), transfer (1), matrix (1), limited range.
         let colr = BoxBytes.box("colr", Array("nclx".utf8) + BoxBytes.u16(1) + BoxBytes.u16(1) + BoxBytes.u16(1) + [0])
-        let pasp = BoxBytes.box("pasp", BoxBytes.u32(1) + BoxBytes.u32(1))
         var name = [UInt8](repeating: 0, count: 32)  // compressorname: a Pascal string, empty
         name[0] = 0
         let avc1 = BoxBytes.box(
@@ -221,7 +222,7 @@ final class MP4Writer {
             [UInt8](repeating: 0, count: 6) + BoxBytes.u16(1) + [UInt8](repeating: 0, count: 16)
                 + BoxBytes.u16(UInt16(size.width)) + BoxBytes.u16(UInt16(size.height))
                 + BoxBytes.u32(0x0048_0000) + BoxBytes.u32(0x0048_0000) + BoxBytes.u32(0) + BoxBytes.u16(1) + name
-                + BoxBytes.u16(0x0018) + BoxBytes.u16(0xFFFF) + avcC + colr + pasp)
+                + BoxBytes.u16(0x0018) + BoxBytes.u16(0xFFFF) + avcC + colr)  // no pasp: square pixels are the default
         return BoxBytes.fullBox("stsd", version: 0, flags: 0, BoxBytes.u32(1) + avc1)
     }
 
