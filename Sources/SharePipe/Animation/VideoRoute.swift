@@ -330,7 +330,8 @@ struct VideoLadder: LadderRunner {
         else { return nil }
         return FittingDriver.Fit(
             bytes: output.bytes, format: .mp4, size: plan.size, quality: nil, metadata: metadata,
-            frameCount: output.framesWritten * output.repeats, adjustments: adjustments(output), file: output.file)
+            frameCount: (output.framesWritten + output.framesMerged) * output.repeats, adjustments: adjustments(output),
+            file: output.file)
     }
 
     mutating func advance(limit: Int) -> Bool {

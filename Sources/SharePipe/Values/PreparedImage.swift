@@ -53,7 +53,8 @@ public struct PreparedImage: Sendable {
     /// The video the input carried (a motion photo's), nil when it had none. Whether the output keeps it is
     /// in `keptMetadata` / `removedMetadata` (`.embeddedVideo`).
     public var embeddedVideo: EmbeddedVideo? = nil
-    /// Number of frames written.
+    /// Number of frames written. For a video, the frames it shows: its samples and the frames identical to the
+    /// one before them that were merged into their samples (no frame a viewer sees is missing from the count).
     public var frameCount: Int
     /// The most pixel memory the pipeline held at once (its own accounting: rows, windows, bitmaps).
     public var peakPixelBytes: Int
