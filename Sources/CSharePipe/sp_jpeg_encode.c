@@ -79,6 +79,11 @@ static void write_markers(j_compress_ptr cinfo, const sp_jpeg_marker *markers, i
     }
 }
 
+// sp_jpeg_encode_use_libjpeg_arrays: this thread's encodes keep libjpeg's own coefficient arrays (for the tests).
+static _Thread_local int use_libjpeg_arrays = 0;
+
+void sp_jpeg_encode_use_libjpeg_arrays(int on) { use_libjpeg_arrays = on != 0; }
+
 // Writes the image's rows: jpeg_write_scanlines or jpeg_write_raw_data until next_scanline reaches the end.
 typedef void (*sp_encode_writer)(j_compress_ptr cinfo, const void *source);
 
@@ -105,7 +110,7 @@ static sp_status encode_with(int width, int height, int components, sp_jpeg_enco
         return status;
     }
     jpeg_create_compress(&cinfo);
-    sp_enc_store_install(&cinfo, &store);
+    if (!use_libjpeg_arrays) sp_enc_store_install(&cinfo, &store);
     init_memory_destination(&cinfo, &dest);
     set_encode_parameters(&cinfo, width, height, components, settings);
     if (raw_data) cinfo.raw_data_in = TRUE;   // after jpeg_set_defaults, which clears it
@@ -439,7 +444,7 @@ sp_status sp_jpeg_row_encoder_new(int width, int height, sp_jpeg_encode_settings
     }
     jpeg_create_compress(&encoder->cinfo);
     encoder->created = 1;
-    sp_enc_store_install(&encoder->cinfo, &encoder->store);
+    if (!use_libjpeg_arrays) sp_enc_store_install(&encoder->cinfo, &encoder->store);
     init_memory_destination(&encoder->cinfo, &encoder->dest);
     settings.subsample_420 = 1;
     set_encode_parameters(&encoder->cinfo, width, height, 3, settings);

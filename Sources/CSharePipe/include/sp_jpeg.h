@@ -199,4 +199,8 @@ sp_status sp_jpeg_ssimulacra2(const uint8_t *jpeg, size_t length, const uint8_t 
 /// this call) fails as a failed malloc would; 0 turns it off. The encode then returns SP_ERR_MEMORY.
 void sp_jpeg_encode_store_fail_allocation(int nth);
 
+/// For tests: 1 makes the calling thread's encodes keep libjpeg's own whole-image coefficient arrays instead of
+/// the compact store (the same file, more memory); 0 turns it off.
+void sp_jpeg_encode_use_libjpeg_arrays(int on);
+
 #endif

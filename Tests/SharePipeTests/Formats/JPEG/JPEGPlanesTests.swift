@@ -108,6 +108,33 @@ struct JPEGPlanesTests {
         #expect(try Decode.bitmap(try complete.finish()).size == size)
     }
 
+    /// The compact coefficient store is lossless: the files equal those libjpeg writes from its own arrays, for
+    /// rows of small values (one byte each), of many large ones (noise at quality 100: 16-bit rows) and mixed.
+    @Test(arguments: [(85, false), (100, false), (40, true), (100, true)])
+    func theCoefficientStoreWritesLibjpegsBytes(quality: Int, progressive: Bool) throws {
+        var state: UInt64 = 7
+        let size = PixelSize(width: 203, height: 77)
+        var noise = [UInt8](repeating: 0, count: size.area * 3)
+        for i in noise.indices {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            noise[i] = UInt8(truncatingIfNeeded: state >> 56)
+        }
+        let pictures = [
+            Self.picture(size, layout: .rgb, seed: 11), Bitmap(size: size, layout: .rgb, pixels: noise),
+        ]
+        let settings = EncodeSettings(quality: quality, progressive: progressive)
+        for (index, bitmap) in pictures.enumerated() {
+            for encoder in [JPEGEncoder(), JPEGEncoder(subsample420: false)] {
+                let compact = try encoder.encode(bitmap, settings: settings, metadata: [])
+                sp_jpeg_encode_use_libjpeg_arrays(1)
+                defer { sp_jpeg_encode_use_libjpeg_arrays(0) }
+                let plain = try encoder.encode(bitmap, settings: settings, metadata: [])
+                let same = compact == plain
+                #expect(same, "picture \(index), 4:2:0 \(encoder.subsample420): \(compact.count) vs \(plain.count)")
+            }
+        }
+    }
+
     @Test func planesByteCountOutsideJPEGsSize() {
         #expect(JPEGPlanes.byteCount(PixelSize(width: 65_500, height: 1)) == 65_504 * 8 + 2 * 32_752 * 8)
         #expect(JPEGPlanes.byteCount(PixelSize(width: 65_501, height: 1)) == 0)
