@@ -47,6 +47,7 @@ let package = Package(
             name: "sharepipe",
             dependencies: [
                 "SharePipe",
+                "CSharePipe",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

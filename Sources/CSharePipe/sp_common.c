@@ -1,4 +1,5 @@
 #include "sp_common.h"
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,4 +13,11 @@ void sp_copy_message(char *message, const char *text) {
     while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r' || message[length - 1] == ' ')) {
         message[--length] = '\0';
     }
+}
+
+void sp_malloc_release_promptly(void) {
+#if defined(__GLIBC__)
+    (void)mallopt(M_MMAP_THRESHOLD, SP_MALLOC_RELEASE_THRESHOLD);
+    (void)mallopt(M_TRIM_THRESHOLD, SP_MALLOC_RELEASE_THRESHOLD);
+#endif
 }

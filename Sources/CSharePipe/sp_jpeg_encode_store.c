@@ -42,45 +42,57 @@ static void store_free(sp_enc_store *store, void *memory, size_t bytes) {
     store->bytes -= bytes;
 }
 
-/// A compacted row: per block a little-endian 64-bit map of the non-zero coefficients, then their values.
-static size_t compact_size(const uint8_t *row, JDIMENSION blocks) {
-    size_t size = (size_t)blocks * 8;
-    const uint8_t *p = row;
-    for (JDIMENSION b = 0; b < blocks; b++) {
-        uint64_t mask;
-        memcpy(&mask, p, 8);
-        size += (size_t)__builtin_popcountll(mask) * sizeof(JCOEF);
-        p += 8 + (size_t)__builtin_popcountll(mask) * sizeof(JCOEF);
-    }
-    return size;
+// A compacted row: a 32-bit header, then per block a little-endian 64-bit map of the non-zero coefficients and
+// their values. The header's low 31 bits are the row's size in bytes; its top bit says the values are 16-bit.
+// Otherwise each value is one signed byte, or for a value outside −127…127 the byte −128 and the value's two
+// bytes: quantised coefficients past the DC and the lowest frequencies are almost all small, so a row takes
+// about half the bytes; a row where that would be larger (many large values) keeps 16-bit values, so a row is
+// never larger than a map and 16-bit values (the bound MemoryEstimate prices).
+#define SP_ENC_ESCAPE (-128)
+#define SP_ENC_WIDE 0x80000000u
+
+static size_t compact_size(const uint8_t *row) {
+    uint32_t header;
+    memcpy(&header, row, sizeof header);
+    return header & ~SP_ENC_WIDE;
 }
 
 static void compact_row(j_common_ptr cinfo, sp_enc_store *store, sp_enc_array *array, JDIMENSION row,
                         const JBLOCK *blocks) {
-    size_t nonzero = 0;
+    size_t nonzero = 0, escaped = 0;
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
-        for (int k = 0; k < DCTSIZE2; k++) nonzero += blocks[b][k] != 0;
+        for (int k = 0; k < DCTSIZE2; k++) {
+            JCOEF value = blocks[b][k];
+            nonzero += value != 0;
+            escaped += value < -127 || value > 127;
+        }
     }
-    size_t size = (size_t)array->blocks_per_row * 8 + nonzero * sizeof(JCOEF);
+    int wide = escaped * sizeof(JCOEF) > nonzero;   // bytes with escapes: nonzero + 2 escaped; wide: 2 nonzero
+    size_t values_size = wide ? nonzero * sizeof(JCOEF) : nonzero + escaped * sizeof(JCOEF);
+    size_t size = sizeof(uint32_t) + (size_t)array->blocks_per_row * 8 + values_size;
     uint8_t *out = store_alloc(cinfo, store, size);
-    uint8_t *p = out;
+    uint32_t header = (uint32_t)size | (wide ? SP_ENC_WIDE : 0);
+    memcpy(out, &header, sizeof header);
+    uint8_t *p = out + sizeof(uint32_t);
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
         uint64_t mask = 0;
         uint8_t *values = p + 8;
         for (int k = 0; k < DCTSIZE2; k++) {
             JCOEF value = blocks[b][k];
-            if (value != 0) {
-                mask |= (uint64_t)1 << k;
-                memcpy(values, &value, sizeof value);
-                values += sizeof value;
+            if (value == 0) continue;
+            mask |= (uint64_t)1 << k;
+            if (!wide && value >= -127 && value <= 127) {
+                *values++ = (uint8_t)(int8_t)value;
+                continue;
             }
+            if (!wide) *values++ = (uint8_t)(int8_t)SP_ENC_ESCAPE;
+            memcpy(values, &value, sizeof value);
+            values += sizeof value;
         }
         memcpy(p, &mask, 8);
         p = values;
     }
-    if (array->compact[row] != NULL) {
-        store_free(store, array->compact[row], compact_size(array->compact[row], array->blocks_per_row));
-    }
+    if (array->compact[row] != NULL) store_free(store, array->compact[row], compact_size(array->compact[row]));
     array->compact[row] = out;
 }
 
@@ -88,14 +100,23 @@ static void expand_row(const sp_enc_array *array, JDIMENSION row, JBLOCK *blocks
     memset(blocks, 0, (size_t)array->blocks_per_row * sizeof(JBLOCK));
     const uint8_t *p = array->compact[row];
     if (p == NULL) return;
+    uint32_t header;
+    memcpy(&header, p, sizeof header);
+    int wide = (header & SP_ENC_WIDE) != 0;
+    p += sizeof(uint32_t);
     for (JDIMENSION b = 0; b < array->blocks_per_row; b++) {
         uint64_t mask;
         memcpy(&mask, p, 8);
         p += 8;
         while (mask != 0) {
             int k = __builtin_ctzll(mask);
-            memcpy(&blocks[b][k], p, sizeof(JCOEF));
-            p += sizeof(JCOEF);
+            int8_t small = wide ? SP_ENC_ESCAPE : (int8_t)*p++;
+            if (small == SP_ENC_ESCAPE) {
+                memcpy(&blocks[b][k], p, sizeof(JCOEF));
+                p += sizeof(JCOEF);
+            } else {
+                blocks[b][k] = small;
+            }
             mask &= mask - 1;
         }
     }
@@ -156,7 +177,7 @@ static void free_arrays(sp_enc_store *store) {
         sp_enc_array *next = array->next;
         for (JDIMENSION row = 0; array->compact != NULL && row < array->rows; row++) {
             if (array->compact[row] != NULL) {
-                store_free(store, array->compact[row], compact_size(array->compact[row], array->blocks_per_row));
+                store_free(store, array->compact[row], compact_size(array->compact[row]));
             }
         }
         store_free(store, array->compact, (size_t)array->rows * sizeof(uint8_t *));

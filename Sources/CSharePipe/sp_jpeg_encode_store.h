@@ -2,9 +2,9 @@
 //
 // With optimize_coding (or a progressive output) libjpeg's compressor quantises the whole image into
 // virtual block arrays, 64 × 2 bytes per block, before its Huffman passes read them back: 5.3 MB for a
-// 1620×1080 4:2:0 output. Quantised coefficients are mostly zero, so the store keeps each block row as a
-// 64-bit non-zero map per block plus the non-zero values, exactly (it is lossless: the file written is the
-// same). The rows libjpeg accesses are expanded into a window of full blocks and compacted again when it
+// 1620×1080 4:2:0 output. Quantised coefficients are mostly zero and mostly small, so the store keeps each
+// block row as a 64-bit non-zero map per block plus the non-zero values, one byte each where they fit (16-bit
+// for a row of many large ones), exactly (it is lossless: the file written is the same). The rows libjpeg accesses are expanded into a window of full blocks and compacted again when it
 // moves on; it replaces the arrays through libjpeg's public memory-manager methods.
 #ifndef SP_JPEG_ENCODE_STORE_H
 #define SP_JPEG_ENCODE_STORE_H

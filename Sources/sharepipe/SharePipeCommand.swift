@@ -1,4 +1,5 @@
 import ArgumentParser
+import CSharePipe
 import SharePipe
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -23,6 +24,8 @@ struct SharePipeCommand: ParsableCommand {
     /// ArgumentParser's own `main`, with a usage error ending in exit status 2 (docs/cli.md, "Exit status")
     /// instead of its default 64.
     static func main() {
+        // Freed memory goes back to the system at once: a job's peak is not kept by the heap for the next.
+        sp_malloc_release_promptly()
         do {
             var command = try parseAsRoot(nil)
             try command.run()

@@ -130,15 +130,49 @@ typedef struct sp_jpeg_planes sp_jpeg_planes;
 /// zero), and only the caller's sole copy may be passed. Free with sp_jpeg_planes_free.
 sp_status sp_jpeg_planes_from_rgb(uint8_t *pixels, int width, int height, int release_rows, sp_jpeg_planes **out,
                                   char *message);
+/// Empty planes for a width × height image, filled top to bottom by sp_jpeg_planes_push_rgb_rows (their pages
+/// become resident as rows reach them): a render can stream its rows in, so that the RGB bitmap never exists
+/// whole. Free with sp_jpeg_planes_free; they encode once every row is in.
+sp_status sp_jpeg_planes_new(int width, int height, sp_jpeg_planes **out, char *message);
+/// Converts the next `count` RGB rows (8-bit, `row_bytes` apart) into the planes, exactly as
+/// sp_jpeg_planes_from_rgb converts a bitmap's (it keeps the even row of a pair until its partner comes); the
+/// last row also writes the padding. More rows than the image has left is SP_ERR_ARGUMENT.
+sp_status sp_jpeg_planes_push_rgb_rows(sp_jpeg_planes *planes, const uint8_t *rows, size_t row_bytes, int count,
+                                       char *message);
+/// How many image rows the planes hold so far.
+int sp_jpeg_planes_rows(const sp_jpeg_planes *planes);
 /// The bytes the planes hold.
 size_t sp_jpeg_planes_bytes(const sp_jpeg_planes *planes);
 /// The bytes the planes of a width × height bitmap would hold (0 outside JPEG's size).
 size_t sp_jpeg_planes_bytes_for_size(int width, int height);
 void sp_jpeg_planes_free(sp_jpeg_planes *planes);
-/// Encodes planes with jpeg_write_raw_data (settings.subsample_420 is implied); otherwise as sp_jpeg_encode.
+/// Encodes complete planes with jpeg_write_raw_data (settings.subsample_420 is implied); otherwise as
+/// sp_jpeg_encode. Planes still missing rows are SP_ERR_ARGUMENT.
 sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
                                 const sp_jpeg_marker *markers, int marker_count,
                                 uint8_t **out, size_t *out_length, char *message);
+
+/// A compressor fed RGB rows as a render makes them (4:2:0, `jpeg_write_raw_data` one 16-row band at a time):
+/// neither the bitmap nor its planes exist whole, only one band and the compact coefficient store. It writes
+/// the same file as sp_jpeg_encode_planes on the planes of the same rows; opaque to Swift.
+typedef struct sp_jpeg_row_encoder sp_jpeg_row_encoder;
+/// Starts an encode of a width × height image (settings.subsample_420 is implied), writing the markers (copied
+/// now). Free with sp_jpeg_row_encoder_free, finished or not.
+sp_status sp_jpeg_row_encoder_new(int width, int height, sp_jpeg_encode_settings settings,
+                                  const sp_jpeg_marker *markers, int marker_count, sp_jpeg_row_encoder **out,
+                                  char *message);
+/// Encodes the next `count` RGB rows (8-bit, `row_bytes` apart), top to bottom. After an error every later
+/// call fails.
+sp_status sp_jpeg_row_encoder_push_rgb_rows(sp_jpeg_row_encoder *encoder, const uint8_t *rows, size_t row_bytes,
+                                            int count, char *message);
+/// After the last row: the Huffman passes and the file. On success *out is malloc'ed (free with sp_free); the
+/// encoder is then done (free it).
+sp_status sp_jpeg_row_encoder_finish(sp_jpeg_row_encoder *encoder, uint8_t **out, size_t *out_length,
+                                     char *message);
+void sp_jpeg_row_encoder_free(sp_jpeg_row_encoder *encoder);
+/// What the row encoder holds of the pixels for an image `width` wide: its band and the row it keeps (0
+/// outside JPEG's size). The coefficient store is libjpeg's memory, not pixels.
+size_t sp_jpeg_row_encoder_band_bytes(int width);
 
 /// How far an encode is from the RGB bitmap it was made from (`sp_jpeg_distance`): the mean squared error
 /// of each opponent-space part (per pixel, 8-bit units).
@@ -164,5 +198,9 @@ sp_status sp_jpeg_ssimulacra2(const uint8_t *jpeg, size_t length, const uint8_t 
 /// For tests: the `nth` allocation of the compressor's coefficient store on the calling thread (counted from
 /// this call) fails as a failed malloc would; 0 turns it off. The encode then returns SP_ERR_MEMORY.
 void sp_jpeg_encode_store_fail_allocation(int nth);
+
+/// For tests: 1 makes the calling thread's encodes keep libjpeg's own whole-image coefficient arrays instead of
+/// the compact store (the same file, more memory); 0 turns it off.
+void sp_jpeg_encode_use_libjpeg_arrays(int on);
 
 #endif

@@ -10,7 +10,7 @@ import Glibc
 /// that scores higher against the render (SSIMULACRA2, 4:4:4 by a margin) is written: 4:4:4 keeps saturated
 /// colour edges that 4:2:0 blurs whatever its quality, 4:2:0 spends the bytes on detail where colour is plain.
 /// Without a limit that bites, the ceiling's encode is written as it always was (from the render's 4:2:0
-/// planes). Both searches encode the second render itself (3 bytes a pixel: the bitmap the first size's
+/// planes, or for an upright colour JPEG from its rows streamed into the encoder: the same bytes). Both searches encode the second render itself (3 bytes a pixel: the bitmap the first size's
 /// planes were made from, counted again in the meter once the planes are gone), so the meter's peak is the
 /// larger of the two renders' (`MemoryEstimate.jpeg` prices the sharp one).
 struct QualityLadder: LadderRunner {
@@ -185,8 +185,14 @@ struct QualityLadder: LadderRunner {
         var smallest = Int.max
         let firstSize = sizes.size == sizes.target && !afterCeiling
         if firstSize {
-            let oriented = try sizes.render()
-            let staged = try sizes.stage(oriented, for: jpeg)
+            // Straight from the resampler's rows into the encoder where the render allows it (the same bytes).
+            let ceilingSettings = EncodeSettings(quality: range.upperBound, progressive: progressive)
+            let staged: StagedBitmap
+            if let streamed = try sizes.renderEncoded(with: jpeg, settings: ceilingSettings, metadata: metadata.kept) {
+                staged = StagedBitmap(encoded: streamed.bytes, size: streamed.size, settings: ceilingSettings)
+            } else {
+                staged = try sizes.stage(sizes.render(), for: jpeg)
+            }
             defer { sizes.release(staged) }
             let ceiling = try log.searchQuality(
                 staged, format: .jpeg, range: range.upperBound...range.upperBound, progressive: progressive,

@@ -72,6 +72,31 @@ struct StillSizes {
 
     func release(_ oriented: Bitmap) { renderer.meter.release(oriented.byteCount) }
 
+    /// The current size rendered straight into a 4:2:0 JPEG encode with `settings`, where the render needs no
+    /// step between the resampler and the encoder: no crop, no kept render (`RenderCache`), stored orientation
+    /// upright, a colour source whose decoder streams rows (`RowStreamingDecoder`). The resampler's rows go to
+    /// the encoder one 16-row band at a time (`JPEGRowEncode`), so neither the RGB render nor its planes exist
+    /// whole: the bytes `renderStaged` and one encode of the planes would give. nil where the render needs a
+    /// bitmap (then `renderStaged`). The first render's placeholder thumbnail is made from the same rows.
+    mutating func renderEncoded(with encoder: JPEGEncoder, settings: EncodeSettings, metadata: [MetadataBlock])
+        throws -> (bytes: [UInt8], size: PixelSize)?
+    {
+        let info = renderer.info
+        guard crop == nil, renderer.cache == nil, info.orientation == .up, encoder.subsample420,
+            info.colorModel != .gray, let decoder = renderer.decoder as? any RowStreamingDecoder
+        else { return nil }
+        smallestAtSize = Int.max
+        let sink = JPEGRowEncode(
+            encoder: encoder, settings: settings, metadata: metadata, meter: renderer.meter,
+            thumbnail: placeholderThumbnail == nil)
+        renderer.meter.countDecode()
+        warnings += try decoder.renderRows(
+            renderer.source, info: info, target: size, limits: renderer.limits, meter: renderer.meter, into: sink)
+        let bytes = try sink.finish()
+        if placeholderThumbnail == nil { placeholderThumbnail = sink.thumbnail() }
+        return (bytes, sink.size)
+    }
+
     /// Renders the current size and stages it for `encoder` (`ImageEncoder.staged`), counted in the meter
     /// until `release`. A converted form replaces the bitmap before any encode: JPEG makes 4:2:0 planes, half
     /// the RGB bitmap's bytes, giving the bitmap's pages back 64 rows at a time as it converts them, so

@@ -28,6 +28,26 @@ extension ImageDecoder {
     }
 }
 
+/// A decoder whose render can hand its resampled rows over one at a time, so that the output bitmap never
+/// exists whole (`StillSizes.renderEncoded` streams them into the JPEG encoder).
+protocol RowStreamingDecoder: ImageDecoder {
+    /// `render` without the bitmap: `sink.begin` gets the output size and layout (what `render` would return),
+    /// then `sink.push` each output row as the resampler makes it, top to bottom, in stored orientation.
+    /// Returns the warnings `render` would carry.
+    func renderRows(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits, meter: PixelMemoryMeter,
+        into sink: any RenderRowSink
+    ) throws -> [String]
+}
+
+/// Where `RowStreamingDecoder.renderRows` puts a render's rows.
+protocol RenderRowSink: AnyObject {
+    /// Called once, before the first row: the render's size and layout.
+    func begin(size: PixelSize, layout: PixelLayout) throws
+    /// The next row (`size.width` pixels in `layout`), valid only during the call.
+    func push(row: UnsafeBufferPointer<UInt8>) throws
+}
+
 /// What a decoder's render produced.
 struct RenderedImage {
     var bitmap: Bitmap
@@ -85,5 +105,14 @@ struct StagedBitmap {
         encode: @escaping (EncodeSettings, [MetadataBlock]) throws -> [UInt8]
     ) {
         (self.size, self.byteCount, self.isBitmap, self.encode) = (size, byteCount, isBitmap, encode)
+    }
+
+    /// An encode already made while rendering (`StillSizes.renderEncoded`), with `settings` and the search's
+    /// metadata: no pixels are held, and it answers only for those settings (a search of that one quality).
+    init(encoded: [UInt8], size: PixelSize, settings: EncodeSettings) {
+        self.init(size: size, byteCount: 0, isBitmap: false) { asked, _ in
+            precondition(asked == settings, "a streamed encode answers only for its own settings")
+            return encoded
+        }
     }
 }

@@ -57,86 +57,132 @@ struct PlaceholderThumbnail: Sendable, Equatable {
 
     /// The reduced copy of `pixels`, tightly packed rows of `size` in `layout`.
     init(pixels: [UInt8], size source: PixelSize, layout: PixelLayout) {
-        let longest = max(source.width, source.height, 1)
-        let scale = min(1.0, Double(Self.maxEdge) / Double(longest))
-        let width = max(1, min(Self.maxEdge, Int((Double(source.width) * scale).rounded())))
-        let height = max(1, min(Self.maxEdge, Int((Double(source.height) * scale).rounded())))
-        let channels = layout.channels
-        var out = [UInt8](repeating: 0, count: width * height * 4)
-        // Each thumbnail pixel averages the source pixels of its share of the rows and columns; colours are
-        // weighted by alpha (premultiplied), then divided back out. Integer sums per thumbnail column: r, g, b
-        // (each times alpha), alpha, pixel count; one pass over the rows, in order, each column's run of
-        // pixels summed in registers. Where a thumbnail row covers 8 source rows or more (a render of 800 rows
-        // and up), every other row is read: still an average of 4 rows or more, at half the cost (the whole
-        // placeholder then costs about 1.5 % of a 24 MP JPEG job's instructions).
-        let rowStep = source.height >= height * 8 ? 2 : 1
-        let columnStarts = (0...width).map { $0 * source.width / width }
-        var sums = [Int](repeating: 0, count: width * 5)
+        var builder = Builder(size: source, layout: layout)
+        let rowBytes = source.width * layout.channels
         pixels.withUnsafeBufferPointer { pixels in
-            sums.withUnsafeMutableBufferPointer { sums in
-                var sy = 0
-                for ty in 0..<height {
-                    let rowEnd = max(sy + 1, min(source.height, (ty + 1) * source.height / height))
-                    for index in 0..<sums.count { sums[index] = 0 }
-                    var rowInBand = 0
-                    while sy < rowEnd {
-                        defer {
-                            sy += 1
-                            rowInBand += 1
-                        }
-                        if rowInBand % rowStep != 0 { continue }
-                        let row = sy * source.width * channels
-                        for tx in 0..<width {
-                            let first = columnStarts[tx], end = max(first + 1, columnStarts[tx + 1])
-                            var r = 0, g = 0, b = 0, a = 0
-                            var p = row + first * channels
-                            switch layout {
-                            case .rgb:
-                                for _ in first..<end {
-                                    r &+= Int(pixels[p])
-                                    g &+= Int(pixels[p + 1])
-                                    b &+= Int(pixels[p + 2])
-                                    p += 3
-                                }
-                                (r, g, b, a) = (r &* 255, g &* 255, b &* 255, (end - first) * 255)
-                            case .rgba:
-                                for _ in first..<end {
-                                    let alpha = Int(pixels[p + 3])
-                                    r &+= Int(pixels[p]) &* alpha
-                                    g &+= Int(pixels[p + 1]) &* alpha
-                                    b &+= Int(pixels[p + 2]) &* alpha
-                                    a &+= alpha
-                                    p += 4
-                                }
-                            case .gray, .grayAlpha:
-                                for _ in first..<end {
-                                    let alpha = channels == 2 ? Int(pixels[p + 1]) : 255
-                                    r &+= Int(pixels[p]) &* alpha
-                                    a &+= alpha
-                                    p += channels
-                                }
-                                (g, b) = (r, r)
-                            }
-                            let s = tx * 5
-                            sums[s] &+= r
-                            sums[s + 1] &+= g
-                            sums[s + 2] &+= b
-                            sums[s + 3] &+= a
-                            sums[s + 4] &+= end - first
-                        }
-                    }
+            for y in 0..<source.height {
+                builder.push(row: UnsafeBufferPointer(rebasing: pixels[y * rowBytes..<(y + 1) * rowBytes]))
+            }
+        }
+        self = builder.finish()
+    }
+
+    /// The reduced copy made from rows as they come, top to bottom (a render streamed into an encoder, whose
+    /// bitmap never exists whole): the same thumbnail as `init(pixels:size:layout:)` on the same rows.
+    struct Builder {
+        private let source: PixelSize
+        private let layout: PixelLayout
+        private let size: PixelSize
+        /// 2 where a thumbnail row covers 8 source rows or more: every other row is read.
+        private let rowStep: Int
+        private let columnStarts: [Int]
+        /// Per thumbnail column of the current thumbnail row: r, g, b (each times alpha), alpha, pixel count.
+        private var sums: [Int]
+        private var out: [UInt8]
+        /// The thumbnail row being summed, the next source row, and how far into the row's band it is.
+        private var row = 0
+        private var sourceRow = 0
+        private var rowInBand = 0
+        private var bandEnd: Int
+
+        init(size source: PixelSize, layout: PixelLayout) {
+            let longest = max(source.width, source.height, 1)
+            let scale = min(1.0, Double(PlaceholderThumbnail.maxEdge) / Double(longest))
+            let width = max(1, min(PlaceholderThumbnail.maxEdge, Int((Double(source.width) * scale).rounded())))
+            let height = max(1, min(PlaceholderThumbnail.maxEdge, Int((Double(source.height) * scale).rounded())))
+            self.source = source
+            self.layout = layout
+            size = PixelSize(width: width, height: height)
+            // Each thumbnail pixel averages the source pixels of its share of the rows and columns; colours are
+            // weighted by alpha (premultiplied), then divided back out. Integer sums per thumbnail column: r, g,
+            // b (each times alpha), alpha, pixel count; one pass over the rows, in order, each column's run of
+            // pixels summed in registers. Where a thumbnail row covers 8 source rows or more (a render of 800
+            // rows and up), every other row is read: still an average of 4 rows or more, at half the cost (the
+            // whole placeholder then costs about 1.5 % of a 24 MP JPEG job's instructions).
+            rowStep = source.height >= height * 8 ? 2 : 1
+            columnStarts = (0...width).map { $0 * source.width / width }
+            sums = [Int](repeating: 0, count: width * 5)
+            out = [UInt8](repeating: 0, count: width * height * 4)
+            bandEnd = max(1, min(source.height, source.height / height))
+        }
+
+        /// Adds the next source row (`size.width` pixels in `layout`); rows past the last are ignored.
+        mutating func push(row pixels: UnsafeBufferPointer<UInt8>) {
+            guard row < size.height, sourceRow < source.height else { return }
+            if rowInBand % rowStep == 0 { accumulate(pixels) }
+            sourceRow += 1
+            rowInBand += 1
+            if sourceRow >= bandEnd { finishRow() }
+        }
+
+        /// The thumbnail, once every source row went in.
+        func finish() -> PlaceholderThumbnail {
+            precondition(sourceRow == source.height, "placeholder thumbnail missing rows")
+            return PlaceholderThumbnail(size: size, rgba: out)
+        }
+
+        private mutating func accumulate(_ pixels: UnsafeBufferPointer<UInt8>) {
+            let width = size.width, channels = layout.channels, layout = self.layout
+            columnStarts.withUnsafeBufferPointer { columnStarts in
+                sums.withUnsafeMutableBufferPointer { sums in
                     for tx in 0..<width {
-                        let o = (ty * width + tx) * 4, s = tx * 5, alpha = sums[s + 3]
-                        if alpha > 0 {
-                            for c in 0..<3 { out[o + c] = UInt8(min(255, (sums[s + c] + alpha / 2) / alpha)) }
+                        let first = columnStarts[tx], end = max(first + 1, columnStarts[tx + 1])
+                        var r = 0, g = 0, b = 0, a = 0
+                        var p = first * channels
+                        switch layout {
+                        case .rgb:
+                            for _ in first..<end {
+                                r &+= Int(pixels[p])
+                                g &+= Int(pixels[p + 1])
+                                b &+= Int(pixels[p + 2])
+                                p += 3
+                            }
+                            (r, g, b, a) = (r &* 255, g &* 255, b &* 255, (end - first) * 255)
+                        case .rgba:
+                            for _ in first..<end {
+                                let alpha = Int(pixels[p + 3])
+                                r &+= Int(pixels[p]) &* alpha
+                                g &+= Int(pixels[p + 1]) &* alpha
+                                b &+= Int(pixels[p + 2]) &* alpha
+                                a &+= alpha
+                                p += 4
+                            }
+                        case .gray, .grayAlpha:
+                            for _ in first..<end {
+                                let alpha = channels == 2 ? Int(pixels[p + 1]) : 255
+                                r &+= Int(pixels[p]) &* alpha
+                                a &+= alpha
+                                p += channels
+                            }
+                            (g, b) = (r, r)
                         }
-                        let count = max(1, sums[s + 4])
-                        out[o + 3] = UInt8(min(255, (alpha + count / 2) / count))
+                        let s = tx * 5
+                        sums[s] &+= r
+                        sums[s + 1] &+= g
+                        sums[s + 2] &+= b
+                        sums[s + 3] &+= a
+                        sums[s + 4] &+= end - first
                     }
                 }
             }
         }
-        self.init(size: PixelSize(width: width, height: height), rgba: out)
+
+        /// Writes the current thumbnail row from its sums and starts the next band.
+        private mutating func finishRow() {
+            let width = size.width, ty = row
+            for tx in 0..<width {
+                let o = (ty * width + tx) * 4, s = tx * 5, alpha = sums[s + 3]
+                if alpha > 0 {
+                    for c in 0..<3 { out[o + c] = UInt8(min(255, (sums[s + c] + alpha / 2) / alpha)) }
+                }
+                let count = max(1, sums[s + 4])
+                out[o + 3] = UInt8(min(255, (alpha + count / 2) / count))
+            }
+            for index in 0..<sums.count { sums[index] = 0 }
+            row += 1
+            rowInBand = 0
+            bandEnd = max(sourceRow + 1, min(source.height, (row + 1) * source.height / size.height))
+        }
     }
 
     /// Both placeholders, BlurHash with `xComponents` × `yComponents` (each 1...9).

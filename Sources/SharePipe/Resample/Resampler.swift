@@ -63,7 +63,10 @@ struct LanczosResampler {
     /// first 8-bit push.
     private var expandedPairs: [Int16] = []
     private let rgbaHorizontal: FixedRGBAWeights?
+    /// The output bitmap, or with a row sink the one row being made.
     private var output: [UInt8]
+    /// Where each output row goes as soon as it is made (`init(…rowSink:)`), or nil: rows into `output`.
+    private let rowSink: ((UnsafeBufferPointer<UInt8>) throws -> Void)?
     private var rowsIn = 0
     private var rowsOut = 0
     private let meter: PixelMemoryMeter
@@ -75,9 +78,12 @@ struct LanczosResampler {
     /// Float (tests compare both). `sourceExtent`: how much of `source` the picture covers, when its last
     /// column or row is partial (a DCT-scaled JPEG: `ScalePlan.jpegDecodedExtent`); the whole of it by default.
     /// The extent, not the rounded-up size, is mapped onto `target` (`FilterWeights.init`).
+    /// `rowSink`: each output row is handed to it as soon as it is made, top to bottom (valid only during the
+    /// call), and only that row is held, never the output bitmap (`finishRows` instead of `finish`).
     init(
         from source: PixelSize, to target: PixelSize, layout: PixelLayout, meter: PixelMemoryMeter,
-        fixedPoint: Bool? = nil, sourceExtent: (width: Double, height: Double)? = nil
+        fixedPoint: Bool? = nil, sourceExtent: (width: Double, height: Double)? = nil,
+        rowSink: ((UnsafeBufferPointer<UInt8>) throws -> Void)? = nil
     ) {
         precondition(target.width >= 1 && target.height >= 1 && source.width >= 1 && source.height >= 1)
         precondition(fixedPoint != true || layout != .grayAlpha, "gray with alpha filters in Float only")
@@ -114,13 +120,16 @@ struct LanczosResampler {
             self.inputRow = float ? [Float](repeating: 0, count: source.width * layout.channels) : []
             self.accumulator = float ? [Float](repeating: 0, count: rowLength) : []
         }
-        self.output = [UInt8](repeating: 0, count: target.area * layout.channels)
+        self.rowSink = rowSink
+        self.output = [UInt8](repeating: 0, count: (rowSink == nil ? target.height : 1) * rowLength)
         self.meter = meter
         // What the Float resampler holds, for every layout: the fixed-point buffers (an int16 ring, and either
         // an expanded int16 row or a Float row and its horizontal sums; for RGBA the Float ring and either the
         // premultiplied pairs, 16 bytes a pixel as the Float row, or a Float row) never hold more, so the
         // estimate and the meter stay what they were.
-        self.countedBytes = Self.memoryEstimate(from: source, to: target, channels: layout.channels)
+        // With a row sink, one output row instead of the bitmap.
+        let estimate = Self.memoryEstimate(from: source, to: target, channels: layout.channels)
+        self.countedBytes = rowSink == nil ? estimate : estimate - target.area * layout.channels + rowLength
         meter.allocate(countedBytes)
     }
 
@@ -139,10 +148,10 @@ struct LanczosResampler {
         precondition(row.count >= source.width * channels)
         switch arithmetic {
         case .fixedPoint:
-            consumeFixedRow(row.baseAddress!)
+            try consumeFixedRow(row.baseAddress!)
             return
         case .fixedPointRows:
-            consumeRGBARow(row.baseAddress!)
+            try consumeRGBARow(row.baseAddress!)
             return
         case .float:
             break
@@ -151,7 +160,7 @@ struct LanczosResampler {
         inputRow.withUnsafeMutableBufferPointer { floats in
             ResampleKernels.load(row.baseAddress!, count: count, into: floats.baseAddress!)
         }
-        consumeInputRow()
+        try consumeInputRow()
     }
 
     /// Pushes the next Float row (checks for cancellation as the 8-bit `push(row:)` does).
@@ -167,14 +176,14 @@ struct LanczosResampler {
             floats.baseAddress!.update(from: row.baseAddress!, count: count)
         }
         if arithmetic == .fixedPoint {
-            consumeFixedFloatRow()
+            try consumeFixedFloatRow()
             return
         }
-        consumeInputRow()
+        try consumeInputRow()
     }
 
     /// Fixed point, an 8-bit row: expanded to int16, then the horizontal kernel into the ring.
-    private mutating func consumeFixedRow(_ row: UnsafePointer<UInt8>) {
+    private mutating func consumeFixedRow(_ row: UnsafePointer<UInt8>) throws {
         guard rowsIn < source.height, let weights = fixedHorizontal else { return }
         let samplesPerPixel = channels == 3 ? 4 : channels
         if expandedRow.isEmpty {
@@ -192,12 +201,12 @@ struct LanczosResampler {
             }
         }
         rowsIn += 1
-        emitReadyRows()
+        try emitReadyRows()
     }
 
     /// Fixed point, a Float row (16-bit sources): the horizontal pass in Float, its sums rounded to the ring's
     /// fraction bits.
-    private mutating func consumeFixedFloatRow() {
+    private mutating func consumeFixedFloatRow() throws {
         guard rowsIn < source.height else { return }
         let slot = rowsIn % ringRows
         let rowLength = target.width * channels
@@ -215,11 +224,11 @@ struct LanczosResampler {
             }
         }
         rowsIn += 1
-        emitReadyRows()
+        try emitReadyRows()
     }
 
     /// RGBA fixed point, an 8-bit row: premultiplied into pairs, then the horizontal kernel into the Float ring.
-    private mutating func consumeRGBARow(_ row: UnsafePointer<UInt8>) {
+    private mutating func consumeRGBARow(_ row: UnsafePointer<UInt8>) throws {
         guard rowsIn < source.height, let weights = rgbaHorizontal else { return }
         if expandedPairs.isEmpty { expandedPairs = [Int16](repeating: 0, count: source.width * 8) }
         let slot = rowsIn % ringRows
@@ -233,33 +242,38 @@ struct LanczosResampler {
             }
         }
         rowsIn += 1
-        emitReadyRows()
+        try emitReadyRows()
     }
 
-    private mutating func emitReadyRows() {
+    private mutating func emitReadyRows() throws {
         while rowsOut < target.height && vertical.end(rowsOut) <= rowsIn {
             switch arithmetic {
             case .fixedPoint: emitFixedOutputRow()
             case .fixedPointRows:
-                let y = rowsOut, rowLength = target.width * 4
+                let y = rowsOut, rowLength = target.width * 4, offset = outputOffset(of: y)
                 let ringRows = self.ringRows, vertical = self.vertical
                 ring.withUnsafeBufferPointer { ringBuffer in
                     output.withUnsafeMutableBufferPointer { out in
                         ResampleKernels.rgbaOutputRow(
                             y, ring: ringBuffer.baseAddress!, ringRows: ringRows, rowLength: rowLength,
-                            vertical: vertical, into: out.baseAddress! + y * rowLength)
+                            vertical: vertical, into: out.baseAddress! + offset)
                     }
                 }
                 rowsOut += 1
             case .float: emitOutputRow()
             }
+            if let rowSink { try output.withUnsafeBufferPointer { try rowSink($0) } }
         }
     }
+
+    /// Where output row `y` is written in `output`: its place in the bitmap, or with a row sink the one row.
+    @inline(__always)
+    private func outputOffset(of y: Int) -> Int { rowSink == nil ? y * target.width * channels : 0 }
 
     private mutating func emitFixedOutputRow() {
         guard let weights = fixedVertical else { return }
         let y = rowsOut
-        let rowLength = target.width * channels
+        let rowLength = target.width * channels, offset = outputOffset(of: y)
         let start = vertical.start(y), taps = vertical.count(y)
         let ringRows = self.ringRows, ringStride = self.ringStride
         fixedRing.withUnsafeBufferPointer { ringBuffer in
@@ -270,7 +284,7 @@ struct LanczosResampler {
                     }
                     weights.withWeights(of: y) { w in
                         sp_resample_vertical(
-                            rows.baseAddress!, w, Int32(taps), Int32(rowLength), out.baseAddress! + y * rowLength)
+                            rows.baseAddress!, w, Int32(taps), Int32(rowLength), out.baseAddress! + offset)
                     }
                 }
             }
@@ -278,7 +292,7 @@ struct LanczosResampler {
         rowsOut += 1
     }
 
-    private mutating func consumeInputRow() {
+    private mutating func consumeInputRow() throws {
         guard rowsIn < source.height else { return }
         let slot = rowsIn % ringRows
         let rowLength = target.width * channels
@@ -294,7 +308,7 @@ struct LanczosResampler {
             }
         }
         rowsIn += 1
-        emitReadyRows()
+        try emitReadyRows()
     }
 
     // The per-row functions here (and `FilterWeights.apply`) nest their own `withUnsafe…` closures rather
@@ -302,7 +316,7 @@ struct LanczosResampler {
     // (callgrind: 1 086.6 M against 1 078.8 M), most in `FilterWeights.apply` once it became a closure.
     private mutating func emitOutputRow() {
         let y = rowsOut
-        let rowLength = target.width * channels
+        let rowLength = target.width * channels, offset = outputOffset(of: y)
         let start = vertical.start(y), taps = vertical.count(y)
         let ringRows = self.ringRows
         let vertical = self.vertical
@@ -323,7 +337,7 @@ struct LanczosResampler {
                     }
                     ResampleKernels.store(
                         UnsafePointer(acc.baseAddress!), count: rowLength, channels: channels,
-                        hasAlpha: hasAlpha, into: out.baseAddress! + y * rowLength)
+                        hasAlpha: hasAlpha, into: out.baseAddress! + offset)
                 }
             }
         }
@@ -339,11 +353,21 @@ struct LanczosResampler {
     }
 
     mutating func finish() throws -> Bitmap {
+        precondition(rowSink == nil, "a resampler with a row sink finishes with finishRows")
         defer { discard() }
         guard rowsIn == source.height, rowsOut == target.height else {
             throw ResamplerError.incomplete(rowsIn: rowsIn, expected: source.height)
         }
         return Bitmap(size: target, layout: layout, pixels: output)
+    }
+
+    /// With a row sink: checks that every row went in and every output row went to the sink.
+    mutating func finishRows() throws {
+        precondition(rowSink != nil, "a resampler without a row sink finishes with finish")
+        defer { discard() }
+        guard rowsIn == source.height, rowsOut == target.height else {
+            throw ResamplerError.incomplete(rowsIn: rowsIn, expected: source.height)
+        }
     }
 }
 

@@ -441,15 +441,16 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
     /// its 8 rows and the streaming scorer).
     static func jpegEncoderBytes(_ out: PixelSize, channels: Int, capped: Bool = false) -> Int {
         // The coefficients live in the shim's compact store (`sp_jpeg_encode_store.c`): usually a fraction of
-        // libjpeg's 128 bytes a block, at worst (every coefficient non-zero) a 64-bit map beside all 64, plus
-        // a window of one iMCU row of full blocks.
+        // libjpeg's 128 bytes a block, at worst (every coefficient non-zero) a 64-bit map beside all 64 (a row
+        // never stores more than 16-bit values) and a 4-byte header per block row (4 bytes a block bound it),
+        // plus a window of one iMCU row of full blocks.
         let blocksWide = (out.width + 7) / 8, blocksHigh = (out.height + 7) / 8
         let coefficients =
             channels == 1
-            ? blocksWide * blocksHigh * 136 + blocksWide * 128
+            ? blocksWide * blocksHigh * 140 + blocksWide * 128
             : capped
-                ? blocksWide * blocksHigh * 3 * 136 + blocksWide * 3 * 128
-                : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 136 + ((out.width + 15) / 16) * 6 * 128
+                ? blocksWide * blocksHigh * 3 * 140 + blocksWide * 3 * 128
+                : ((out.width + 15) / 16) * ((out.height + 15) / 16) * 6 * 140 + ((out.width + 15) / 16) * 6 * 128
         let chromaScorer = capped && channels == 3 ? jpegFixedBytes + QualityLadder.scoringBytes(out) : 0
         return jpegFixedBytes + coefficients + (out.width + 16) * channels * jpegStripRows + chromaScorer
     }

@@ -10,7 +10,7 @@ import CSharePipe
 /// entropy decoder's state the previous read saved there (`sp_jpeg_band_skip.c`): every scan is decoded about
 /// once in all, and the store keeps nothing outside the band. Other multi-scan files (arithmetic coding,
 /// multi-scan baseline) decode the whole file per band, the store keeping the non-zero map of every block.
-struct JPEGDecoder: ImageDecoder {
+struct JPEGDecoder: RowStreamingDecoder {
     /// Rows asked of libjpeg at once (each call returns at most one iMCU row); `MemoryEstimate` prices them.
     static let rowBatch = 16
     /// Bytes of the compact coefficient store past which a progressive file is decoded in bands. The bench's
@@ -111,9 +111,18 @@ struct JPEGDecoder: ImageDecoder {
         try render(source, info: info, target: target, sharp: true, limits: limits, meter: meter)
     }
 
+    func renderRows(
+        _ source: ImageSource, info: ImageInfo, target: PixelSize, limits: ImageLimits, meter: PixelMemoryMeter,
+        into sink: any RenderRowSink
+    ) throws -> [String] {
+        try render(source, info: info, target: target, sharp: false, limits: limits, meter: meter, sink: sink)
+            .warnings
+    }
+
+    /// The render; with a `sink`, its rows go there as the resampler makes them and the bitmap is empty.
     private func render(
         _ source: ImageSource, info: ImageInfo, target: PixelSize, sharp: Bool, limits: ImageLimits,
-        meter: PixelMemoryMeter
+        meter: PixelMemoryMeter, sink: (any RenderRowSink)? = nil
     ) throws -> RenderedImage {
         try JPEGReader.with(source, limits: limits) { reader in
             let header = try reader.readHeader(saveMarkers: false)
@@ -129,10 +138,12 @@ struct JPEGDecoder: ImageDecoder {
             let layout: PixelLayout = components == 1 ? .gray : .rgb
             let outputTarget = PixelSize(
                 width: min(target.width, decoded.width), height: min(target.height, decoded.height))
+            try sink?.begin(size: outputTarget, layout: layout)
             // The decoded size is rounded up: the picture covers W·M/8 of it, mapped onto the output.
             var resampler = LanczosResampler(
                 from: decoded, to: outputTarget, layout: layout, meter: meter,
-                sourceExtent: ScalePlan.jpegDecodedExtent(stored: stored, numerator: numerator))
+                sourceExtent: ScalePlan.jpegDecodedExtent(stored: stored, numerator: numerator),
+                rowSink: sink.map { sink in { try sink.push(row: $0) } })
 
             let batch = Self.rowBatch
             let rowBytes = decoded.width * components
@@ -168,9 +179,9 @@ struct JPEGDecoder: ImageDecoder {
                 }
             }
             try reader.finish()
-            let bitmap: Bitmap
+            var bitmap = Bitmap(size: PixelSize(width: 1, height: 1), layout: layout)
             do {
-                bitmap = try resampler.finish()
+                if sink == nil { bitmap = try resampler.finish() } else { try resampler.finishRows() }
             } catch {
                 throw SharePipeError.corrupt(file: reader.file, phase: .decode, reason: "image data ended early")
             }

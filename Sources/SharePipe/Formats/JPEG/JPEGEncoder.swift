@@ -70,6 +70,23 @@ struct JPEGEncoder: ImageEncoder {
             inout UnsafeMutablePointer<UInt8>?, inout Int, inout [CChar]
         ) -> sp_status
     ) throws -> [UInt8] {
+        var message = shimMessageBuffer()
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        let status: sp_status = withSettings(settings, metadata: metadata) { jpegSettings, markers in
+            call(jpegSettings, markers, &output, &length, &message)
+        }
+        try EncoderFailure.check(status, message)
+        defer { sp_free(output) }
+        return Array(UnsafeBufferPointer(start: output, count: length))
+    }
+
+    /// The shim's settings and the kept metadata as marker segments (Exif first; no JFIF APP0 beside Exif),
+    /// valid during `body`.
+    func withSettings<T>(
+        _ settings: EncodeSettings, metadata: [MetadataBlock],
+        _ body: (sp_jpeg_encode_settings, UnsafeBufferPointer<sp_jpeg_marker>) -> T
+    ) -> T {
         let segments = JPEGMarkers.segments(for: metadata)
         let hasExif = segments.contains {
             $0.code == JPEGMarkers.app1 && $0.payload.starts(with: JPEGMarkers.exifPrefix)
@@ -77,15 +94,7 @@ struct JPEGEncoder: ImageEncoder {
         let jpegSettings = sp_jpeg_encode_settings(
             quality: Int32(settings.quality), progressive: settings.progressive ? 1 : 0,
             subsample_420: subsample420 ? 1 : 0, optimize_coding: 1, write_jfif: hasExif ? 0 : 1)
-        var message = shimMessageBuffer()
-        var output: UnsafeMutablePointer<UInt8>?
-        var length = 0
-        let status: sp_status = withMarkerArray(segments) { markers in
-            call(jpegSettings, markers, &output, &length, &message)
-        }
-        try EncoderFailure.check(status, message)
-        defer { sp_free(output) }
-        return Array(UnsafeBufferPointer(start: output, count: length))
+        return withMarkerArray(segments) { markers in body(jpegSettings, markers) }
     }
 
     private func withMarkerArray<T>(
@@ -100,6 +109,80 @@ struct JPEGEncoder: ImageEncoder {
             return markers.withUnsafeBufferPointer(body)
         }
     }
+}
+
+/// A 4:2:0 JPEG encode fed a render's rows as the resampler makes them (`sp_jpeg_row_encoder`: one 16-row band
+/// of YCbCr planes at a time), so that neither the RGB bitmap nor its planes exist whole: the same bytes as
+/// `JPEGEncoder.staged` and its encode on that render. It can also reduce the rows for the placeholder
+/// (`PlaceholderThumbnail.Builder`). Its band is counted in the meter from `begin` until `finish`.
+final class JPEGRowEncode: RenderRowSink {
+    let encoder: JPEGEncoder
+    let settings: EncodeSettings
+    let metadata: [MetadataBlock]
+    private let meter: PixelMemoryMeter
+    private var handle: OpaquePointer?
+    private var countedBytes = 0
+    private var thumbnailBuilder: PlaceholderThumbnail.Builder?
+    private let wantsThumbnail: Bool
+    /// The render's size, from `begin`.
+    private(set) var size = PixelSize(width: 0, height: 0)
+
+    /// `thumbnail`: also reduce the rows for the placeholder (`thumbnail()`).
+    init(
+        encoder: JPEGEncoder, settings: EncodeSettings, metadata: [MetadataBlock], meter: PixelMemoryMeter,
+        thumbnail: Bool
+    ) {
+        precondition(encoder.subsample420, "rows stream into a 4:2:0 encode only")
+        (self.encoder, self.settings, self.metadata, self.meter, wantsThumbnail) =
+            (encoder, settings, metadata, meter, thumbnail)
+    }
+
+    deinit {
+        sp_jpeg_row_encoder_free(handle)
+        meter.release(countedBytes)
+    }
+
+    func begin(size: PixelSize, layout: PixelLayout) throws {
+        precondition(layout == .rgb && handle == nil, "rows stream into one RGB encode")
+        self.size = size
+        var message = shimMessageBuffer()
+        var handle: OpaquePointer?
+        let status = encoder.withSettings(settings, metadata: metadata) { jpegSettings, markers in
+            sp_jpeg_row_encoder_new(
+                Int32(size.width), Int32(size.height), jpegSettings, markers.baseAddress, Int32(markers.count),
+                &handle, &message)
+        }
+        try EncoderFailure.check(status, message)
+        self.handle = handle
+        countedBytes = sp_jpeg_row_encoder_band_bytes(Int32(size.width))
+        meter.allocate(countedBytes)
+        if wantsThumbnail { thumbnailBuilder = PlaceholderThumbnail.Builder(size: size, layout: layout) }
+    }
+
+    func push(row: UnsafeBufferPointer<UInt8>) throws {
+        var message = shimMessageBuffer()
+        try EncoderFailure.check(
+            sp_jpeg_row_encoder_push_rgb_rows(handle, row.baseAddress, row.count, 1, &message), message)
+        thumbnailBuilder?.push(row: row)
+    }
+
+    /// The file, once every row went in.
+    func finish() throws -> [UInt8] {
+        var message = shimMessageBuffer()
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        let status = sp_jpeg_row_encoder_finish(handle, &output, &length, &message)
+        sp_jpeg_row_encoder_free(handle)
+        handle = nil
+        meter.release(countedBytes)
+        countedBytes = 0
+        try EncoderFailure.check(status, message)
+        defer { sp_free(output) }
+        return Array(UnsafeBufferPointer(start: output, count: length))
+    }
+
+    /// The placeholder's reduced copy of the rows (with `thumbnail`, after every row).
+    func thumbnail() -> PlaceholderThumbnail? { thumbnailBuilder?.finish() }
 }
 
 /// An RGB bitmap as libjpeg's 4:2:0 YCbCr planes (`sp_jpeg_planes_from_rgb`), freed with the last reference.

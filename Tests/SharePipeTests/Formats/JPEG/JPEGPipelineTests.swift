@@ -39,6 +39,32 @@ import Testing
         #expect(result.peakPixelBytes < 12_000_000, "peak pixel bytes \(result.peakPixelBytes)")
     }
 
+    /// An upright colour JPEG's render streams from the resampler into the encoder, 16 rows at a time: the job's
+    /// meter never holds the RGB render (3 bytes a pixel) nor its 4:2:0 planes (1.5), only the resampler's
+    /// window, the decoder's rows and one band, and the file is the one the render's planes encode to.
+    @Test func uprightJPEGStreamsIntoTheEncoderWithoutTheRender() throws {
+        let source = ImageSource.file(path: Fixtures.path("jpeg/large-4000x3000.jpg"))
+        var options = PrepareOptions()
+        options.strip = .all
+        let result = try SharePipe.prepare(source, options: options)
+        #expect(result.size == PixelSize(width: 1440, height: 1080))
+        #expect(result.sourceDecodes == 1)
+        let planes = JPEGPlanes.byteCount(result.size)
+        #expect(result.peakPixelBytes < planes, "peak pixel bytes \(result.peakPixelBytes), planes \(planes)")
+        // The same bytes as the render, staged as 4:2:0 planes and encoded (the route the other orientations take).
+        let info = try SharePipe.inspect(source)
+        #expect(info.orientation == .up)
+        let render = try JPEGDecoder().render(
+            source, info: info, target: result.size, limits: ImageLimits(), meter: PixelMemoryMeter())
+        let staged = try JPEGEncoder().staged(render.bitmap)
+        let quality = try #require(result.quality)
+        let expected = try staged.encode(EncodeSettings(quality: quality, progressive: false), [])
+        let same = result.bytes == expected
+        #expect(same, "\(result.bytes.count) vs \(expected.count) bytes")
+        // The placeholder's thumbnail came from the same rows.
+        #expect(result.placeholderPixels == PlaceholderThumbnail(render.bitmap))
+    }
+
     @Test func progressiveJPEGIsDownscaled() throws {
         let result = try SharePipe.prepare(.file(path: Fixtures.path("jpeg/progressive.jpg")))
         #expect(result.size == PixelSize(width: 1440, height: 1080))
