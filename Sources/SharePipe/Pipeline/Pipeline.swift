@@ -85,11 +85,15 @@ enum Pipeline {
             // main output's own search (`RenderCache`).
             let kept = variants.isEmpty ? cache : cache ?? RenderCache(serving: job.options.strategy == .cpuFirst)
             var prepared = try prepareSteps(source, job: job, checkpoint: guarded, cache: kept)
+            // An encoder's call has no checkpoint inside it (a PNG of noise deflates for a third of a second):
+            // a job that finished past its deadline is timed out all the same, not answered late.
+            try guarded()
             if !keepingOutputFile { try prepared.loadOutputFile(naming: source.displayName) }
             if let kept, !variants.isEmpty {
                 prepared.variants = try prepareVariants(
                     variants, of: source, job: job, main: prepared, cache: kept, checkpoint: guarded,
                     keepingOutputFiles: keepingOutputFile)
+                try guarded()
                 // A cache of this job alone goes with it; one shared by several services stays for the next.
                 if cache == nil { kept.clear() }
             }
