@@ -532,71 +532,7 @@ sp_status sp_jpeg_row_encoder_finish(sp_jpeg_row_encoder *encoder, uint8_t **out
     return SP_OK;
 }
 
-// MARK: - Distance of an encode to its bitmap
-
-// The encoded file decoded 8 rows at a time (libjpeg's default decoder: ISLOW IDCT, fancy upsampling, as a
-// browser shows it) against the bitmap it was made from: each pixel's error split into an opponent space
-// (luma; red−green; blue−yellow), each part's mean square over the image. The caller weighs the parts.
-sp_status sp_jpeg_distance(const uint8_t *jpeg, size_t length, const uint8_t *pixels, int width, int height,
-                           sp_jpeg_distance_result *result, char *message) {
-    if (jpeg == NULL || length == 0 || pixels == NULL || width <= 0 || height <= 0) {
-        copy_message(message, "distance needs an encoded file and its RGB bitmap");
-        return SP_ERR_ARGUMENT;
-    }
-    struct jpeg_decompress_struct cinfo;
-    sp_error_mgr error;
-    uint8_t *rows = NULL;
-    sp_jpeg_install_error_manager((j_common_ptr)&cinfo, &error);
-    if (setjmp(error.jump)) {
-        sp_status status = sp_jpeg_failure(&error, message);
-        jpeg_destroy_decompress(&cinfo);
-        free(rows);
-        return status;
-    }
-    jpeg_create_decompress(&cinfo);
-    jpeg_mem_src(&cinfo, jpeg, (unsigned long)length);
-    jpeg_read_header(&cinfo, TRUE);
-    cinfo.out_color_space = JCS_RGB;
-    jpeg_start_decompress(&cinfo);
-    if ((int)cinfo.output_width != width || (int)cinfo.output_height != height || cinfo.output_components != 3) {
-        sp_jpeg_fail_with((j_common_ptr)&cinfo, "the encode is not the bitmap's size");
-    }
-    size_t stride = (size_t)width * 3;
-    rows = malloc(stride * 8);
-    if (rows == NULL) sp_jpeg_fail_with((j_common_ptr)&cinfo, "out of memory");
-    double luma_sum = 0, red_green_sum = 0, blue_yellow_sum = 0;
-    while (cinfo.output_scanline < cinfo.output_height) {
-        int first = (int)cinfo.output_scanline;
-        int count = height - first < 8 ? height - first : 8;
-        while ((int)cinfo.output_scanline < first + count) {
-            JSAMPROW row = rows + (size_t)((int)cinfo.output_scanline - first) * stride;
-            jpeg_read_scanlines(&cinfo, &row, 1);
-        }
-        for (int r = 0; r < count; r++) {
-            const uint8_t *decoded = rows + (size_t)r * stride;
-            const uint8_t *source = pixels + (size_t)(first + r) * stride;
-            for (int x = 0; x < width; x++) {
-                double dr = (double)decoded[3 * x] - source[3 * x];
-                double dg = (double)decoded[3 * x + 1] - source[3 * x + 1];
-                double db = (double)decoded[3 * x + 2] - source[3 * x + 2];
-                double luma = 0.299 * dr + 0.587 * dg + 0.114 * db;
-                double red_green = dr - dg;
-                double blue_yellow = db - 0.5 * (dr + dg);
-                luma_sum += luma * luma;
-                red_green_sum += red_green * red_green;
-                blue_yellow_sum += blue_yellow * blue_yellow;
-            }
-        }
-    }
-    jpeg_finish_decompress(&cinfo);
-    jpeg_destroy_decompress(&cinfo);
-    free(rows);
-    double pixel_count = (double)width * (double)height;
-    result->luma = luma_sum / pixel_count;
-    result->red_green = red_green_sum / pixel_count;
-    result->blue_yellow = blue_yellow_sum / pixel_count;
-    return SP_OK;
-}
+// MARK: - SSIMULACRA2 of an encode against its bitmap
 
 sp_status sp_jpeg_ssimulacra2(const uint8_t *jpeg, size_t length, const uint8_t *pixels, int width, int height,
                               int channels, double *score, char *message) {

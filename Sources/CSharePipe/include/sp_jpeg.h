@@ -174,20 +174,6 @@ void sp_jpeg_row_encoder_free(sp_jpeg_row_encoder *encoder);
 /// outside JPEG's size). The coefficient store is libjpeg's memory, not pixels.
 size_t sp_jpeg_row_encoder_band_bytes(int width);
 
-/// How far an encode is from the RGB bitmap it was made from (`sp_jpeg_distance`): the mean squared error
-/// of each opponent-space part (per pixel, 8-bit units).
-typedef struct {
-    double luma;          // 0.299 R + 0.587 G + 0.114 B
-    double red_green;     // R − G
-    double blue_yellow;   // B − (R + G) / 2
-} sp_jpeg_distance_result;
-
-/// Decodes `jpeg` (3 components, `width` × `height`) 8 rows at a time and measures it against `pixels`
-/// (RGB, 8-bit, tightly packed): memory for 8 decoded rows and libjpeg's decompressor, never the whole image
-/// (a progressive file needs libjpeg's whole-image coefficients: measure its baseline twin instead).
-sp_status sp_jpeg_distance(const uint8_t *jpeg, size_t length, const uint8_t *pixels, int width, int height,
-                           sp_jpeg_distance_result *result, char *message);
-
 /// The SSIMULACRA2 score (sp_ssimulacra2.h) of `jpeg` against the bitmap it was made from (`pixels`: `width` ×
 /// `height`, `channels` samples a pixel, tightly packed; alpha ignored, as the encoder ignored it), decoded as a
 /// viewer would 8 rows at a time: memory for 8 decoded rows, the streaming scorer and libjpeg's decompressor

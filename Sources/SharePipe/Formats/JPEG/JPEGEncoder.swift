@@ -38,30 +38,6 @@ struct JPEGEncoder: ImageEncoder {
         }
     }
 
-    /// How far the colour JPEG `encoded` (made from `bitmap`, RGB) is from it, decoded as a viewer would
-    /// (`sp_jpeg_distance`, 8 rows at a time): the root mean square error in an opponent space, luma plus
-    /// red−green weighted 0.25 and blue−yellow 0.1. Lower is closer. The weights were measured on bench/
-    /// make-cap-photos.py's photos (a 4:2:0 and a 4:4:4 fit under the same limit, 7 pairs): with
-    /// `QualityLadder.fullChromaMargin` they pick butteraugli's choice on 6 (city 150 KB: 4:4:4; landscape
-    /// 60 KB: 4:2:0), not on fog 60 KB; weights 0.5/0.25 or 0.1/0.05 and blocks' worst-case norms (L4, L8,
-    /// 99th percentile) did worse.
-    /// `encoded` must be baseline: a progressive decode holds the whole coefficients (measure the baseline
-    /// twin: the same pixels).
-    static func distance(_ encoded: [UInt8], to bitmap: Bitmap) throws -> Double {
-        precondition(bitmap.layout == .rgb, "distance is measured on RGB")
-        var result = sp_jpeg_distance_result()
-        var message = shimMessageBuffer()
-        let status = encoded.withUnsafeBufferPointer { jpeg in
-            bitmap.pixels.withUnsafeBufferPointer { pixels in
-                sp_jpeg_distance(
-                    jpeg.baseAddress, jpeg.count, pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height),
-                    &result, &message)
-            }
-        }
-        try EncoderFailure.check(status, message)
-        return (result.luma + 0.25 * result.red_green + 0.1 * result.blue_yellow).squareRoot()
-    }
-
     /// The settings and markers every encode shares, around one shim call that writes the file.
     private func write(
         settings: EncodeSettings, metadata: [MetadataBlock],
