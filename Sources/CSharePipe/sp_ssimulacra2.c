@@ -84,21 +84,6 @@ static inline float cube_root_guess(float value) {
 #define CBRT_GUESS(v) cube_root_guess(v)
 #define HSUM(v) (v)
 #include "sp_ssimulacra2_kernels.h"
-#undef KERNEL
-#undef KERNEL_ATTR
-#undef W
-#undef vf
-#undef LD
-#undef ST
-#undef SET
-#undef ADD
-#undef SUB
-#undef MUL
-#undef DIV
-#undef MAX
-#undef ABS
-#undef CBRT_GUESS
-#undef HSUM
 
 #if SP_SSIM_X86
 static inline __m128 cube_root_guess4(__m128 value) {
@@ -129,21 +114,6 @@ static inline float sum4(__m128 value) {
 #define CBRT_GUESS cube_root_guess4
 #define HSUM sum4
 #include "sp_ssimulacra2_kernels.h"
-#undef KERNEL
-#undef KERNEL_ATTR
-#undef W
-#undef vf
-#undef LD
-#undef ST
-#undef SET
-#undef ADD
-#undef SUB
-#undef MUL
-#undef DIV
-#undef MAX
-#undef ABS
-#undef CBRT_GUESS
-#undef HSUM
 
 __attribute__((target("avx2"))) static inline __m256 cube_root_guess8(__m256 value) {
     const __m256i bits = _mm256_castps_si256(value);
@@ -173,21 +143,6 @@ __attribute__((target("avx2"))) static inline float sum8(__m256 value) {
 #define CBRT_GUESS cube_root_guess8
 #define HSUM sum8
 #include "sp_ssimulacra2_kernels.h"
-#undef KERNEL
-#undef KERNEL_ATTR
-#undef W
-#undef vf
-#undef LD
-#undef ST
-#undef SET
-#undef ADD
-#undef SUB
-#undef MUL
-#undef DIV
-#undef MAX
-#undef ABS
-#undef CBRT_GUESS
-#undef HSUM
 #endif
 
 // One instruction set's kernels; each handles a multiple of its width, the plain ones finish a row.

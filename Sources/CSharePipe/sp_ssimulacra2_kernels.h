@@ -5,6 +5,7 @@
 //   W, vf          the width and the vector type               LD, ST, SET  load, store, broadcast
 //   ADD, SUB, MUL, DIV, MAX, ABS                               CBRT_GUESS   the cube root's first guess
 //   HSUM           the sum of a vector's lanes (a float)
+// and this file undefines all of them at its end, ready for the next set.
 // Every kernel handles the first multiple of W of its `n` samples and returns how many that is; the caller
 // finishes the row with the plain C kernel. The blurs and the XYB conversion do the same operations in the same
 // order at every width (no fused multiply-add), so their results do not depend on the instruction set; the
@@ -109,3 +110,19 @@ KERNEL_ATTR static int KERNEL(pool)(const float *mu1, const float *mu2, const fl
     for (int k = 0; k < 6; k++) sums[k] += HSUM(total[k]);
     return i;
 }
+
+#undef KERNEL
+#undef KERNEL_ATTR
+#undef W
+#undef vf
+#undef LD
+#undef ST
+#undef SET
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef MAX
+#undef ABS
+#undef CBRT_GUESS
+#undef HSUM
