@@ -1,10 +1,12 @@
 // The JPEG reader: header and metadata segments (saved within limits), DCT-scaled decode row by row, and the
 // banded decode of a progressive file (its coefficients in the compact store, sp_jpeg_coefficients.c; each
-// scan read over the band's rows only from the second band on, sp_jpeg_band_skip.c). Every
-// call is behind its own setjmp (the error manager: sp_jpeg_common.c).
+// scan read over the band's rows only from the second band on, sp_jpeg_band_skip.c), and an encode decoded
+// 8 rows at a time into the SSIMULACRA2 scorer (sp_jpeg_ssimulacra2). Every call is behind its own setjmp (the
+// error manager: sp_jpeg_common.c).
 #include "sp_jpeg_private.h"
 #include "sp_jpeg_coefficients.h"
 #include "sp_jpeg_band_skip.h"
+#include "sp_ssimulacra2.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -477,4 +479,72 @@ void sp_jpeg_reader_free(sp_jpeg_reader *reader) {
     free(reader->later);
     if (reader->skip_ready) sp_band_skip_free(&reader->skip);
     free(reader);
+}
+
+// MARK: - SSIMULACRA2 of an encode against its bitmap
+
+sp_status sp_jpeg_ssimulacra2(const uint8_t *jpeg, size_t length, const uint8_t *pixels, int width, int height,
+                              int channels, double *score, char *message) {
+    if (jpeg == NULL || length == 0 || pixels == NULL || width <= 0 || height <= 0 || channels < 1 || channels > 4) {
+        copy_message(message, "SSIMULACRA2 needs an encoded file and its bitmap");
+        return SP_ERR_ARGUMENT;
+    }
+    struct jpeg_decompress_struct cinfo;
+    sp_error_mgr error;
+    uint8_t *rows = NULL;
+    sp_ssimulacra2 *scorer = NULL;
+    sp_jpeg_install_error_manager((j_common_ptr)&cinfo, &error);
+    if (setjmp(error.jump)) {
+        sp_status status = sp_jpeg_failure(&error, message);
+        jpeg_destroy_decompress(&cinfo);
+        free(rows);
+        sp_ssimulacra2_free(scorer);
+        return status;
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, jpeg, (unsigned long)length);
+    jpeg_read_header(&cinfo, TRUE);
+    // The bitmap's own colour model: gray against gray, anything else decoded as RGB.
+    const int decoded_channels = channels < 3 ? 1 : 3;
+    cinfo.out_color_space = decoded_channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_start_decompress(&cinfo);
+    if ((int)cinfo.output_width != width || (int)cinfo.output_height != height ||
+        cinfo.output_components != decoded_channels) {
+        sp_jpeg_fail_with((j_common_ptr)&cinfo, "the encode is not the bitmap's size");
+    }
+    if (sp_ssimulacra2_new(width, height, &scorer, NULL) != SP_OK) {
+        sp_jpeg_fail_with((j_common_ptr)&cinfo, "out of memory");
+    }
+    const size_t stride = (size_t)width * decoded_channels, source_stride = (size_t)width * channels;
+    rows = malloc(stride * 8 + (decoded_channels == channels ? 0 : (size_t)width * decoded_channels * 8));
+    if (rows == NULL) sp_jpeg_fail_with((j_common_ptr)&cinfo, "out of memory");
+    uint8_t *reference_rows = rows + stride * 8;
+    while (cinfo.output_scanline < cinfo.output_height) {
+        int first = (int)cinfo.output_scanline;
+        int count = height - first < 8 ? height - first : 8;
+        while ((int)cinfo.output_scanline < first + count) {
+            JSAMPROW row = rows + (size_t)((int)cinfo.output_scanline - first) * stride;
+            jpeg_read_scanlines(&cinfo, &row, 1);
+        }
+        const uint8_t *reference = pixels + (size_t)first * source_stride;
+        if (decoded_channels != channels) {
+            // Gray with alpha (2) or RGBA (4): the colour samples alone, as the encoder took them.
+            for (int r = 0; r < count; r++) {
+                for (int x = 0; x < width; x++) {
+                    for (int c = 0; c < decoded_channels; c++) {
+                        reference_rows[((size_t)r * width + x) * decoded_channels + c] =
+                            reference[(size_t)r * source_stride + (size_t)x * channels + c];
+                    }
+                }
+            }
+            reference = reference_rows;
+        }
+        sp_ssimulacra2_push_rows(scorer, reference, rows, decoded_channels, stride, count);
+    }
+    jpeg_finish_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    free(rows);
+    *score = sp_ssimulacra2_score(scorer);
+    sp_ssimulacra2_free(scorer);
+    return SP_OK;
 }

@@ -1,6 +1,6 @@
 // What the JPEG shim's files share (private to the shim): the error manager that turns libjpeg's error_exit
 // into a longjmp back to the shim function that made the call, and how a shim function reports it.
-// sp_jpeg_common.c: the error manager; sp_jpeg_decode.c: the reader (markers, banded decode);
+// sp_jpeg_common.c: the error manager; sp_jpeg_decode.c: the reader (markers, banded decode, an encode scored);
 // sp_jpeg_encode.c: the encoder and the 4:2:0 planes.
 #ifndef SP_JPEG_PRIVATE_H
 #define SP_JPEG_PRIVATE_H
