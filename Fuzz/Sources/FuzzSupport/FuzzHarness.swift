@@ -52,19 +52,24 @@ public enum FuzzHarness {
         return false
     }
 
+    /// `bytes` through the public pipeline: the output, or nil after checking the `SharePipeError` it threw (any
+    /// other error ends the run).
+    static func prepared(_ bytes: [UInt8], options: PrepareOptions) -> PreparedImage? {
+        do {
+            return try SharePipe.prepare(.bytes(bytes), options: options)
+        } catch let error as SharePipeError {
+            check(error)
+            return nil
+        } catch {
+            fatalError("prepare threw something that is not a SharePipeError: \(error)")
+        }
+    }
+
     public static func run(_ data: UnsafePointer<UInt8>?, _ count: Int, format: ImageFormat) -> CInt {
         let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? []
         guard ImageFormat.sniff(Array(bytes.prefix(16))) == format else { return -1 }
         let options = options(forLength: count)
-        let result: PreparedImage
-        do {
-            result = try SharePipe.prepare(.bytes(bytes), options: options)
-        } catch let error as SharePipeError {
-            check(error)
-            return 0
-        } catch {
-            fatalError("prepare threw something that is not a SharePipeError: \(error)")
-        }
+        guard let result = prepared(bytes, options: options) else { return 0 }
         check(result, options: options)
         return 0
     }
@@ -82,15 +87,7 @@ public enum FuzzHarness {
         options.animationOutput = .video
         options.video.maxBytes = (count / 3) % 2 == 1 ? 4096 : nil
         options.video.maxFrameRate = count % 5 == 0 ? 25 : nil
-        let result: PreparedImage
-        do {
-            result = try SharePipe.prepare(.bytes(bytes), options: options)
-        } catch let error as SharePipeError {
-            check(error)
-            return 0
-        } catch {
-            fatalError("prepare threw something that is not a SharePipeError: \(error)")
-        }
+        guard let result = prepared(bytes, options: options) else { return 0 }
         guard result.format == .mp4 else {
             if result.frameCount > 1 { fatalError("an animation came out as \(result.format), not MP4") }
             check(result, options: options)
