@@ -311,22 +311,17 @@ import Testing
         let cancellation = try #require(cancelledAt.withLock { $0 }, "the job never reached its 20th checkpoint")
         let atCancel = cancellation.checkpoint
         let returnedAfter = ContinuousClock.now - cancellation.time
-        #expect(await eventually { await pipeline.budget.usage.reservedBytes == 0 })
-        let freedAfter = ContinuousClock.now - cancellation.time
+        // Released before the cancelled call returned (no polling: a release left to a later task would fail here).
+        let usageAtReturn = await pipeline.budget.usage
+        #expect(usageAtReturn.reservedBytes == 0 && usageAtReturn.runningJobs == 0, "at return: \(usageAtReturn)")
         guard case .failure(let error) = outcome else { Issue.record("a cancelled job must not succeed"); return }
         #expect(error as? SharePipeError == .cancelled(file: "cancelled.png"))
         // The next row checkpoint after the cancellation threw: at most the one in progress ran after it.
         #expect(checkpoints.value - atCancel <= 2, "\(checkpoints.value - atCancel) checkpoints after the cancellation")
         #expect(checkpoints.value - before < checkpointsInAJob, "the job stopped before its decode ended")
-        let usage = await pipeline.budget.usage
-        #expect(usage.reservedBytes == 0 && usage.runningJobs == 0)
-        print(
-            "24 MP PNG: whole job \(wholeDuration); cancelled mid-decode: returned after \(returnedAfter), budget 0 after \(freedAfter)"
-        )
-        // Wall-clock only against the same job in the same run (a loaded machine slows both).
-        #expect(
-            freedAfter < wholeDuration / 2,
-            "budget freed \(freedAfter) after the cancellation (whole job: \(wholeDuration))")
+        // No wall-clock bound: under the parallel suites the two cooperative threads are often busy with other
+        // tests' work for seconds, so a bound would measure them. The checkpoint counts above are the bound.
+        print("24 MP PNG: whole job \(wholeDuration); cancelled mid-decode: returned and freed after \(returnedAfter)")
     }
 
     @Test func cancellingWhileWaitingForMemoryThrowsCancelled() async throws {
