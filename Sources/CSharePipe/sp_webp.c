@@ -4,6 +4,7 @@
 #include "sp_webp.h"
 
 #include "sp_lazy.h"
+#include "sp_ssimulacra2.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,5 +334,88 @@ sp_status sp_webp_encode(const uint8_t *pixels, int width, int height, int chann
     }
     sp_status status = add_metadata(writer.mem, writer.size, chunks, chunk_count, out, out_length, message);
     sp_libwebp.WebPMemoryWriterClear(&writer);
+    return status;
+}
+
+// MARK: - Scoring an encode
+
+// Composites `count` rows of straight-alpha RGBA over the grey level `background` into RGB.
+static void composite_rows(const uint8_t *rgba, size_t stride, int width, int count, int background, uint8_t *rgb) {
+    for (int r = 0; r < count; r++) {
+        const uint8_t *in = rgba + (size_t)r * stride;
+        uint8_t *out = rgb + (size_t)r * width * 3;
+        for (int x = 0; x < width; x++) {
+            const int alpha = in[4 * x + 3];
+            for (int c = 0; c < 3; c++) {
+                out[3 * x + c] = (uint8_t)((in[4 * x + c] * alpha + background * (255 - alpha) + 127) / 255);
+            }
+        }
+    }
+}
+
+sp_status sp_webp_ssimulacra2(const uint8_t *webp, size_t length, const uint8_t *pixels, int width, int height,
+                              int channels, double *score, char *message) {
+    if (webp == NULL || length == 0 || pixels == NULL || width <= 0 || height <= 0 || (channels != 3 && channels != 4)) {
+        copy_message(message, "SSIMULACRA2 needs an encoded file and its RGB or RGBA bitmap");
+        return SP_ERR_ARGUMENT;
+    }
+    sp_webp_decoder *decoder = NULL;
+    sp_status status = sp_webp_decoder_new(0, 0, channels, &decoder, message);
+    if (status != SP_OK) return status;
+    int complete = 0, rows_ready = 0;
+    status = sp_webp_decoder_append(decoder, webp, length, &complete, &rows_ready, message);
+    int decoded_width = 0, decoded_height = 0, stride = 0;
+    const uint8_t *decoded = sp_webp_decoder_rows(decoder, &decoded_width, &decoded_height, &stride);
+    if (status == SP_OK && (!complete || decoded == NULL)) {
+        copy_message(message, "WebP data ends early (file is truncated)");
+        status = SP_ERR_LIBRARY;
+    } else if (status == SP_OK && (decoded_width != width || decoded_height != height)) {
+        copy_message(message, "the encode is not the bitmap's size");
+        status = SP_ERR_ARGUMENT;
+    }
+    if (status != SP_OK) { sp_webp_decoder_free(decoder); return status; }
+    // Opaque: the rows as they are (both 3 samples a pixel, each picture with its own stride, so through a
+    // band of copies when libwebp's stride is not the bitmap's). With alpha: both pictures composited over a
+    // dark and a light grey, and the lower of the two scores.
+    const int passes = channels == 4 ? 2 : 1;
+    const size_t packed = (size_t)width * 3, source_stride = (size_t)width * channels;
+    const int band = 8;
+    sp_ssimulacra2 *scorers[2] = {NULL, NULL};
+    uint8_t *rows = NULL;
+    const int copy = channels == 4 || (size_t)stride != packed;
+    for (int p = 0; p < passes && status == SP_OK; p++) status = sp_ssimulacra2_new(width, height, &scorers[p], message);
+    if (status == SP_OK && copy && (rows = malloc(packed * band * 2)) == NULL) {
+        copy_message(message, "out of memory");
+        status = SP_ERR_MEMORY;
+    }
+    for (int first = 0; status == SP_OK && first < height; first += band) {
+        const int count = height - first < band ? height - first : band;
+        const uint8_t *reference = pixels + (size_t)first * source_stride;
+        const uint8_t *distorted = decoded + (size_t)first * stride;
+        if (!copy) { sp_ssimulacra2_push_rows(scorers[0], reference, distorted, 3, packed, count); continue; }
+        for (int p = 0; p < passes; p++) {
+            uint8_t *reference_rows = rows, *distorted_rows = rows + packed * band;
+            if (channels == 4) {
+                composite_rows(reference, source_stride, width, count, p == 0 ? 26 : 230, reference_rows);
+                composite_rows(distorted, (size_t)stride, width, count, p == 0 ? 26 : 230, distorted_rows);
+            } else {
+                for (int r = 0; r < count; r++) {
+                    memcpy(reference_rows + (size_t)r * packed, reference + (size_t)r * source_stride, packed);
+                    memcpy(distorted_rows + (size_t)r * packed, distorted + (size_t)r * stride, packed);
+                }
+            }
+            sp_ssimulacra2_push_rows(scorers[p], reference_rows, distorted_rows, 3, packed, count);
+        }
+    }
+    if (status == SP_OK) {
+        *score = sp_ssimulacra2_score(scorers[0]);
+        if (passes == 2) {
+            const double over_light = sp_ssimulacra2_score(scorers[1]);
+            if (over_light < *score) *score = over_light;
+        }
+    }
+    free(rows);
+    for (int p = 0; p < passes; p++) sp_ssimulacra2_free(scorers[p]);
+    sp_webp_decoder_free(decoder);
     return status;
 }

@@ -75,4 +75,16 @@ typedef struct {
 sp_status sp_webp_encode(const uint8_t *pixels, int width, int height, int channels, sp_webp_encode_settings settings,
                          const sp_webp_chunk *chunks, int chunk_count, uint8_t **out, size_t *out_length, char *message);
 
+// MARK: - Scoring an encode
+
+/// The SSIMULACRA2 score (sp_ssimulacra2.h) of the still WebP `webp` against the bitmap it was made from
+/// (`pixels`: `width` × `height`, 3 (RGB) or 4 (straight-alpha RGBA) samples a pixel, tightly packed). libwebp
+/// decodes the whole picture (its incremental decoder's output buffer: width × height × channels bytes); rows
+/// then go to the streaming scorer 8 at a time. With alpha both pictures are composited over a dark and a light
+/// grey (10 % and 90 %, the backgrounds of the PyPI `ssimulacra2` package's alpha variant) and the lower score is
+/// returned: colour under partial transparency counts on a dark page and a light one, colour under full
+/// transparency (which libwebp may change) does not.
+sp_status sp_webp_ssimulacra2(const uint8_t *webp, size_t length, const uint8_t *pixels, int width, int height,
+                              int channels, double *score, char *message);
+
 #endif

@@ -43,6 +43,9 @@ struct QualityLadder: LadderRunner {
             if let target { return try attemptAuto(jpeg, target: target, &log, checkpoint: checkpoint) }
             return try attemptJPEG(jpeg, &log, checkpoint: checkpoint)
         }
+        if let target, let webp = encoder as? WebPEncoder, !webp.lossless {
+            return try attemptWebPAuto(webp, target: target, &log, checkpoint: checkpoint)
+        }
         let staged = try sizes.renderStaged(for: encoder)
         defer { sizes.release(staged) }
         let search = try log.searchQuality(
@@ -53,7 +56,7 @@ struct QualityLadder: LadderRunner {
         return fit(best.encoded, size: staged.size, quality: best.quality, notes: [])
     }
 
-    private func fit(_ bytes: [UInt8], size: PixelSize, quality: Int, notes: [String]) -> FittingDriver.Fit {
+    func fit(_ bytes: [UInt8], size: PixelSize, quality: Int, notes: [String]) -> FittingDriver.Fit {
         FittingDriver.Fit(
             bytes: bytes, format: encoder.format, size: size, quality: quality, metadata: metadata,
             adjustments: (rangeNote.map { [$0] } ?? []) + notes + sizes.adjustments)

@@ -49,3 +49,30 @@ extension JPEGEncoder {
         return score
     }
 }
+
+extension WebPEncoder {
+    /// The SSIMULACRA2 score of the still WebP `encoded` against `bitmap`, the RGB or RGBA picture it was made
+    /// from (`sp_webp_ssimulacra2`: libwebp decodes the whole picture, then 8 rows at a time go to the scorer;
+    /// with alpha, the lower score over a dark and a light grey).
+    static func ssimulacra2(_ encoded: [UInt8], against bitmap: Bitmap) throws -> Double {
+        precondition(bitmap.layout == .rgb || bitmap.layout == .rgba, "expand gray first")
+        var message = shimMessageBuffer()
+        var score = 0.0
+        let status = encoded.withUnsafeBufferPointer { webp in
+            bitmap.pixels.withUnsafeBufferPointer { pixels in
+                sp_webp_ssimulacra2(
+                    webp.baseAddress, webp.count, pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height),
+                    Int32(bitmap.layout.channels), &score, &message)
+            }
+        }
+        try EncoderFailure.check(status, message)
+        return score
+    }
+
+    /// What scoring a WebP encode of `size` needs beside the render: libwebp's decoded picture, the scorer (two
+    /// with alpha) and the band of composited or copied rows.
+    static func scoringBytes(_ size: PixelSize, alpha: Bool) -> Int {
+        let channels = alpha ? 4 : 3
+        return size.area * channels + SSIMULACRA2.workingBytes(size) * (alpha ? 2 : 1) + 16 * size.width * 3
+    }
+}

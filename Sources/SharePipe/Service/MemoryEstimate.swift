@@ -131,6 +131,16 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             parts.encoder += Self.jpegFixedBytes
             if parts.channels == 2 || parts.channels == 4 { parts.unmetered += size.area * 3 }
         }
+        if !animated, options.qualityTarget != nil, plan.outputFormat == .webp, case .quality = plan.ladder {
+            // `--quality auto` on a lossy WebP (`QualityLadder.attemptWebPAuto`): the render held whole beside
+            // libwebp's decode of a candidate and the scorer (metered together); a gray render widened to RGB
+            // (unmetered).
+            let size = parts.renderedSize
+            let alpha = parts.channels == 2 || parts.channels == 4
+            parts.metered = max(
+                parts.metered, size.area * parts.channels + WebPEncoder.scoringBytes(size, alpha: alpha))
+            if parts.channels <= 2 { parts.unmetered += size.area * (alpha ? 4 : 3) }
+        }
         decodedSize = parts.decodedSize
         targetSize = target
         meteredPixelBytes = parts.metered

@@ -34,9 +34,9 @@ public enum OptionTable {
     public static let quality = OptionSpec(
         "quality", .quality(\.qualitySetting), flag: "quality", profile: ("maxQuality", .quality(\.qualitySetting)),
         query: "quality", clientMaySet: true, valid: .within(1...100),
-        help: "Highest JPEG quality; the byte-limit search starts here. auto (or auto:SCORE): for each size, the "
-            + "lowest quality whose output scores at least SCORE (default 80) in SSIMULACRA2 against the picture "
-            + "before encoding, under the byte limit.")
+        help: "Highest JPEG or WebP quality; the byte-limit search starts here. auto (or auto:SCORE): for each "
+            + "size, the lowest JPEG or lossy WebP quality whose output scores at least SCORE (default 80) in "
+            + "SSIMULACRA2 against the picture before encoding, under the byte limit.")
     /// The lowest JPEG quality.
     public static let minQuality = OptionSpec(
         "minQuality", .integer(\.minQuality), flag: "min-quality", profile: ("minQuality", .integer(\.minQuality)),

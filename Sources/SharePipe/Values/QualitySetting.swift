@@ -4,7 +4,9 @@ public enum QualitySetting: Sendable, Equatable, CustomStringConvertible {
     case fixed(Int)
     /// For each size tried, the lowest quality whose decoded output scores at least `target` in SSIMULACRA2
     /// against the picture before encoding (70 is "high", 80 very high, 90 "visually lossless"); the byte
-    /// limit stays a hard cap, and where it bites the output is the best that fits.
+    /// limit stays a hard cap, and where it bites the output is the best that fits. JPEG and lossy WebP outputs
+    /// are searched (a WebP with alpha is scored over a dark and a light page, the lower score counting); PNG,
+    /// GIF and lossless WebP have no quality to search.
     case auto(target: Double)
 
     /// The score `auto` aims at when none is given.

@@ -1,0 +1,69 @@
+import Glibc
+
+extension QualityLadder {
+    /// The quality the WebP auto search tries first where no size was searched yet: the median answer for a score
+    /// of 80 on photos (libwebp, method 4), moved by the target along the assumed slope.
+    static func webpAutoGuess(target: Double) -> Int {
+        let base = 88
+        let moved = 101 - exp(QualitySearch.logStep(base) - (target - 80) / QualitySearch.assumedLogSlope)
+        return min(max(Int(moved.rounded()), 30), 98)
+    }
+
+    /// One size under `QualitySetting.auto` for a lossy WebP: the render (gray widened to RGB, as the encoder
+    /// takes it; alpha kept, WebP stores it exactly) is held while `QualitySearch.lowestMeeting` encodes
+    /// candidates and scores each decode against it (`WebPEncoder.ssimulacra2`, metered with libwebp's decoded
+    /// picture). The lowest quality meeting the target is written; where even the ceiling falls short, the
+    /// ceiling. Where that encode is over the byte limit, the highest quality below it that fits is searched on
+    /// the same render and scored: the best score that fits.
+    mutating func attemptWebPAuto(
+        _ webp: WebPEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
+    ) throws -> FittingDriver.Fit? {
+        let rendered = try sizes.render()
+        defer { sizes.release(rendered) }
+        let bitmap = rendered.expandedToRGB()
+        let meter = sizes.renderer.meter
+        let scorerBytes = WebPEncoder.scoringBytes(bitmap.size, alpha: bitmap.layout == .rgba)
+        meter.allocate(scorerBytes)
+        defer { meter.release(scorerBytes) }
+        var encodes: [Int: [UInt8]] = [:]
+        var smallest = Int.max
+        defer { sizes.smallestAtSize = smallest }
+        let guess = lastAutoQuality ?? Self.webpAutoGuess(target: target)
+        let meeting = try QualitySearch.lowestMeeting(
+            target, range: range, guess: guess, maxMeasures: Self.autoMeasures, bracket: Self.autoBracket
+        ) { quality in
+            try checkpoint()
+            let encoded = try webp.encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
+            let score = try WebPEncoder.ssimulacra2(encoded, against: bitmap)
+            smallest = min(smallest, encoded.count)
+            log.record(
+                size: bitmap.size, format: .webp, quality: quality, note: nil, bytes: encoded.count, score: score)
+            if score >= target {
+                encodes = [quality: encoded]
+            } else if quality == range.upperBound {
+                encodes[quality] = encoded
+            }
+            return score
+        }
+        lastAutoQuality = meeting.quality
+        let chosen = encodes[meeting.quality]!
+        if chosen.count <= log.limit {
+            let notes = meeting.meets ? [] : ["quality at its ceiling short of SSIMULACRA2 \(Self.scoreText(target))"]
+            var result = fit(chosen, size: bitmap.size, quality: meeting.quality, notes: notes)
+            result.score = meeting.score
+            return result
+        }
+        // The limit bites: the highest quality below the target's that fits, scored.
+        guard meeting.quality > range.lowerBound else { return nil }
+        let search = try log.searchQuality(
+            bitmap, encoder: webp, range: range.lowerBound...meeting.quality - 1, progressive: false,
+            metadata: metadata.kept, note: nil, checkpoint: checkpoint)
+        smallest = min(smallest, search.smallestBytes)
+        guard let best = search.best else { return nil }
+        try checkpoint()
+        var result = fit(best.encoded, size: bitmap.size, quality: best.quality, notes: [])
+        result.score = try WebPEncoder.ssimulacra2(best.encoded, against: bitmap)
+        return result
+    }
+}
