@@ -15,9 +15,20 @@ void sp_copy_message(char *message, const char *text) {
     }
 }
 
-void sp_malloc_release_promptly(void) {
+void sp_malloc_release_promptly(int max_arenas) {
 #if defined(__GLIBC__)
     (void)mallopt(M_MMAP_THRESHOLD, SP_MALLOC_RELEASE_THRESHOLD);
     (void)mallopt(M_TRIM_THRESHOLD, SP_MALLOC_RELEASE_THRESHOLD);
+    if (max_arenas > 0) (void)mallopt(M_ARENA_MAX, max_arenas);
+#else
+    (void)max_arenas;
+#endif
+}
+
+int sp_malloc_trim(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return 0;
 #endif
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import CSharePipe
 import SharePipe
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -25,7 +24,7 @@ struct SharePipeCommand: ParsableCommand {
     /// instead of its default 64.
     static func main() {
         // Freed memory goes back to the system at once: a job's peak is not kept by the heap for the next.
-        sp_malloc_release_promptly()
+        ProcessAllocator.releaseFreedMemoryPromptly()
         do {
             var command = try parseAsRoot(nil)
             try command.run()

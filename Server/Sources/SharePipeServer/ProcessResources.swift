@@ -1,3 +1,5 @@
+import SharePipe
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -31,36 +33,21 @@ public enum ProcessMemory {
         Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
     }
 
-    /// Sets glibc's allocator for a long-running process whose jobs allocate large pixel buffers: a fixed
-    /// mmap threshold of 128 KiB (glibc otherwise raises it after each large free, up to 32 MiB, and later
-    /// large buffers stay in the heaps as fragments) and at most 2 arenas. Measured on a 16-client burst of
-    /// 12 MP JPEG, HEIC, PNG and GIF uploads: RSS after the burst 59 MiB with glibc's defaults, 30 MiB with
-    /// these (23 MiB at start). Call it before any thread starts.
+    /// Sets glibc's allocator for a long-running process whose jobs allocate large pixel buffers
+    /// (`ProcessAllocator.releaseFreedMemoryPromptly`): a fixed mmap threshold of 128 KiB (glibc otherwise raises
+    /// it after each large free, up to 32 MiB, and later large buffers stay in the heaps as fragments) and at
+    /// most 2 arenas. Measured on a 16-client burst of 12 MP JPEG, HEIC, PNG and GIF uploads: RSS after the burst
+    /// 59 MiB with glibc's defaults, 30 MiB with these (23 MiB at start). Call it before any thread starts.
     public static func configureAllocator() {
-        #if canImport(Glibc)
-            _ = glibcMallopt(-3, 128 << 10)  // M_MMAP_THRESHOLD (also turns off the dynamic threshold)
-            _ = glibcMallopt(-8, 2)  // M_ARENA_MAX
-        #endif
+        ProcessAllocator.releaseFreedMemoryPromptly(maxArenas: 2)
     }
 
     /// Returns the free memory of glibc's heaps (every arena, not only the top of the main one) to the kernel.
     /// glibc keeps what a burst of jobs freed; called when the budget falls back to 0, RSS goes back near idle.
     static func trim() {
-        #if canImport(Glibc)
-            _ = glibcMallocTrim(0)
-        #endif
+        ProcessAllocator.trim()
     }
 }
-
-#if canImport(Glibc)
-    /// glibc's `int malloc_trim(size_t pad)` (malloc.h is not in Swift's Glibc module).
-    @_silgen_name("malloc_trim")
-    private func glibcMallocTrim(_ pad: Int) -> Int32
-
-    /// glibc's `int mallopt(int param, int value)`.
-    @_silgen_name("mallopt")
-    private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
-#endif
 
 /// The server's own spool folder, `sharepipe-server-<pid>-<random>` under the configured parent: SharePipe
 /// spools large uploads there (mode 0700), and the whole folder is removed when the server exits.

@@ -32,11 +32,17 @@ void sp_copy_message(char *message, const char *text);
 /// The threshold sp_malloc_release_promptly sets (glibc's default before it adapts): 128 KiB.
 #define SP_MALLOC_RELEASE_THRESHOLD (128 * 1024)
 
-/// For a process that runs jobs one after another (the CLI): glibc's malloc gives memory back to the system as
-/// soon as it is freed. Blocks of SP_MALLOC_RELEASE_THRESHOLD or more are mapped on their own (unmapped when
-/// freed), and a free top of the heap that large is trimmed. By default glibc raises both thresholds to the
-/// largest block freed so far (up to 32 MiB mapped, twice that kept), so after a job frees a 5 MB render the
-/// heap keeps megabytes it no longer uses. A no-op outside glibc.
-void sp_malloc_release_promptly(void);
+/// For a process whose jobs allocate and free large pixel buffers (the CLI, the server): glibc's malloc gives
+/// memory back to the system as soon as it is freed. Blocks of SP_MALLOC_RELEASE_THRESHOLD or more are mapped on
+/// their own (unmapped when freed), and a free top of the heap that large is trimmed. By default glibc raises
+/// both thresholds to the largest block freed so far (up to 32 MiB mapped, twice that kept), so after a job
+/// frees a 5 MB render the heap keeps megabytes it no longer uses. `max_arenas` > 0 also caps glibc's arenas
+/// (threads share them: fewer heaps left fragmented); 0 keeps glibc's number. A no-op outside glibc; call it
+/// before threads start.
+void sp_malloc_release_promptly(int max_arenas);
+
+/// Returns the free memory of every glibc arena (not only the top of the main heap) to the system
+/// (malloc_trim(0)): 1 when some was returned. A no-op returning 0 outside glibc.
+int sp_malloc_trim(void);
 
 #endif
