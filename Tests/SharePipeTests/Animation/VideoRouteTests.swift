@@ -597,6 +597,17 @@ import Testing
         #expect(sorted[sorted.count / 2] <= 100, "median repeat \(sorted[sorted.count / 2]) bytes: \(repeats)")
     }
 
+    @Test func repeatsAddNoKeyFrames() throws {
+        // Two frames of 10 s, one level of red apart (no scene change): 460 samples at 23 fps, one key frame (the
+        // interval counts the source's pictures, not their repeats).
+        let frames = [([200, 0, 0], (10, 1)), ([201, 0, 0], (10, 1))]
+        try Fixtures.write(Self.apng(size: PixelSize(width: 32, height: 16), frames: frames), to: Self.path("tens.png"))
+        let (_, video) = try Self.prepareForBluesky("tens.png", options: ServiceProfile.threads.options())
+        let timing = try Self.timing(video)
+        #expect(timing.durations.count == 460 && timing.durations.allSatisfy { $0 == 1000 })
+        #expect(timing.keys.indices.filter { timing.keys[$0] } == [0])
+    }
+
     @Test func theFrameRateNoteIsInTheCommandLinesTextAndJSON() throws {
         try Witness.require(Witness.convert)
         let directory = Fixtures.temporaryDirectory()
