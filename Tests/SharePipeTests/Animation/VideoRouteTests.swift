@@ -597,6 +597,23 @@ import Testing
         #expect(sorted[sorted.count / 2] <= 100, "median repeat \(sorted[sorted.count / 2]) bytes: \(repeats)")
     }
 
+    @Test func chromiumPlaysTheRepeatedSamplesWithTheSourcesPicturesAndDuration() throws {
+        try Witness.require("chromium")
+        let (_, file) = try Self.prepareForBluesky(
+            "slow-mixed.gif", options: ServiceProfile.threads.options(), tag: "chromium")
+        // slow-mixed.gif: red 0–100 ms, lime to 140 ms, blue to 1140 ms, red to 1510 ms, blue to 4010 ms.
+        let times = [0.05, 0.12, 0.6, 1.3, 3.0]
+        let played = try ChromiumVideo.sample(file, at: times)
+        #expect(abs(played.duration - 4.01) < 0.0105, "duration \(played.duration)")
+        try #require(played.mediaTimes.count == times.count && played.centres.count == times.count)
+        for (index, (time, colour)) in zip(times, [Self.red, Self.green, Self.blue, Self.red, Self.blue]).enumerated() {
+            // The frame shown is a sample that started at most 1/23 s before: the repeats are played as samples.
+            let shown = played.mediaTimes[index]
+            #expect(shown <= time + 0.0015 && time - shown < 1.0 / 23 + 0.0015, "at \(time) s: frame of \(shown) s")
+            #expect(Self.close(played.centres[index], colour, 16), "at \(time) s: \(played.centres[index])")
+        }
+    }
+
     @Test func repeatsAddNoKeyFrames() throws {
         // Two frames of 10 s, one level of red apart (no scene change): 460 samples at 23 fps, one key frame (the
         // interval counts the source's pictures, not their repeats).
