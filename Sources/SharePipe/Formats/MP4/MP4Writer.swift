@@ -13,9 +13,9 @@
 /// the frame count, as on the GIF route.
 ///
 /// Time: the media timescale is 1000 (milliseconds) by default, so every frame keeps its own duration exactly
-/// (`stts`) for GIF delays (centiseconds) and APNG/WebP/AVIF durations (milliseconds); a multiple of 1000 can be
-/// asked for (`VideoPass` takes 23,000 for a 23 fps minimum, so 1/23 s is a whole number of ticks too). Key frames are listed in `stss`
-/// (left out when every sample is one). Colour: `colr` `nclx` says BT.709 primaries, transfer and matrix,
+/// (`stts`) for GIF delays (centiseconds) and APNG/WebP/AVIF durations (milliseconds); another can be asked for
+/// (`FramePacing`: 23,000 for a 23 fps minimum, so that 1/23 s is a whole number of ticks too). Key frames are
+/// listed in `stss` (left out when every sample is one). Colour: `colr` `nclx` says BT.709 primaries, transfer and matrix,
 /// limited range, as the stream's VUI does. No edit list: presentation starts at the first sample. The header
 /// holds only what players read (no `pasp`: square pixels are the default; no handler name; two compatible
 /// brands): it is most of the file for a small animation.
