@@ -19,11 +19,13 @@ SP_LAZY_DEFINE(libopenh264, "libopenh264.so.7", "SHAREPIPE_LIBOPENH264", SP_LIBO
 struct sp_h264_encoder {
     ISVCEncoder *codec;
     int width, height;
-    uint8_t *planes;        // Y, then Cb, then Cr
+    uint8_t *planes;        // the picture being encoded: Y, then Cb, then Cr
+    uint8_t *coded;         // the last picture the encoder coded (not skipped), for sp_h264_encode_repeat
     uint8_t *sample;        // the last access unit, length-prefixed NAL units
     size_t sample_length, sample_capacity;
     uint8_t sps[256], pps[256];
     size_t sps_length, pps_length;
+    int has_coded;          // whether `coded` holds a picture
 };
 
 static int grow(sp_h264_encoder *encoder, size_t needed) {
@@ -53,8 +55,9 @@ sp_status sp_h264_open(const sp_h264_settings *settings, sp_h264_encoder **out, 
     encoder->height = settings->height;
     size_t luma = (size_t)settings->width * (size_t)settings->height;
     encoder->planes = malloc(luma + luma / 2);
-    if (encoder->planes == NULL || sp_libopenh264.WelsCreateSVCEncoder(&encoder->codec) != 0 ||
-        encoder->codec == NULL) {
+    encoder->coded = malloc(luma + luma / 2);
+    if (encoder->planes == NULL || encoder->coded == NULL ||
+        sp_libopenh264.WelsCreateSVCEncoder(&encoder->codec) != 0 || encoder->codec == NULL) {
         sp_copy_message(message, "out of memory for the H.264 encoder");
         sp_h264_close(encoder);
         return SP_ERR_MEMORY;
@@ -202,13 +205,14 @@ static int take_nal(sp_h264_encoder *encoder, const uint8_t *nal, size_t length)
     return 1;
 }
 
-sp_status sp_h264_encode_rgba(sp_h264_encoder *encoder, const uint8_t *rgba, size_t stride, uint32_t background,
-                              long long timestamp_ms, int force_key, const uint8_t **sample, size_t *sample_length,
-                              int *is_key, size_t *transparent_pixels, char *message) {
+/// Encodes `source` (`planes`, or `coded` for a repeat: a 4:2:0 picture of the encoder's size) and collects the
+/// access unit; unless the encoder skipped the picture, the planes then become the last coded picture (swapped
+/// with `coded`).
+static sp_status encode_planes(sp_h264_encoder *encoder, uint8_t *source, long long timestamp_ms, int force_key,
+                               const uint8_t **sample, size_t *sample_length, int *is_key, char *message) {
     *sample = NULL;
     *sample_length = 0;
     *is_key = 0;
-    *transparent_pixels = convert(encoder, rgba, stride, background);
     ISVCEncoder *codec = encoder->codec;
     if (force_key) (*codec)->ForceIntraFrame(codec, true);
     SSourcePicture picture;
@@ -218,8 +222,8 @@ sp_status sp_h264_encode_rgba(sp_h264_encoder *encoder, const uint8_t *rgba, siz
     picture.iPicHeight = encoder->height;
     picture.iStride[0] = encoder->width;
     picture.iStride[1] = picture.iStride[2] = encoder->width / 2;
-    picture.pData[0] = encoder->planes;
-    picture.pData[1] = encoder->planes + (size_t)encoder->width * encoder->height;
+    picture.pData[0] = source;
+    picture.pData[1] = source + (size_t)encoder->width * encoder->height;
     picture.pData[2] = picture.pData[1] + (size_t)encoder->width * encoder->height / 4;
     picture.uiTimeStamp = timestamp_ms;
     SFrameBSInfo info;
@@ -242,10 +246,34 @@ sp_status sp_h264_encode_rgba(sp_h264_encoder *encoder, const uint8_t *rgba, siz
             at += length;
         }
     }
+    if (source == encoder->planes && encoder->sample_length > 0) {
+        encoder->planes = encoder->coded;
+        encoder->coded = source;
+        encoder->has_coded = 1;
+    }
     *sample = encoder->sample;
     *sample_length = encoder->sample_length;
     *is_key = info.eFrameType == videoFrameTypeIDR;
     return SP_OK;
+}
+
+sp_status sp_h264_encode_rgba(sp_h264_encoder *encoder, const uint8_t *rgba, size_t stride, uint32_t background,
+                              long long timestamp_ms, int force_key, const uint8_t **sample, size_t *sample_length,
+                              int *is_key, size_t *transparent_pixels, char *message) {
+    *transparent_pixels = convert(encoder, rgba, stride, background);
+    return encode_planes(encoder, encoder->planes, timestamp_ms, force_key, sample, sample_length, is_key, message);
+}
+
+sp_status sp_h264_encode_repeat(sp_h264_encoder *encoder, long long timestamp_ms, int force_key,
+                                const uint8_t **sample, size_t *sample_length, int *is_key, char *message) {
+    if (!encoder->has_coded) {
+        *sample = NULL;
+        *sample_length = 0;
+        *is_key = 0;
+        sp_copy_message(message, "H.264: no picture coded yet to repeat");
+        return SP_ERR_ARGUMENT;
+    }
+    return encode_planes(encoder, encoder->coded, timestamp_ms, force_key, sample, sample_length, is_key, message);
 }
 
 sp_status sp_h264_parameter_sets(const sp_h264_encoder *encoder, const uint8_t **sps, size_t *sps_length,
@@ -266,6 +294,7 @@ void sp_h264_close(sp_h264_encoder *encoder) {
         sp_libopenh264.WelsDestroySVCEncoder(encoder->codec);
     }
     free(encoder->planes);
+    free(encoder->coded);
     free(encoder->sample);
     free(encoder);
 }

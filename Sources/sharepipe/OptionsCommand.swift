@@ -65,6 +65,9 @@ struct OptionRow: Encodable {
         case .within(let range): valid = "\(range.lowerBound)...\(range.upperBound)"
         case .atLeastOption(let other): valid = "at least \(OptionTable.displayName(of: other, on: .library))"
         case .fromOneUpToOption(let other): valid = "1...\(OptionTable.displayName(of: other, on: .library))"
+        case .withinAndUpToOption(let range, let other):
+            valid =
+                "\(range.lowerBound)...\(range.upperBound), at most \(OptionTable.displayName(of: other, on: .library))"
         case .nonEmpty(let phrase): valid = phrase
         case .declaredVariants: valid = "variants the service profile declares"
         case .aspectRatio:

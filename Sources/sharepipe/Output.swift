@@ -416,6 +416,7 @@ enum ServicesTable {
             if p.animation.allowed && p.animationOutput == .video {
                 animated = "video " + (p.video.maxBytes ?? p.animation.maxBytes ?? p.maxStillBytes).description
                 if let d = p.video.maxDurationMilliseconds { animated += " ≤ \(d / 1000) s" }
+                if let r = p.video.minFrameRate { animated += " ≥ \(r) fps" }
             } else if p.animation.allowed {
                 if let w = p.animation.maxWidth, let h = p.animation.maxHeight { animated += " \(w)×\(h)" }
                 if let px = p.animation.maxPixels { animated += " px ≤ \(px)" }

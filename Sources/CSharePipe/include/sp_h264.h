@@ -36,6 +36,13 @@ sp_status sp_h264_encode_rgba(sp_h264_encoder *encoder, const uint8_t *rgba, siz
                               long long timestamp_ms, int force_key, const uint8_t **sample, size_t *sample_length,
                               int *is_key, size_t *transparent_pixels, char *message);
 
+/// Encodes the last picture the encoder coded (not skipped) again, shown from `timestamp_ms`: a repeat of the
+/// picture on screen, which OpenH264 codes as a P picture of skipped macroblocks (16 to 70 bytes from 320×240 to
+/// 1920×1080; the first repeat after a picture may also refine it a little toward the source) or, with
+/// `force_key`, an IDR picture. SP_ERR_ARGUMENT before any picture was coded. Outputs as sp_h264_encode_rgba.
+sp_status sp_h264_encode_repeat(sp_h264_encoder *encoder, long long timestamp_ms, int force_key,
+                                const uint8_t **sample, size_t *sample_length, int *is_key, char *message);
+
 /// The stream's sequence and picture parameter sets (without start codes), known after the first picture was
 /// encoded; SP_ERR_END before that.
 sp_status sp_h264_parameter_sets(const sp_h264_encoder *encoder, const uint8_t **sps, size_t *sps_length,

@@ -24,8 +24,11 @@ struct VideoPlan: Equatable, Sendable {
 /// Durations follow Chromium: a frame shown for 10 ms or less (a GIF delay of 0 or 1 cs) plays for 100 ms. The
 /// service's video limits apply on the way: a frame shorter than 1/`maxFrameRate` s is dropped (its time goes to
 /// the frame before it), an animation longer than `maxDurationMilliseconds` is cut there, one shorter than
-/// `minDurationMilliseconds` is played several times in a row. All of it is reported, as is what MP4 cannot keep:
-/// the loop count and transparency.
+/// `minDurationMilliseconds` is played several times in a row. With a `minFrameRate`, a sample (a frame and the
+/// identical frames merged into it) that lasts longer than 1/`minFrameRate` s is split into equal parts, each
+/// written as a repeat of the picture (`FramePacing`): OpenH264 codes the unchanged picture as a P picture of
+/// skipped macroblocks, tens of bytes. All of it is reported, as is what MP4 cannot keep: the loop count and
+/// transparency.
 ///
 /// Fitting (`VideoLadder`): the quantiser first (`quantizers`), then smaller dimensions at the highest quantiser.
 /// Memory: as the GIF route's frame pass (the source's canvas, the resampler and its two pictures) plus the
@@ -44,8 +47,13 @@ enum VideoRoute {
     /// A key frame at least every this many samples (x264's default GOP length), so a player seeking decodes at
     /// most this many pictures; OpenH264's scene-change detection adds key frames where the picture changes
     /// entirely. An animation's frames are often shown for long and repeat their background, so a key frame
-    /// every few seconds would cost more than the frames between them.
+    /// every few seconds would cost more than the frames between them. Repeats for a minimum frame rate are not
+    /// counted: they are P pictures of skipped macroblocks, next to nothing to decode, and counting them would add
+    /// a key frame every 11 s at 23 fps (a photo-like animation's grew 38% so, against 10% without them).
     static let keyFrameInterval = 250
+    /// The most repeats (`FramePacing`) one pass writes: 12 hours at 23 frames a second. Past it the samples keep
+    /// their length (reported), so a hostile source of days-long frames cannot make millions of samples.
+    static let mostRepeats = 1_000_000
     /// Chromium's rule for short frames: 10 ms or less plays as 100 ms.
     static func playedMilliseconds(_ milliseconds: Int) -> Int { milliseconds <= 10 ? 100 : milliseconds }
 
@@ -100,6 +108,48 @@ enum VideoRoute {
     }
 }
 
+/// How a minimum frame rate is met: the timescale of the video and the longest sample in its ticks.
+///
+/// The timescale is the least common multiple of 1000 and the rate (23,000 for 23 fps; 1000 without a minimum),
+/// so both a source's milliseconds and 1/rate s are whole numbers of ticks: a sample of `d` ticks longer than
+/// `longestSample` becomes `n` = ⌈d / longestSample⌉ parts whose starts are `d · k / n` (rounded down) after its
+/// own, each at most 1/rate s and, for n ≥ 2, longer than 1/(2 · rate) s; the parts add up to `d` exactly.
+struct FramePacing: Equatable {
+    /// Ticks a second.
+    let timescale: Int
+    /// The longest sample in ticks (1/`minFrameRate` s), nil without a minimum.
+    let longestSample: Int?
+
+    init(minFrameRate: Int?) {
+        guard let rate = minFrameRate, rate > 0 else {
+            timescale = 1000
+            longestSample = nil
+            return
+        }
+        var a = 1000, b = rate
+        while b != 0 { (a, b) = (b, a % b) }
+        timescale = 1000 / a * rate
+        longestSample = timescale / rate
+    }
+
+    /// Ticks in `milliseconds`.
+    func ticks(_ milliseconds: Int) -> Int { milliseconds * (timescale / 1000) }
+
+    /// Milliseconds in `ticks`, rounded down.
+    func milliseconds(_ ticks: Int) -> Int { ticks / (timescale / 1000) }
+
+    /// How many parts a sample of `ticks` is written as (1: as it is).
+    func parts(_ ticks: Int) -> Int {
+        guard let longest = longestSample, ticks > longest else { return 1 }
+        return ticks / longest + (ticks % longest == 0 ? 0 : 1)
+    }
+
+    /// The start of part `part` (0..<`count`) of a sample of `ticks`, in ticks after the sample's start.
+    static func offset(part: Int, of count: Int, ticks: Int) -> Int {
+        count.dividingFullWidth(ticks.multipliedFullWidth(by: part)).quotient
+    }
+}
+
 /// One pass: every canvas of the source resampled, encoded and written as MP4 with a plan.
 struct VideoPass {
     /// Receives each canvas the source shows (straight-alpha RGBA of the canvas size), how long it is shown in
@@ -125,8 +175,13 @@ struct VideoPass {
     struct Output {
         var bytes: [UInt8]
         var file: EncodedFile?
-        /// Samples in the file (the repeats counted once).
+        /// The source's frames written as samples (the repeats of the file counted once).
         var framesWritten: Int
+        /// Samples that repeat the picture before them for the minimum frame rate, and the frames so split.
+        var repeatSamples: Int
+        var framesRepeated: Int
+        /// Whether `VideoRoute.mostRepeats` stopped the repeats (later samples may be longer than 1/minimum s).
+        var repeatsStopped: Bool
         /// Frames the source showed (up to a cut).
         var framesSeen: Int
         /// Frames dropped for the frame-rate limit, and frames the encoder skipped.
@@ -149,7 +204,8 @@ struct VideoPass {
     func run(_ plan: VideoPlan, checkpoint: Pipeline.Checkpoint) throws -> Output {
         let pictures =
             orientation == .up ? GIFPictureResampler(from: canvasSize, to: plan.size, meter: meter) : nil
-        let writer = MP4Writer(size: plan.size, temporaryDirectory: temporaryDirectory)
+        let pacing = FramePacing(minFrameRate: limits.minFrameRate)
+        let writer = MP4Writer(size: plan.size, timescale: pacing.timescale, temporaryDirectory: temporaryDirectory)
         let minimumFrame = limits.maxFrameRate.map { (1000 + $0 - 1) / $0 } ?? 0
         let background = UInt32(truncatingIfNeeded: limits.background & 0xFF_FFFF)
         var encoder: H264Encoder?
@@ -161,6 +217,30 @@ struct VideoPass {
         var lastPicture: [UInt8] = []
         defer { meter.release(lastPicture.count) }
         var lastStart: Int?, samplesSinceKey = 0
+        var repeatSamples = 0, framesRepeated = 0, repeatsStopped = false
+        // Splits the last sample, from its start (or its last repeat's) to `end` ms, into repeats of its picture
+        // within the minimum frame rate.
+        func repeatLastSample(until end: Int) throws {
+            guard pacing.longestSample != nil, let encoder, let from = writer.sampleStarts.last else { return }
+            let ticks = pacing.ticks(end) - from
+            var parts = pacing.parts(ticks)
+            guard parts > 1, !repeatsStopped else { return }
+            if parts - 1 > VideoRoute.mostRepeats - repeatSamples {
+                parts = VideoRoute.mostRepeats - repeatSamples + 1
+                repeatsStopped = true
+                if parts < 2 { return }
+            }
+            framesRepeated += 1
+            for part in 1..<parts {
+                try checkpoint()
+                let start = from + FramePacing.offset(part: part, of: parts, ticks: ticks)
+                // Not counted towards the key-frame interval (`VideoRoute.keyFrameInterval`).
+                let sample = try encoder.encodeRepeat(timestampMilliseconds: pacing.milliseconds(start))
+                try writer.append(sample.bytes, isKey: sample.isKey, start: start)
+                if sample.isKey { samplesSinceKey = 1 }
+                repeatSamples += 1
+            }
+        }
         var cut = false
         var firstPicture: PlaceholderThumbnail?
         let wholeCanvas = GIFRect(left: 0, top: 0, width: canvasSize.width, height: canvasSize.height)
@@ -208,6 +288,7 @@ struct VideoPass {
                         throw SharePipeError.unsupportedFormat(file: file, missing: .library, reason: failure.reason)
                     }
                 }
+                try repeatLastSample(until: start)
                 let forceKey = lastStart != nil && samplesSinceKey >= VideoRoute.keyFrameInterval
                 let sample = try encoder!.encode(
                     picture, timestampMilliseconds: start, background: background, forceKey: forceKey)
@@ -220,7 +301,7 @@ struct VideoPass {
                 if firstPicture == nil {
                     firstPicture = PlaceholderThumbnail(pixels: picture, size: plan.size, layout: .rgba)
                 }
-                try writer.append(sample.bytes, isKey: sample.isKey, startMilliseconds: start)
+                try writer.append(sample.bytes, isKey: sample.isKey, start: pacing.ticks(start))
                 samplesSinceKey = sample.isKey ? 1 : samplesSinceKey + 1
                 lastStart = start
             }
@@ -235,11 +316,14 @@ struct VideoPass {
         if let shortest = limits.minDurationMilliseconds, total < shortest {
             repeats = (shortest + total - 1) / total
         }
+        try repeatLastSample(until: total)
         let (sps, pps) = try encoder.parameterSets()
         let written = try writer.finish(
-            sps: sps, pps: pps, totalMilliseconds: total, repeats: repeats, temporaryDirectory: temporaryDirectory)
+            sps: sps, pps: pps, total: pacing.ticks(total), repeats: repeats, temporaryDirectory: temporaryDirectory)
         return Output(
-            bytes: written.bytes, file: written.file, framesWritten: writer.sampleCount, framesSeen: seen,
+            bytes: written.bytes, file: written.file, framesWritten: writer.sampleCount - repeatSamples,
+            repeatSamples: repeatSamples, framesRepeated: framesRepeated, repeatsStopped: repeatsStopped,
+            framesSeen: seen,
             framesDropped: dropped, framesMerged: merged, framesWithTransparency: transparentFrames,
             durationMilliseconds: total,
             sourceMilliseconds: sourceTime, repeats: repeats, cut: cut, loopCount: cut ? nil : loopCount,
@@ -379,6 +463,17 @@ struct VideoLadder: LadderRunner {
             notes.append(
                 "\(output.framesMerged) of \(output.framesSeen) frames identical to the frame before them merged "
                     + "into it (shown for their time, the picture and timing unchanged)")
+        }
+        if let rate = pass.limits.minFrameRate, output.repeatSamples > 0 {
+            notes.append(
+                "frame rate raised to at least \(rate) fps by repeating frames (the service asks for at least "
+                    + "\(rate)): \(output.framesRepeated) frames shown for longer than 1/\(rate) s written as "
+                    + "\(output.framesRepeated + output.repeatSamples) samples of their pictures, the timing unchanged")
+        }
+        if output.repeatsStopped, let rate = pass.limits.minFrameRate {
+            notes.append(
+                "frame rate not raised to \(rate) fps past \(VideoRoute.mostRepeats) repeated samples (the video's "
+                    + "later frames are shown for longer than 1/\(rate) s)")
         }
         if output.cut {
             notes.append(

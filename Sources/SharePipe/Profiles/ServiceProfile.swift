@@ -176,26 +176,30 @@ extension ServiceProfile {
     /// Instagram (content publishing API): JPEG only, ≤ 8 MB, width 320–1440 (the service scales to 1440
     /// wide), aspect 4:5 to 1.91:1 (not enforced: SharePipe does not crop). It takes no GIF: an animation becomes an
     /// MP4 (`animation: video`) within the API's video rules (reels): ≤ 300 MB, 3 s to 15 min, ≤ 1920 columns,
-    /// ≤ 60 fps, H.264, moov atom first. The API also asks for at least 23 fps, which an animation's own frame rate
-    /// is kept below (not enforced). Reels play in a loop.
+    /// 23–60 fps, H.264, moov atom first (Meta content-publishing API, IG User Media reference, reel
+    /// specifications: "Frame rate: 23-60 FPS"): a frame shown for longer than 1/23 s is written as repeats of its
+    /// picture (`VideoLimits.minFrameRate`). Reels play in a loop.
     public static let instagram = ServiceProfile(
         name: "instagram", displayName: "Instagram", maxStillBytes: 8_000_000,
         caps: SizeCaps(shortEdge: 1080, width: 1440),
         animationOutput: .video,
         video: VideoLimits(
             maxBytes: 300_000_000, maxDurationMilliseconds: 900_000, minDurationMilliseconds: 3000, maxWidth: 1920,
-            maxFrameRate: 60, loops: true),
+            maxFrameRate: 60, minFrameRate: 23, loops: true),
         formats: [.jpeg],
         source: "Meta content-publishing API", confidence: "medium")
 
     /// Threads: ≤ 8 MB, width ≤ 1440, JPEG or PNG. It takes no GIF: an animation becomes an MP4
-    /// (`animation: video`) within the API's video rules: ≤ 1 GB, ≤ 5 min, ≤ 1920 columns, ≤ 60 fps (23 fps at
-    /// least is asked for too: not enforced), H.264, moov atom first.
+    /// (`animation: video`) within the API's video rules: ≤ 1 GB, ≤ 5 min, ≤ 1920 columns, 23–60 fps (Meta Threads
+    /// API, media specifications, video: "Frame rate: 23-60 FPS"; a frame shown for longer than 1/23 s is written
+    /// as repeats of its picture, `VideoLimits.minFrameRate`), H.264, moov atom first.
     public static let threads = ServiceProfile(
         name: "threads", displayName: "Threads", maxStillBytes: 8_000_000,
         caps: SizeCaps(shortEdge: 1080, width: 1440),
         animationOutput: .video,
-        video: VideoLimits(maxBytes: 1_000_000_000, maxDurationMilliseconds: 300_000, maxWidth: 1920, maxFrameRate: 60),
+        video: VideoLimits(
+            maxBytes: 1_000_000_000, maxDurationMilliseconds: 300_000, maxWidth: 1920, maxFrameRate: 60,
+            minFrameRate: 23),
         formats: [.jpeg, .png],
         source: "Meta Threads API", confidence: "medium")
 

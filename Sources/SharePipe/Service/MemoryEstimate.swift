@@ -384,7 +384,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         }
         // The changed-pixel mask (one Bool per output pixel) and the frame summary (a record and a possible
         // local colour table per frame).
-        let unmetered = out.area + info.frameCount * 1024
+        var unmetered = out.area + info.frameCount * 1024
         // The writer streams each pass's output to a temporary file through a 64 KiB buffer; the one that fits
         // is read back whole, once, when the caller takes bytes (the server; a batch copies the file to its
         // place instead). LZW's bound (1.5 bytes per pixel per frame) is far above what frame differencing
@@ -398,6 +398,13 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // The video route holds no GIF encoder state but OpenH264's pictures (`H264Encoder.meteredBytes`);
             // its output is bounded like the GIF's.
             metered += H264Encoder.meteredBytes(for: out)
+            if let rate = options.video.minFrameRate {
+                // A minimum frame rate adds samples that repeat a picture (`FramePacing`), each a size and a start
+                // in the writer's tables and their boxes (about 24 bytes): at most the longest video at that rate,
+                // and at most `VideoRoute.mostRepeats`.
+                let repeats = options.video.maxDurationMilliseconds.map { $0 / 1000 * rate + rate } ?? Int.max
+                unmetered += min(repeats, VideoRoute.mostRepeats) * 24
+            }
         }
         return Parts(
             decodedSize: screen, renderedSize: out, channels: 4, metered: metered, unmetered: unmetered,

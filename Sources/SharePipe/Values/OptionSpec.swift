@@ -46,6 +46,9 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
         case atLeastOption(String)
         /// From 1 up to the value of the option named (minQuality ≤ quality).
         case fromOneUpToOption(String)
+        /// A number in the range, and at most the value of the option named where that is set
+        /// (video.minFrameRate ≤ video.maxFrameRate).
+        case withinAndUpToOption(ClosedRange<Int>, String)
         /// At least one element; `phrase` says so in messages.
         case nonEmpty(phrase: String)
         /// Names of variants the options declare (`PrepareOptions.declaredVariants`), each once.
@@ -152,6 +155,13 @@ public struct OptionSpec: Sendable, CustomStringConvertible {
             return number >= 1 && number <= bound
                 ? nil
                 : InvalidOption(name, expected: .upTo(option: other, value: bound), found: "\(number)")
+        case (.withinAndUpToOption(let range, let other), .integer(let number?)):
+            guard range.contains(number) else {
+                return InvalidOption(
+                    name, expected: .phrase("\(range.lowerBound)...\(range.upperBound)"), found: "\(number)")
+            }
+            guard let bound = Self.number(other, in: options), number > bound else { return nil }
+            return InvalidOption(name, expected: .upTo(option: other, value: bound), found: "\(number)")
         case (.nonEmpty(let phrase), .formats(let formats?)):
             return formats.isEmpty ? InvalidOption(name, expected: .phrase(phrase), found: "\(formats)") : nil
         default:

@@ -200,6 +200,12 @@ public enum OptionTable {
         profile: ("video.maxFrameRate", .optionalInteger(\.video.maxFrameRate)),
         valid: .within(1...1000),
         help: "Highest frame rate of a video; a shorter frame is dropped, its time given to the frame before it.")
+    /// `VideoLimits.minFrameRate`.
+    public static let videoMinFrameRate = OptionSpec(
+        "video.minFrameRate", .optionalInteger(\.video.minFrameRate),
+        profile: ("video.minFrameRate", .optionalInteger(\.video.minFrameRate)),
+        valid: .withinAndUpToOption(1...120, "video.maxFrameRate"),
+        help: "Lowest frame rate of a video; a longer frame is shown as several samples of the same picture.")
     /// `VideoLimits.loops`.
     public static let videoLoops = OptionSpec(
         "video.loops", .boolean(\.video.loops), profile: ("video.loops", .boolean(\.video.loops)),
@@ -283,7 +289,7 @@ public enum OptionTable {
         animationMaxWidth, animationMaxHeight, animationMaxPixels, animationMaxFrames, animationMaxTotalPixels,
         animationMaxBytes, animationAllowed,
         animationOutput, videoMaxBytes, videoMaxDuration, videoMinDuration, videoMaxWidth, videoMaxHeight,
-        videoMaxPixels, videoMaxFrameRate, videoLoops, videoBackground,
+        videoMaxPixels, videoMaxFrameRate, videoMinFrameRate, videoLoops, videoBackground,
         acceptedFormats, allowFormatChange, strip, progressive, strategy, timeout,
         blurHashXComponents, blurHashYComponents, variants, cropTo,
     ]

@@ -437,6 +437,11 @@ public struct VideoLimits: Sendable, Equatable, Codable {
     /// Highest frame rate: a frame shown for less than 1/rate s is dropped, its time given to the frame
     /// before it (reported).
     public var maxFrameRate: Int?
+    /// Lowest frame rate (at most 120, and at most `maxFrameRate`): a frame shown for longer than 1/rate s is
+    /// shown as several samples of the same picture (repeats, coded as P pictures of a few tens of bytes), so
+    /// every sample lasts at most 1/rate s; the durations still add up to the source's exactly (reported).
+    /// Frames identical to the one before are still merged first. nil: no minimum.
+    public var minFrameRate: Int?
     /// Whether the service plays a short video in a loop (said in the report: MP4 stores no loop count).
     public var loops: Bool
     /// The colour transparent pixels are composited on (MP4 has no transparency), 0xRRGGBB; white by default.
@@ -445,7 +450,7 @@ public struct VideoLimits: Sendable, Equatable, Codable {
     public init(
         maxBytes: Int? = nil, maxDurationMilliseconds: Int? = nil, minDurationMilliseconds: Int? = nil,
         maxWidth: Int? = nil, maxHeight: Int? = nil, maxPixels: Int? = nil, maxFrameRate: Int? = nil,
-        loops: Bool = false, background: Int = 0xFFFFFF
+        minFrameRate: Int? = nil, loops: Bool = false, background: Int = 0xFFFFFF
     ) {
         self.maxBytes = maxBytes
         self.maxDurationMilliseconds = maxDurationMilliseconds
@@ -454,6 +459,7 @@ public struct VideoLimits: Sendable, Equatable, Codable {
         self.maxHeight = maxHeight
         self.maxPixels = maxPixels
         self.maxFrameRate = maxFrameRate
+        self.minFrameRate = minFrameRate
         self.loops = loops
         self.background = background
     }

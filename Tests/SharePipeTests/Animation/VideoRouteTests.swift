@@ -45,6 +45,24 @@ import Testing
                 "-size", "48x32", "-delay", "10", "xc:red", "-delay", "2", "xc:blue", "-delay", "10", "xc:red",
                 "-delay", "10", "xc:red", "-loop", "0", directory + "/dropped-then-repeated.gif",
             ])
+        // Long delays for a minimum frame rate: ten frames of 100 ms (red, lime, blue, ...); three of 1 s; and
+        // mixed ones: red 0 cs (plays 100 ms), lime 4 cs, blue 1 s, red 7 cs then red again 30 cs (merged into
+        // one sample of 370 ms), blue 2.5 s.
+        let tenths = (0..<10).flatMap { ["-delay", "10", "xc:" + ["red", "lime", "blue"][$0 % 3]] }
+        run(Witness.convert, ["-size", "48x32"] + tenths + ["-loop", "0", directory + "/tenths.gif"])
+        run(
+            Witness.convert,
+            [
+                "-size", "48x32", "-delay", "100", "xc:red", "-delay", "100", "xc:lime", "-delay", "100", "xc:blue",
+                "-loop", "0", directory + "/seconds.gif",
+            ])
+        run(
+            Witness.convert,
+            [
+                "-size", "48x32", "-delay", "0", "xc:red", "-delay", "4", "xc:lime", "-delay", "100", "xc:blue",
+                "-delay", "7", "xc:red", "-delay", "30", "xc:red", "-delay", "250", "xc:blue", "-loop", "0",
+                directory + "/slow-mixed.gif",
+            ])
         for (name, colour) in [("red", "red"), ("green", "lime"), ("blue", "blue")] {
             run(Witness.convert, ["-size", "48x32", "xc:" + colour, "PNG24:" + directory + "/\(name).png"])
         }
@@ -309,10 +327,10 @@ import Testing
         for (index, start) in starts.enumerated() {
             let pixels = [UInt8](repeating: UInt8(80 * index), count: size.area * 4)
             let sample = try encoder.encode(pixels, timestampMilliseconds: start, background: 0xFFFFFF)
-            try writer.append(sample.bytes, isKey: sample.isKey, startMilliseconds: start)
+            try writer.append(sample.bytes, isKey: sample.isKey, start: start)
         }
         let (sps, pps) = try encoder.parameterSets()
-        let written = try writer.finish(sps: sps, pps: pps, totalMilliseconds: total)
+        let written = try writer.finish(sps: sps, pps: pps, total: total)
         let bytes = try written.file?.readAll() ?? written.bytes
         let file = Self.fixtures + "/long.mp4"
         try Fixtures.write(bytes, to: file)
@@ -427,6 +445,237 @@ import Testing
         #expect(still.adjustments.contains { $0.contains("animations written as stills") }, "\(still.adjustments)")
         let parsed = try PrepareOptions().applying(textValues: [("animation", "video")])
         #expect(parsed.animationOutput == .video)
+    }
+
+    /// What ffprobe says about a video's timing: the stream's average frame rate, its time base, and each
+    /// packet's duration (in the time base), size and key flag.
+    struct Timing {
+        var averageFrameRate: Double
+        var timeBase: (Int, Int)
+        var durations: [Int]
+        var sizes: [Int]
+        var keys: [Bool]
+
+        /// A packet's duration in seconds.
+        func seconds(_ ticks: Int) -> Double { Double(ticks * timeBase.0) / Double(timeBase.1) }
+    }
+
+    static func timing(_ file: String) throws -> Timing {
+        let output = try Tool.run(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-show_entries",
+                "stream=avg_frame_rate,time_base:packet=duration,size,flags", "-of", "json", file,
+            ])
+        #expect(output.status == 0, "ffprobe: \(output.stderr)")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
+        let stream = try #require((json["streams"] as? [[String: Any]])?.first)
+        func ratio(_ text: String?) -> (Int, Int) {
+            let parts = (text ?? "").split(separator: "/").compactMap { Int($0) }
+            return parts.count == 2 ? (parts[0], parts[1]) : (0, 1)
+        }
+        let rate = ratio(stream["avg_frame_rate"] as? String)
+        let packets = json["packets"] as? [[String: Any]] ?? []
+        return Timing(
+            averageFrameRate: rate.1 == 0 ? 0 : Double(rate.0) / Double(rate.1),
+            timeBase: ratio(stream["time_base"] as? String),
+            durations: packets.map { $0["duration"] as? Int ?? Int($0["duration"] as? String ?? "") ?? -1 },
+            sizes: packets.map { Int($0["size"] as? String ?? "") ?? $0["size"] as? Int ?? -1 },
+            keys: packets.map { ($0["flags"] as? String ?? "").hasPrefix("K") })
+    }
+
+    @Test(arguments: [
+        // GIF, its frames' colours, how long each sample shows (ms, identical frames merged), and the parts each
+        // sample becomes at 23 fps (⌈ms · 23 / 1000⌉).
+        (
+            "tenths.gif", (0..<10).map { [VideoRouteTests.red, VideoRouteTests.green, VideoRouteTests.blue][$0 % 3] },
+            Array(repeating: 100, count: 10), Array(repeating: 3, count: 10)
+        ),
+        (
+            "seconds.gif", [VideoRouteTests.red, VideoRouteTests.green, VideoRouteTests.blue], [1000, 1000, 1000],
+            [23, 23, 23]
+        ),
+        (
+            "slow-mixed.gif",
+            [
+                VideoRouteTests.red, VideoRouteTests.green, VideoRouteTests.blue, VideoRouteTests.red,
+                VideoRouteTests.blue,
+            ], [100, 40, 1000, 370, 2500], [3, 1, 23, 9, 58]
+        ),
+    ])
+    func aMinimumFrameRateRepeatsLongFramesKeepingTheirPicturesAndExactTimes(
+        _ name: String, colours: [[Int]], milliseconds: [Int], parts: [Int]
+    ) throws {
+        let (result, file) = try Self.prepareForBluesky(
+            name, options: ServiceProfile.threads.options(), tag: "threads")
+        #expect(result.format == .mp4, "\(name)")
+        let timing = try Self.timing(file)
+        let samples = parts.reduce(0, +)
+        let total = milliseconds.reduce(0, +)
+        #expect(timing.durations.count == samples, "\(name): \(timing.durations.count) samples")
+        // At least 23 frames a second on average and in every sample; the durations add up to the source's.
+        #expect(timing.averageFrameRate >= 23, "\(name): \(timing.averageFrameRate) fps")
+        let longest = timing.durations.map(timing.seconds).max() ?? 1
+        #expect(longest <= 1.0 / 23 + 1e-9, "\(name): a sample of \(longest) s")
+        let sum = timing.seconds(timing.durations.reduce(0, +))
+        #expect(abs(sum - Double(total) / 1000) < 0.010, "\(name): \(sum) s, the source \(total) ms")
+        // Exactly, in the video's time base (23,000 ticks a second: milliseconds and 1/23 s are whole ticks).
+        #expect(timing.timeBase == (1, 23000), "\(name): \(timing.timeBase)")
+        #expect(timing.durations.reduce(0, +) == total * 23, "\(name)")
+        // Each source sample's parts are equal to a tick and add up to its duration.
+        var index = 0
+        for (duration, count) in zip(milliseconds, parts) {
+            let own = Array(timing.durations[index..<min(index + count, timing.durations.count)])
+            #expect(own.reduce(0, +) == duration * 23, "\(name): \(own)")
+            #expect((own.max() ?? 0) - (own.min() ?? 0) <= 1, "\(name): \(own)")
+            index += count
+        }
+        // The repeats are P pictures of a few bytes; the pictures are the source's, each for its time.
+        var first = 0
+        for count in parts {
+            for repeatIndex in first + 1..<first + count {
+                #expect(!timing.keys[repeatIndex] && timing.sizes[repeatIndex] <= 64, "\(name): \(timing.sizes)")
+            }
+            first += count
+        }
+        let decoded = try Self.decodedFrames(file, size: result.size)
+        try #require(decoded.count == samples, "\(name): \(decoded.count) frames decoded")
+        let expected = zip(colours, parts).flatMap { Array(repeating: $0.0, count: $0.1) }
+        for (index, (frame, colour)) in zip(decoded, expected).enumerated() {
+            let got = Self.centre(frame, size: result.size)
+            #expect(Self.close(got, colour, 6), "\(name) frame \(index): \(got), expected \(colour)")
+        }
+        #expect(
+            result.adjustments.contains {
+                $0.hasPrefix(
+                    "frame rate raised to at least 23 fps by repeating frames (the service asks for at least 23)")
+            }, "\(result.adjustments)")
+        // The frames shown are the source's (the repeats are not counted as frames).
+        #expect(result.frameCount == colours.count + (name == "slow-mixed.gif" ? 1 : 0), "\(result.frameCount)")
+    }
+
+    @Test func onlyInstagramAndThreadsAskForAMinimumFrameRateAndOthersKeepMergedSamples() throws {
+        for profile in ServiceProfile.builtIn {
+            let expected = ["instagram", "threads"].contains(profile.name) ? 23 : nil
+            #expect(profile.video.minFrameRate == expected, "\(profile.name)")
+        }
+        // Without a minimum a second-long frame stays one sample, and a report says nothing of frame rates.
+        let (result, file) = try Self.prepareForBluesky("seconds.gif")
+        let timing = try Self.timing(file)
+        #expect(timing.durations.count == 3 && timing.timeBase == (1, 1000), "\(timing.durations)")
+        #expect(!result.adjustments.contains { $0.contains("frame rate") }, "\(result.adjustments)")
+    }
+
+    @Test func theRepeatsCostTensOfBytesAtTenEightyLines() throws {
+        try Witness.require(Witness.convert, "ffprobe")
+        // A photo-like frame (plasma noise) shown for 1 s, then a second one: 1440×1080 (Threads' widest).
+        let gif = Self.path("plasma-1080.gif")
+        _ = try Tool.run(
+            Witness.convert,
+            [
+                "-seed", "7", "-size", "1440x1080", "-delay", "100", "plasma:", "-delay", "100", "plasma:", "-loop",
+                "0", gif,
+            ])
+        var options = ServiceProfile.threads.options()
+        options.maxShortEdge = 1080
+        options.maxBytes = nil
+        let repeated = try SharePipe.prepare(.file(path: gif), options: options)
+        options.video.minFrameRate = nil
+        let plain = try SharePipe.prepare(.file(path: gif), options: options)
+        #expect(repeated.size == PixelSize(width: 1440, height: 1080) && plain.size == repeated.size)
+        // 44 repeats (22 a frame): the video grows by at most 200 bytes a repeat (measured: 65; OpenH264's first
+        // repeat after a picture refines it a little, 159 bytes; the others are skipped macroblocks, 57 bytes, plus
+        // 8 bytes of sample tables).
+        let growth = repeated.byteCount - plain.byteCount
+        #expect(growth > 0 && growth <= 44 * 200, "\(growth) bytes for 44 repeats")
+        let file = gif + ".mp4"
+        try Fixtures.write(repeated.bytes, to: file)
+        let timing = try Self.timing(file)
+        #expect(timing.durations.count == 46)
+        let repeats = timing.sizes.indices.filter { $0 != 0 && $0 != 23 }.map { timing.sizes[$0] }
+        let sorted = repeats.sorted()
+        #expect(sorted[sorted.count / 2] <= 100, "median repeat \(sorted[sorted.count / 2]) bytes: \(repeats)")
+    }
+
+    @Test func chromiumPlaysTheRepeatedSamplesWithTheSourcesPicturesAndDuration() throws {
+        try Witness.require("chromium")
+        let (_, file) = try Self.prepareForBluesky(
+            "slow-mixed.gif", options: ServiceProfile.threads.options(), tag: "chromium")
+        // slow-mixed.gif: red 0–100 ms, lime to 140 ms, blue to 1140 ms, red to 1510 ms, blue to 4010 ms.
+        let times = [0.05, 0.12, 0.6, 1.3, 3.0]
+        let played = try ChromiumVideo.sample(file, at: times)
+        #expect(abs(played.duration - 4.01) < 0.0105, "duration \(played.duration)")
+        try #require(played.mediaTimes.count == times.count && played.centres.count == times.count)
+        for (index, (time, colour)) in zip(times, [Self.red, Self.green, Self.blue, Self.red, Self.blue]).enumerated() {
+            // The frame shown is a sample that started at most 1/23 s before: the repeats are played as samples.
+            let shown = played.mediaTimes[index]
+            #expect(shown <= time + 0.0015 && time - shown < 1.0 / 23 + 0.0015, "at \(time) s: frame of \(shown) s")
+            #expect(Self.close(played.centres[index], colour, 16), "at \(time) s: \(played.centres[index])")
+        }
+    }
+
+    @Test func repeatsAddNoKeyFrames() throws {
+        // Two frames of 10 s, one level of red apart (no scene change): 460 samples at 23 fps, one key frame (the
+        // interval counts the source's pictures, not their repeats).
+        let frames = [([200, 0, 0], (10, 1)), ([201, 0, 0], (10, 1))]
+        try Fixtures.write(Self.apng(size: PixelSize(width: 32, height: 16), frames: frames), to: Self.path("tens.png"))
+        let (_, video) = try Self.prepareForBluesky("tens.png", options: ServiceProfile.threads.options())
+        let timing = try Self.timing(video)
+        #expect(timing.durations.count == 460 && timing.durations.allSatisfy { $0 == 1000 })
+        #expect(timing.keys.indices.filter { timing.keys[$0] } == [0])
+    }
+
+    @Test func theFrameRateNoteIsInTheCommandLinesTextAndJSON() throws {
+        try Witness.require(Witness.convert)
+        let directory = Fixtures.temporaryDirectory()
+        defer { Fixtures.cleanUp(directory) }
+        _ = Self.fixtures
+        let gif = Self.path("seconds.gif")
+        let text = try Tool.run(Tool.sharepipe, ["prepare", gif, "--out", directory + "/t", "--service", "instagram"])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("frame rate raised to at least 23 fps by repeating frames"), "\(text.stdout)")
+        let json = try Tool.run(
+            Tool.sharepipe, ["prepare", gif, "--out", directory + "/j", "--service", "instagram", "--json"])
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data((json.stdout.split(separator: "\n").first ?? "").utf8))
+                as? [String: Any])
+        #expect(
+            (object["adjustments"] as? [String])?.contains {
+                $0.hasPrefix("frame rate raised to at least 23 fps by repeating frames")
+            } == true, "\(object)")
+    }
+
+    @Test func aRepeatBeforeAnyPictureIsAnErrorNotACrash() throws {
+        let encoder = try H264Encoder(
+            size: PixelSize(width: 16, height: 16), quantizer: 28, frameRate: 30, keyInterval: 0,
+            meter: PixelMemoryMeter())
+        #expect(throws: EncoderFailure.self) { try encoder.encodeRepeat(timestampMilliseconds: 0) }
+        let first = try encoder.encode(
+            [UInt8](repeating: 200, count: 16 * 16 * 4), timestampMilliseconds: 0, background: 0xFFFFFF)
+        #expect(first.isKey && !first.bytes.isEmpty)
+        let again = try encoder.encodeRepeat(timestampMilliseconds: 40)
+        #expect(!again.isKey && !again.bytes.isEmpty && again.bytes.count < 32, "\(again.bytes.count) bytes")
+    }
+
+    @Test func framePacingKeepsMillisecondsAndTheLongestSampleWhole() {
+        for (rate, timescale) in [(23, 23_000), (30, 3000), (24, 3000), (60, 3000), (25, 1000), (120, 3000), (7, 7000)]
+        {
+            let pacing = FramePacing(minFrameRate: rate)
+            #expect(pacing.timescale == timescale && pacing.longestSample == timescale / rate, "\(rate)")
+            #expect(pacing.timescale % 1000 == 0 && pacing.timescale % rate == 0)
+            for milliseconds in [1, 10, 33, 43, 44, 100, 370, 1000, 2500, 655_350] {
+                let ticks = pacing.ticks(milliseconds)
+                let count = pacing.parts(ticks)
+                let starts = (0..<count).map { FramePacing.offset(part: $0, of: count, ticks: ticks) } + [ticks]
+                let lengths = zip(starts.dropFirst(), starts).map { $0 - $1 }
+                #expect(lengths.reduce(0, +) == ticks && lengths.allSatisfy { $0 > 0 && $0 <= timescale / rate })
+                // As few parts as the rate allows, each longer than half the longest when split.
+                #expect(count == 1 || (ticks + count - 2) / (count - 1) > timescale / rate)
+                #expect(count == 1 || lengths.allSatisfy { 2 * $0 >= timescale / rate })
+            }
+        }
+        #expect(
+            FramePacing(minFrameRate: nil).timescale == 1000 && FramePacing(minFrameRate: nil).parts(1_000_000) == 1)
     }
 
     /// The types of the top-level boxes.

@@ -191,9 +191,14 @@ import Testing
     @Test func servicesCommandListsEveryProfile() throws {
         let text = try Tool.run(Tool.sharepipe, ["services"])
         for profile in ServiceProfile.builtIn { #expect(text.stdout.contains(profile.name + " ")) }
+        // A video's lowest frame rate shows in the text (Threads: ≤ 300 s, ≥ 23 fps) and the JSON.
+        let threadsLine = text.stdout.split(separator: "\n").first { $0.hasPrefix("threads ") } ?? ""
+        #expect(threadsLine.contains("≤ 300 s ≥ 23 fps"), "\(threadsLine)")
         let json = try Tool.run(Tool.sharepipe, ["services", "--json"])
         let list = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as! [[String: Any]]
         #expect(list.count == ServiceProfile.builtIn.count)
         #expect(list.first { $0["name"] as? String == "bluesky" }?["maxStillBytes"] as? Int == 2_000_000)
+        let threads = list.first { $0["name"] as? String == "threads" }?["video"] as? [String: Any]
+        #expect(threads?["minFrameRate"] as? Int == 23, "\(String(describing: threads))")
     }
 }

@@ -9,9 +9,11 @@ import CSharePipe
 /// picture is an IDR picture; so is every `keyInterval`-th after it, and every picture OpenH264's scene-change
 /// detection makes one. Runs on the calling thread only (no encoder threads).
 ///
-/// Memory: one 4:2:0 picture (1.5 bytes per pixel), OpenH264's reference and reconstruction pictures (about
-/// three more), the screen-content search tables, and the last sample; counted in the job's meter as
-/// `meteredBytes(for:)`.
+/// A picture can be shown for longer by coding it again (`encodeRepeat`): a P picture that repeats the one before.
+///
+/// Memory: two 4:2:0 pictures (1.5 bytes per pixel each: the one being encoded, the last one coded, which a
+/// repeat codes again), OpenH264's reference and reconstruction pictures (about three more), the screen-content
+/// search tables, and the last sample; counted in the job's meter as `meteredBytes(for:)`.
 final class H264Encoder {
     /// The library could not be loaded (libopenh264.so.7 missing): the message says so.
     struct Unavailable: Error {
@@ -32,11 +34,11 @@ final class H264Encoder {
     private let meter: PixelMemoryMeter
     private let countedBytes: Int
 
-    /// Bytes the encoder holds for pictures of `size`: its input picture, about three reference and
-    /// reconstruction pictures, and a sample buffer, at 1.5 bytes per pixel each, and the screen-content mode's
-    /// search tables, about 12 bytes per pixel (peak RSS against camera mode: 11.9 at 1000×1000, 10.4 at
-    /// 1920×1080).
-    static func meteredBytes(for size: PixelSize) -> Int { size.area * 3 / 2 * 5 + size.area * 12 }
+    /// Bytes the encoder holds for pictures of `size`: its input picture and the last picture coded, about three
+    /// reference and reconstruction pictures, and a sample buffer, at 1.5 bytes per pixel each, and the
+    /// screen-content mode's search tables, about 12 bytes per pixel (peak RSS against camera mode: 11.9 at
+    /// 1000×1000, 10.4 at 1920×1080).
+    static func meteredBytes(for size: PixelSize) -> Int { size.area * 3 / 2 * 6 + size.area * 12 }
 
     /// Opens an encoder for pictures of `size` (even, 16...4096 on both axes) at `quantizer` (0...51).
     init(size: PixelSize, quantizer: Int, frameRate: Double, keyInterval: Int, meter: PixelMemoryMeter) throws {
@@ -83,6 +85,31 @@ final class H264Encoder {
         return Sample(
             bytes: UnsafeBufferPointer(start: sample, count: sample == nil ? 0 : length), isKey: isKey != 0,
             transparentPixels: transparent)
+    }
+
+    /// Codes the last picture coded (not skipped) again, shown from `timestampMilliseconds`: OpenH264 writes a P
+    /// picture of skipped macroblocks (tens of bytes), an IDR picture with `forceKey`. Never empty: a repeat the
+    /// encoder skipped is coded again as an IDR picture.
+    func encodeRepeat(timestampMilliseconds: Int, forceKey: Bool = false) throws -> Sample {
+        func repeatOnce(key: Bool) throws -> Sample {
+            var message = shimMessageBuffer()
+            var sample: UnsafePointer<UInt8>?
+            var length = 0
+            var isKey: Int32 = 0
+            let status = sp_h264_encode_repeat(
+                handle, Int64(timestampMilliseconds), key ? 1 : 0, &sample, &length, &isKey, &message)
+            try EncoderFailure.check(status, message)
+            return Sample(
+                bytes: UnsafeBufferPointer(start: sample, count: sample == nil ? 0 : length), isKey: isKey != 0,
+                transparentPixels: 0)
+        }
+        let sample = try repeatOnce(key: forceKey)
+        guard sample.bytes.isEmpty, !forceKey else { return sample }
+        let key = try repeatOnce(key: true)
+        guard !key.bytes.isEmpty else {
+            throw EncoderFailure(reason: "OpenH264 skipped a repeated picture twice", outOfMemory: false)
+        }
+        return key
     }
 
     /// The sequence and picture parameter sets, known once a picture was encoded.

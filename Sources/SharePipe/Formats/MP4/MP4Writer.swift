@@ -12,9 +12,10 @@
 /// size and place is known, followed by the spilled samples, into a second unlinked file: memory stays flat in
 /// the frame count, as on the GIF route.
 ///
-/// Time: the media timescale is 1000 (milliseconds), so every frame keeps its own duration exactly (`stts`)
-/// for GIF delays (centiseconds) and APNG/WebP/AVIF durations (milliseconds). Key frames are listed in `stss`
-/// (left out when every sample is one). Colour: `colr` `nclx` says BT.709 primaries, transfer and matrix,
+/// Time: the media timescale is 1000 (milliseconds) by default, so every frame keeps its own duration exactly
+/// (`stts`) for GIF delays (centiseconds) and APNG/WebP/AVIF durations (milliseconds); another can be asked for
+/// (`FramePacing`: 23,000 for a 23 fps minimum, so that 1/23 s is a whole number of ticks too). Key frames are
+/// listed in `stss` (left out when every sample is one). Colour: `colr` `nclx` says BT.709 primaries, transfer and matrix,
 /// limited range, as the stream's VUI does. No edit list: presentation starts at the first sample. The header
 /// holds only what players read (no `pasp`: square pixels are the default; no handler name; two compatible
 /// brands): it is most of the file for a small animation.
@@ -22,8 +23,8 @@
 /// `repeats` > 1 plays the samples that many times in a row without storing them again: each repeat is one
 /// more chunk pointing at the same bytes (the first sample of each is an IDR picture, so it decodes alone).
 final class MP4Writer {
-    static let timescale = 1000
-
+    /// Ticks per second of the media and movie time.
+    let timescale: Int
     let size: PixelSize
     private var spill: Int32?
     private var memory: [UInt8] = []
@@ -32,10 +33,12 @@ final class MP4Writer {
     private(set) var sampleStarts: [Int] = []
     private var keySamples: [UInt32] = []
 
-    /// A writer for pictures of `size`, spilling into `temporaryDirectory` (nil: `$TMPDIR`, else `/tmp`); in
-    /// memory when no temporary file can be made.
-    init(size: PixelSize, temporaryDirectory: String? = nil) {
+    /// A writer for pictures of `size`, its times in `timescale` ticks a second, spilling into `temporaryDirectory`
+    /// (nil: `$TMPDIR`, else `/tmp`); in memory when no temporary file can be made.
+    init(size: PixelSize, timescale: Int = 1000, temporaryDirectory: String? = nil) {
+        precondition(timescale >= 1 && timescale <= Int(UInt32.max))
         self.size = size
+        self.timescale = timescale
         spill = UnlinkedTemporaryFile.make(prefix: "sharepipe-samples", in: temporaryDirectory)
     }
 
@@ -46,10 +49,10 @@ final class MP4Writer {
     /// The bytes of sample data appended.
     var sampleBytes: Int { spilledBytes }
 
-    /// Appends one sample (length-prefixed NAL units) shown from `startMilliseconds`, which must be later
-    /// than the previous sample's start.
-    func append(_ sample: UnsafeBufferPointer<UInt8>, isKey: Bool, startMilliseconds: Int) throws {
-        precondition(sampleStarts.last.map { startMilliseconds > $0 } ?? (startMilliseconds == 0))
+    /// Appends one sample (length-prefixed NAL units) shown from `start` (in ticks of the timescale), which must
+    /// be later than the previous sample's start.
+    func append(_ sample: UnsafeBufferPointer<UInt8>, isKey: Bool, start: Int) throws {
+        precondition(sampleStarts.last.map { start > $0 } ?? (start == 0))
         precondition(!sample.isEmpty && sample.count <= Int(UInt32.max))
         if let spill {
             var done = 0
@@ -67,27 +70,27 @@ final class MP4Writer {
         }
         spilledBytes += sample.count
         sampleSizes.append(UInt32(sample.count))
-        sampleStarts.append(startMilliseconds)
+        sampleStarts.append(start)
         if isKey { keySamples.append(UInt32(sampleSizes.count)) }
     }
 
-    /// The whole file: header and samples, lasting `totalMilliseconds` (the last sample ends there; later than its
+    /// The whole file: header and samples, lasting `total` ticks (the last sample ends there; later than its
     /// start), the samples played `repeats` times. Written into an unlinked temporary file when one can be made
     /// (`file`), else into memory (`bytes`).
-    func finish(sps: [UInt8], pps: [UInt8], totalMilliseconds: Int, repeats: Int = 1, temporaryDirectory: String? = nil)
+    func finish(sps: [UInt8], pps: [UInt8], total: Int, repeats: Int = 1, temporaryDirectory: String? = nil)
         throws -> (bytes: [UInt8], file: EncodedFile?)
     {
-        precondition(!sampleSizes.isEmpty && totalMilliseconds > sampleStarts.last! && repeats >= 1)
+        precondition(!sampleSizes.isEmpty && total > sampleStarts.last! && repeats >= 1)
         precondition(keySamples.first == 1, "an MP4 track starts with a key frame")
         let mdatHeader = spilledBytes + 8 > Int(UInt32.max) ? 16 : 8
         let ftyp = Self.fileType()
         // The chunk offsets depend on the header's length, which depends on whether they need 64 bits.
-        var moov = movie(sps: sps, pps: pps, total: totalMilliseconds, repeats: repeats, dataStart: 0, wide: false)
+        var moov = movie(sps: sps, pps: pps, total: total, repeats: repeats, dataStart: 0, wide: false)
         var dataStart = ftyp.count + moov.count + mdatHeader
         let wide = dataStart + spilledBytes > Int(UInt32.max)
-        moov = movie(sps: sps, pps: pps, total: totalMilliseconds, repeats: repeats, dataStart: dataStart, wide: wide)
+        moov = movie(sps: sps, pps: pps, total: total, repeats: repeats, dataStart: dataStart, wide: wide)
         dataStart = ftyp.count + moov.count + mdatHeader
-        moov = movie(sps: sps, pps: pps, total: totalMilliseconds, repeats: repeats, dataStart: dataStart, wide: wide)
+        moov = movie(sps: sps, pps: pps, total: total, repeats: repeats, dataStart: dataStart, wide: wide)
         var header = ftyp + moov
         if mdatHeader == 16 {
             header += BoxBytes.u32(1) + Array("mdat".utf8) + BoxBytes.u64(UInt64(spilledBytes + 16))
@@ -156,8 +159,9 @@ final class MP4Writer {
         BoxBytes.box("ftyp", Array("isom".utf8) + BoxBytes.u32(0x200) + Array("isomavc1".utf8))
     }
 
-    /// The sample durations: each the next start minus its own, the last up to `total`; at most 2^32 − 1 ms
-    /// (49.7 days, `stts`'s widest), which no source's frame reaches (GIF: 655.35 s, APNG: 65,535 s).
+    /// The sample durations in ticks: each the next start minus its own, the last up to `total`; at most 2^32 − 1
+    /// ticks (`stts`'s widest: 49.7 days in milliseconds), which no source's frame reaches at timescale 1000 (GIF:
+    /// 655.35 s, APNG: 65,535 s) and no sample reaches at a larger one (a minimum frame rate splits them).
     func durations(total: Int) -> [Int] {
         (0..<sampleStarts.count).map { index in
             min(
@@ -177,7 +181,7 @@ final class MP4Writer {
         func length() -> [UInt8] { long ? BoxBytes.u64(duration) : BoxBytes.u32(UInt32(duration)) }
         let mvhd = BoxBytes.fullBox(
             "mvhd", version: long ? 1 : 0, flags: 0,
-            times() + BoxBytes.u32(UInt32(Self.timescale)) + length() + BoxBytes.u32(0x0001_0000)
+            times() + BoxBytes.u32(UInt32(timescale)) + length() + BoxBytes.u32(0x0001_0000)
                 + BoxBytes.u16(0x0100) + [UInt8](repeating: 0, count: 10) + matrix
                 + [UInt8](repeating: 0, count: 24) + BoxBytes.u32(2))
         let tkhd = BoxBytes.fullBox(
@@ -187,7 +191,7 @@ final class MP4Writer {
                 + BoxBytes.u32(UInt32(size.width) << 16) + BoxBytes.u32(UInt32(size.height) << 16))
         let mdhd = BoxBytes.fullBox(
             "mdhd", version: long ? 1 : 0, flags: 0,
-            times() + BoxBytes.u32(UInt32(Self.timescale)) + length() + BoxBytes.u16(0x55C4) + BoxBytes.u16(0))
+            times() + BoxBytes.u32(UInt32(timescale)) + length() + BoxBytes.u16(0x55C4) + BoxBytes.u16(0))
         let hdlr = BoxBytes.fullBox(
             "hdlr", version: 0, flags: 0,
             BoxBytes.u32(0) + Array("vide".utf8) + [UInt8](repeating: 0, count: 12) + [0])  // no handler name
