@@ -87,6 +87,11 @@ public enum FuzzHarness {
         options.animationOutput = .video
         options.video.maxBytes = (count / 3) % 2 == 1 ? 4096 : nil
         options.video.maxFrameRate = count % 5 == 0 ? 25 : nil
+        if count % 7 == 0 {
+            // Instagram's and Threads' minimum: long frames become repeats, within a duration as the profiles have.
+            options.video.minFrameRate = 23
+            options.video.maxDurationMilliseconds = 60_000
+        }
         guard let result = prepared(bytes, options: options) else { return 0 }
         guard result.format == .mp4 else {
             if result.frameCount > 1 { fatalError("an animation came out as \(result.format), not MP4") }
