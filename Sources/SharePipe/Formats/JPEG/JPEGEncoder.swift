@@ -25,8 +25,9 @@ enum JPEGQuantTables: Sendable {
     }
 }
 
-/// Writes JPEGs with libjpeg-turbo: 4:2:0 chroma, optimized Huffman tables, optional progressive, the
-/// kept metadata as marker segments (Exif first when present), into memory.
+/// Writes JPEGs with libjpeg-turbo: 4:2:0 chroma, Klein–Silverstein–Carney quantisation tables, optimized
+/// Huffman tables, optional progressive, the kept metadata as marker segments (Exif first when present), into
+/// memory.
 struct JPEGEncoder: ImageEncoder {
     var format: ImageFormat { .jpeg }
     /// Chroma subsampling 4:2:0 (the default, as every camera and service uses) or 4:4:4.
