@@ -51,7 +51,7 @@ static void set_encode_parameters(j_compress_ptr cinfo, int width, int height, i
     cinfo->input_components = components;
     cinfo->in_color_space = components == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(cinfo);
-    jpeg_set_quality(cinfo, settings.quality, TRUE);
+    sp_jpeg_set_tables(cinfo, (sp_jpeg_quant_tables)settings.tables, settings.quality);
     cinfo->optimize_coding = settings.optimize_coding ? TRUE : FALSE;
     cinfo->write_JFIF_header = settings.write_jfif ? TRUE : FALSE;
     cinfo->dct_method = JDCT_ISLOW;

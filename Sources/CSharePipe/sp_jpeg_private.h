@@ -26,6 +26,9 @@ typedef struct {
 /// Points `cinfo` at `error`, whose error_exit longjmps to error->jump (set it before the next libjpeg call).
 void sp_jpeg_install_error_manager(j_common_ptr cinfo, sp_error_mgr *error);
 
+/// Sets the compressor's quantisation tables 0 and 1: `tables` scaled by `quality` (sp_jpeg_tables.c).
+void sp_jpeg_set_tables(j_compress_ptr cinfo, sp_jpeg_quant_tables tables, int quality);
+
 /// Stops at a limit: the message says which, Swift adds the numbers.
 void sp_jpeg_fail_at_limit(j_common_ptr cinfo, sp_jpeg_limit limit, const char *text);
 

@@ -103,6 +103,13 @@ int sp_jpeg_reader_warning_count(const sp_jpeg_reader *reader, char *last_warnin
 /// Destroys the decompressor and closes the file, if any.
 void sp_jpeg_reader_free(sp_jpeg_reader *reader);
 
+/// The quantisation tables an encode scales by its quality (as libjpeg's jpeg_set_quality scales its own: the
+/// table as given at 50, 200 − 2q percent above, 5000/q percent below, clamped to 1...255).
+typedef enum {
+    SP_JPEG_TABLES_ANNEX_K = 0,                   // libjpeg's: ITU-T T.81 Annex K, luminance and chrominance
+    SP_JPEG_TABLES_KLEIN_SILVERSTEIN_CARNEY = 1   // sp_jpeg_tables.c: fewer bytes at the same SSIMULACRA2 on photos
+} sp_jpeg_quant_tables;
+
 /// Encoder settings.
 typedef struct {
     int quality;            // 1...100
@@ -110,7 +117,12 @@ typedef struct {
     int subsample_420;      // 1: 4:2:0 chroma, 0: 4:4:4
     int optimize_coding;    // 1: optimized Huffman tables
     int write_jfif;         // 1: write a JFIF APP0
+    int tables;             // sp_jpeg_quant_tables
 } sp_jpeg_encode_settings;
+
+/// The luminance (`chroma` 0) or chrominance (1) table an encode with `tables` at `quality` writes, in natural
+/// (row-major) order: 64 values in `out`. For tests and for reading a file's quality back.
+void sp_jpeg_quant_table(sp_jpeg_quant_tables tables, int chroma, int quality, unsigned int out[64]);
 
 /// Encodes a whole bitmap (components 1 or 3, 8-bit, tightly packed rows) to JPEG in memory,
 /// writing the given markers (payloads, in order) right after the JFIF header.

@@ -94,14 +94,17 @@ struct QualityLadder: LadderRunner {
     /// One size under `QualitySetting.auto` (JPEG at 4:2:0): the render (composited over white, as the encoder
     /// sees it) is held while `QualitySearch.lowestMeeting` encodes baseline candidates and scores each decode
     /// against it (`JPEGEncoder.ssimulacra2`: 8 decoded rows and the streaming scorer at a time, counted in the
-    /// meter). The lowest quality meeting the target is written (progressive when asked, the same pixels);
-    /// where even the ceiling falls short, the ceiling. Where that encode is over the byte limit, the size goes
-    /// to the fixed-quality ladder (`attemptJPEG`) with its ceiling just below, and the fit it finds is scored.
+    /// meter). The lowest quality meeting the target is written (progressive when asked or when smaller: the same
+    /// pixels); where even the ceiling falls short, the ceiling. Where that encode is over the byte limit, the size
+    /// goes to the fixed-quality ladder (`attemptJPEG`) with its ceiling just below, and the fit it finds is scored.
     private mutating func attemptAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
     ) throws -> FittingDriver.Fit? {
-        let (meeting, chosen, size) = try searchAuto(jpeg, target: target, &log, checkpoint: checkpoint)
-        let notes = meeting.meets ? [] : ["quality at its ceiling short of SSIMULACRA2 \(Self.scoreText(target))"]
+        let (meeting, chosen, size, madeProgressive) = try searchAuto(
+            jpeg, target: target, &log, checkpoint: checkpoint)
+        let notes =
+            (meeting.meets ? [] : ["quality at its ceiling short of SSIMULACRA2 \(Self.scoreText(target))"])
+            + (madeProgressive ? [Self.progressiveNote] : [])
         if chosen.count <= log.limit {
             var result = fit(chosen, size: size, quality: meeting.quality, notes: notes)
             result.score = meeting.score
@@ -116,10 +119,12 @@ struct QualityLadder: LadderRunner {
         return try capped.attemptJPEG(jpeg, &log, checkpoint: checkpoint, afterCeiling: true, scoreFits: true)
     }
 
-    /// The auto search at the current size: the quality chosen, its encode as written and the size.
+    /// The auto search at the current size: the quality chosen, its encode as written, the size, and whether that
+    /// encode is progressive without the options asking (progressive scans hold the same pixels, in fewer bytes
+    /// on most photos: the chosen quality is also encoded progressive and the smaller file written).
     private mutating func searchAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
-    ) throws -> (QualitySearch.Meeting, [UInt8], PixelSize) {
+    ) throws -> (QualitySearch.Meeting, [UInt8], PixelSize, madeProgressive: Bool) {
         let rendered = try sizes.render()
         defer { sizes.release(rendered) }
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
@@ -152,16 +157,16 @@ struct QualityLadder: LadderRunner {
         }
         lastAutoQuality = meeting.quality
         var chosen = encodes[meeting.quality]!
-        if progressive {
-            try checkpoint()
-            chosen = try jpeg.encode(
-                bitmap, settings: EncodeSettings(quality: meeting.quality, progressive: true), metadata: metadata.kept)
-            log.record(
-                size: bitmap.size, format: .jpeg, quality: meeting.quality, note: nil, bytes: chosen.count,
-                score: meeting.score)
-        }
+        try checkpoint()
+        let scans = try jpeg.encode(
+            bitmap, settings: EncodeSettings(quality: meeting.quality, progressive: true), metadata: metadata.kept)
+        log.record(
+            size: bitmap.size, format: .jpeg, quality: meeting.quality, note: progressive ? nil : Self.progressiveNote,
+            bytes: scans.count, score: meeting.score)
+        let madeProgressive = !progressive && scans.count < chosen.count
+        if progressive || madeProgressive { chosen = scans }
         sizes.smallestAtSize = min(smallest, chosen.count)
-        return (meeting, chosen, bitmap.size)
+        return (meeting, chosen, bitmap.size, madeProgressive)
     }
 
     /// What scoring an encode of `size` needs beside the render: the streaming scorer and the 8 rows its decoder

@@ -272,7 +272,8 @@ struct ProgressiveStoreTests {
         }
         let settings = sp_jpeg_encode_settings(
             quality: 80, progressive: progressive ? 1 : 0,
-            subsample_420: subsample420 ? 1 : 0, optimize_coding: 1, write_jfif: 1)
+            subsample_420: subsample420 ? 1 : 0, optimize_coding: 1, write_jfif: 1,
+            tables: Int32(SP_JPEG_TABLES_KLEIN_SILVERSTEIN_CARNEY.rawValue))
         var message = shimMessageBuffer()
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0

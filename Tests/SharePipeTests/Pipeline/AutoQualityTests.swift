@@ -186,6 +186,34 @@ struct AutoQualityTests {
         }
     }
 
+    @Test func anAutoOutputIsProgressiveWhenThatIsSmaller() throws {
+        // The chosen quality is written progressive (reported) when that file is smaller than the baseline one,
+        // else baseline (a tiny picture: the scans' headers outweigh what they save); the pixels are the same, so
+        // the reported score holds either way.
+        var written: Set<Bool> = []
+        for (seed, size) in [(UInt64(1), PixelSize(width: 480, height: 320)), (2, PixelSize(width: 24, height: 16))] {
+            let (png, bitmap) = try Self.scenePNG(size, seed: seed)
+            var options = PrepareOptions()
+            options.acceptedFormats = [.jpeg]
+            options.qualitySetting = .auto(target: 80)
+            let prepared = try SharePipe.prepare(.bytes(png), options: options)
+            let quality = try #require(prepared.quality)
+            let frame = try #require(JPEGByteCapTests.frame(prepared.bytes))
+            let baseline = try JPEGEncoder().encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+            let progressive = try JPEGEncoder().encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: true), metadata: [])
+            let reported = prepared.adjustments.contains(QualityLadder.progressiveNote)
+            #expect(frame.progressive == reported, "seed \(seed): \(prepared.adjustments)")
+            #expect(frame.progressive == (progressive.count < baseline.count), "seed \(seed)")
+            #expect(prepared.bytes.count == min(progressive.count, baseline.count), "seed \(seed)")
+            let decoded = try Decode.bitmap(prepared.bytes)
+            #expect(abs(try SSIMULACRA2.score(decoded, against: bitmap) - prepared.score!) < 0.01)
+            written.insert(frame.progressive)
+        }
+        #expect(written == [true, false])
+    }
+
     @Test func theByteLimitStaysAHardCapAndTheFitIsScored() throws {
         // Stones (detail in luma): 4:2:0 reaches the target.
         let (png, bitmap) = try Self.scenePNG(PixelSize(width: 480, height: 320), seed: 1)

@@ -27,9 +27,16 @@ enum JPEGQuality {
         return estimate(table: table)
     }
 
-    /// The quality whose scaled standard table is closest to `table` (64 values, natural order).
+    /// The quality whose scaled standard table is closest to `table` (64 values, natural order); a table that is
+    /// exactly one SharePipe writes (`JPEGQuantTables.kleinSilversteinCarney`, about as good as Annex K at the same
+    /// quality number) reads as the quality it was written at.
     static func estimate(table: [Int]) -> Int? {
         guard table.count == 64 else { return nil }
+        if let written = (1...100).last(where: {
+            JPEGQuantTables.kleinSilversteinCarney.table(chroma: false, quality: $0) == table
+        }) {
+            return written
+        }
         let total = table.reduce(0, +), standard = standardLuminance.reduce(0, +)
         guard total > 0 else { return nil }
         let scale = Double(total) * 100 / Double(standard)
