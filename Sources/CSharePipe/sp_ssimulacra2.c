@@ -1,14 +1,17 @@
 // SSIMULACRA2, streamed a row at a time through six scales (the description: sp_ssimulacra2.h). Each scale
-// turns an incoming linear-RGB row of both pictures into positive XYB, blurs the 5 planes of each channel it
-// scores (both pictures, their squares and their product) horizontally into a ring of 11 rows, and once the ring
-// holds the 5 rows below a row it blurs that row vertically and pools its SSIM and edge maps into sums. Pairs of
-// incoming rows, averaged, are the next scale's rows. Nothing here can fail once the scorer is allocated.
+// turns an incoming linear-RGB row of both pictures into positive XYB, blurs 4 planes of each channel it scores
+// (both pictures, the sum of their squares and their product: the SSIM map needs sigma11 and sigma22 only as
+// their sum) horizontally into a ring of 11 rows, and once the ring holds the 5 rows below a row it blurs that
+// row vertically and pools its SSIM and edge maps into sums. Pairs of incoming rows, averaged, are the next
+// scale's rows. Nothing here can fail once the scorer is allocated.
 //
 // A channel is scored at a scale only where one of its six features weighs at least WEIGHT_FLOOR: the others
 // (X and B at full size, B at the next two scales, the whole smallest scale) weigh under 0.002 each, move the
 // score by well under 0.01, and would cost two thirds of the work at full size. The row kernels
 // (sp_ssimulacra2_kernels.h) run 8 samples at a time where cpuid reports AVX2, else 4 (SSE2, every x86-64),
-// else plain C: the blurs give the same floats on every path, the pooled sums are added in another order.
+// else plain C: the blurs give the same floats on every path, the pooled sums are added in another order. The
+// averaging of pairs for the next scale is vectorised too (the same floats); under AVX2 the 8-bit samples become
+// linear through a gathered table lookup.
 #include "sp_ssimulacra2.h"
 
 #include <math.h>
@@ -23,7 +26,7 @@
 #define RADIUS 5
 #define TAPS (2 * RADIUS + 1)
 #define MIN_SIDE 8
-#define MAPS 5 // per scored channel: mu1, mu2, sigma11, sigma22, sigma12 (before the vertical blur)
+#define MAPS 4 // per scored channel: mu1, mu2, x1² + x2², x1 x2 (before the vertical blur)
 // A channel's features at a scale all weighing less than this: the channel is not computed there.
 #define WEIGHT_FLOOR 0.01
 
@@ -145,23 +148,98 @@ __attribute__((target("avx2"))) static inline float sum8(__m256 value) {
 #include "sp_ssimulacra2_kernels.h"
 #endif
 
+// Pairs of samples averaged: out[i] = 0.5 (in[2i] + in[2i + 1]), or with `accumulate` the average of that and
+// out[i]. The vector versions add and scale in the same order (the same floats).
+static int halve_pairs_plain(const float *restrict in, float *restrict out, int pairs, int accumulate) {
+    if (accumulate) {
+        for (int i = 0; i < pairs; i++) out[i] = 0.5f * (out[i] + 0.5f * (in[2 * i] + in[2 * i + 1]));
+    } else {
+        for (int i = 0; i < pairs; i++) out[i] = 0.5f * (in[2 * i] + in[2 * i + 1]);
+    }
+    return pairs;
+}
+
+// A row of 8-bit RGB to linear planes through `table`; no vector version handles any of it.
+static int rgb_to_linear_none(const uint8_t *in, const float *table, float *r, float *g, float *b, int width) {
+    (void)in, (void)table, (void)r, (void)g, (void)b, (void)width;
+    return 0;
+}
+
+#if SP_SSIM_X86
+static int halve_pairs_sse2(const float *in, float *out, int pairs, int accumulate) {
+    const __m128 half = _mm_set1_ps(0.5f);
+    int i = 0;
+    for (; i + 4 <= pairs; i += 4) {
+        const __m128 a = _mm_loadu_ps(in + 2 * i), b = _mm_loadu_ps(in + 2 * i + 4);
+        const __m128 even = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m128 odd = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        __m128 value = _mm_mul_ps(half, _mm_add_ps(even, odd));
+        if (accumulate) value = _mm_mul_ps(half, _mm_add_ps(_mm_loadu_ps(out + i), value));
+        _mm_storeu_ps(out + i, value);
+    }
+    return i;
+}
+
+__attribute__((target("avx2"))) static int halve_pairs_avx2(const float *in, float *out, int pairs, int accumulate) {
+    const __m256 half = _mm256_set1_ps(0.5f);
+    int i = 0;
+    for (; i + 8 <= pairs; i += 8) {
+        const __m256 a = _mm256_loadu_ps(in + 2 * i), b = _mm256_loadu_ps(in + 2 * i + 8);
+        // Within each 128-bit lane, then the lanes put in order: a's pairs, then b's.
+        const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        const __m256 sum = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_add_ps(even, odd)), 0xd8));
+        __m256 value = _mm256_mul_ps(half, sum);
+        if (accumulate) value = _mm256_mul_ps(half, _mm256_add_ps(_mm256_loadu_ps(out + i), value));
+        _mm256_storeu_ps(out + i, value);
+    }
+    return i;
+}
+
+// 8 pixels at a time: each 16-byte load holds 4 whole pixels (and reads 4 bytes past them, so the last 3 pixels
+// of a row, at least, are left to the caller), their samples spread to 32-bit lanes and looked up in the table.
+__attribute__((target("avx2"))) static int rgb_to_linear_avx2(const uint8_t *in, const float *table, float *r,
+                                                              float *g, float *b, int width) {
+    const __m128i red = _mm_setr_epi8(0, -1, -1, -1, 3, -1, -1, -1, 6, -1, -1, -1, 9, -1, -1, -1);
+    const __m128i green = _mm_setr_epi8(1, -1, -1, -1, 4, -1, -1, -1, 7, -1, -1, -1, 10, -1, -1, -1);
+    const __m128i blue = _mm_setr_epi8(2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1);
+    int i = 0;
+    for (; i + 8 + 2 <= width; i += 8) {
+        const __m128i low = _mm_loadu_si128((const __m128i *)(in + 3 * (size_t)i));
+        const __m128i high = _mm_loadu_si128((const __m128i *)(in + 3 * (size_t)i + 12));
+        const __m256i ri = _mm256_set_m128i(_mm_shuffle_epi8(high, red), _mm_shuffle_epi8(low, red));
+        const __m256i gi = _mm256_set_m128i(_mm_shuffle_epi8(high, green), _mm_shuffle_epi8(low, green));
+        const __m256i bi = _mm256_set_m128i(_mm_shuffle_epi8(high, blue), _mm_shuffle_epi8(low, blue));
+        _mm256_storeu_ps(r + i, _mm256_i32gather_ps(table, ri, 4));
+        _mm256_storeu_ps(g + i, _mm256_i32gather_ps(table, gi, 4));
+        _mm256_storeu_ps(b + i, _mm256_i32gather_ps(table, bi, 4));
+    }
+    return i;
+}
+#endif
+
 // One instruction set's kernels; each handles a multiple of its width, the plain ones finish a row.
 typedef struct {
     int (*to_xyb)(const float *, const float *, const float *, float *, float *, float *, int, int, float);
     int (*blur_horizontal)(const float *, float *, int, const float *);
     size_t (*blur_vertical)(const float *const *, float *, size_t, const float *);
-    int (*pool)(const float *, const float *, const float *, const float *, const float *, const float *,
-                const float *, int, float *);
+    int (*pool)(const float *, const float *, const float *, const float *, const float *, const float *, int,
+                float *);
+    int (*halve_pairs)(const float *, float *, int, int);
+    int (*rgb_to_linear)(const uint8_t *, const float *, float *, float *, float *, int);
 } kernel_set;
 
 static kernel_set chosen_kernels(void) {
 #if SP_SSIM_X86
     if (__builtin_cpu_supports("avx2")) {
-        return (kernel_set){to_xyb_avx2, blur_horizontal_avx2, blur_vertical_avx2, pool_avx2};
+        return (kernel_set){to_xyb_avx2, blur_horizontal_avx2, blur_vertical_avx2, pool_avx2, halve_pairs_avx2,
+                            rgb_to_linear_avx2};
     }
-    return (kernel_set){to_xyb_sse2, blur_horizontal_sse2, blur_vertical_sse2, pool_sse2};
+    return (kernel_set){to_xyb_sse2,       blur_horizontal_sse2, blur_vertical_sse2, pool_sse2, halve_pairs_sse2,
+                        rgb_to_linear_none};
 #else
-    return (kernel_set){to_xyb_plain, blur_horizontal_plain, blur_vertical_plain, pool_plain};
+    return (kernel_set){to_xyb_plain,       blur_horizontal_plain, blur_vertical_plain, pool_plain, halve_pairs_plain,
+                        rgb_to_linear_none};
 #endif
 }
 
@@ -292,13 +370,22 @@ static void to_xyb(const sp_ssimulacra2 *self, const float *r, const float *g, c
                  self->cube_root_bias);
 }
 
-// One plane (or the product of two) blurred horizontally, zero past both ends.
-static void blur_row(const sp_ssimulacra2 *self, scale_state *scale, const float *a, const float *b, float *out) {
+// What `blur_row` blurs of a channel's two rows: either row, the sum of their squares (the variances need only
+// sigma11 + sigma22) or their product.
+enum { BLUR_FIRST, BLUR_SECOND, BLUR_SQUARES, BLUR_PRODUCT };
+
+// One map of a channel's rows `a` (reference) and `b` (distorted) blurred horizontally, zero past both ends.
+static void blur_row(const sp_ssimulacra2 *self, scale_state *scale, const float *restrict a,
+                     const float *restrict b, int map, float *out) {
     const int width = scale->width;
-    float *middle = scale->padded + RADIUS;
-    if (b == NULL) {
-        memcpy(middle, a, sizeof(float) * (size_t)width);
-    } else {
+    float *restrict middle = scale->padded + RADIUS;
+    switch (map) {
+    case BLUR_FIRST: memcpy(middle, a, sizeof(float) * (size_t)width); break;
+    case BLUR_SECOND: memcpy(middle, b, sizeof(float) * (size_t)width); break;
+    case BLUR_SQUARES:
+        for (int i = 0; i < width; i++) middle[i] = a[i] * a[i] + b[i] * b[i];
+        break;
+    default:
         for (int i = 0; i < width; i++) middle[i] = a[i] * b[i];
     }
     for (int k = 0; k < RADIUS; k++) middle[-1 - k] = middle[width + k] = 0;
@@ -328,12 +415,12 @@ static void pool_row(const sp_ssimulacra2 *self, scale_state *scale, int y) {
     for (int k = 0; k < scale->scored_count; k++) {
         const int c = scale->scored[k];
         const float *mu1 = scale->column + (size_t)(MAPS * k) * width, *mu2 = mu1 + width;
-        const float *s11 = mu2 + width, *s22 = s11 + width, *s12 = s22 + width;
+        const float *squares = mu2 + width, *s12 = squares + width;
         const float *x1 = xyb + (size_t)c * width, *x2 = xyb + (size_t)(3 + c) * width;
         // A row's sums in float (at most some thousands of terms under 1, mostly far under), then in double.
         float row_sums[6] = {0, 0, 0, 0, 0, 0};
-        int done = self->kernels.pool(mu1, mu2, s11, s22, s12, x1, x2, width, row_sums);
-        pool_plain(mu1 + done, mu2 + done, s11 + done, s22 + done, s12 + done, x1 + done, x2 + done, width - done,
+        int done = self->kernels.pool(mu1, mu2, squares, s12, x1, x2, width, row_sums);
+        pool_plain(mu1 + done, mu2 + done, squares + done, s12 + done, x1 + done, x2 + done, width - done,
                    row_sums);
         for (int m = 0; m < 6; m++) scale->sums[c][m] += row_sums[m];
     }
@@ -342,18 +429,14 @@ static void pool_row(const sp_ssimulacra2 *self, scale_state *scale, int y) {
 
 // Averages pairs of samples of each of the 6 planes of `row` (width `width`) into `out` (a lone last sample
 // stays as it is); `accumulate`: the average of that and what `out` holds.
-static void halve_row(const float *row, int width, float *out, int accumulate) {
+static void halve_row(const sp_ssimulacra2 *self, const float *row, int width, float *out, int accumulate) {
     const int half = (width + 1) / 2, pairs = width / 2;
     for (int p = 0; p < 6; p++) {
         const float *restrict in = row + (size_t)p * width;
         float *restrict o = out + (size_t)p * half;
-        if (accumulate) {
-            for (int i = 0; i < pairs; i++) o[i] = 0.5f * (o[i] + 0.5f * (in[2 * i] + in[2 * i + 1]));
-            if (pairs < half) o[pairs] = 0.5f * (o[pairs] + in[2 * pairs]);
-        } else {
-            for (int i = 0; i < pairs; i++) o[i] = 0.5f * (in[2 * i] + in[2 * i + 1]);
-            if (pairs < half) o[pairs] = in[2 * pairs];
-        }
+        const int done = self->kernels.halve_pairs(in, o, pairs, accumulate);
+        halve_pairs_plain(in + 2 * done, o + done, pairs - done, accumulate);
+        if (pairs < half) o[pairs] = accumulate ? 0.5f * (o[pairs] + in[2 * pairs]) : in[2 * pairs];
     }
 }
 
@@ -375,17 +458,16 @@ static void push_linear(sp_ssimulacra2 *self, int s, const float *row) {
             const int c = scale->scored[k];
             const float *x1 = xyb + (size_t)c * width, *x2 = xyb + (size_t)(3 + c) * width;
             float *out = blurred + (size_t)(MAPS * k) * width;
-            blur_row(self, scale, x1, NULL, out);
-            blur_row(self, scale, x2, NULL, out + width);
-            blur_row(self, scale, x1, x1, out + 2 * (size_t)width);
-            blur_row(self, scale, x2, x2, out + 3 * (size_t)width);
-            blur_row(self, scale, x1, x2, out + 4 * (size_t)width);
+            blur_row(self, scale, x1, x2, BLUR_FIRST, out);
+            blur_row(self, scale, x1, x2, BLUR_SECOND, out + width);
+            blur_row(self, scale, x1, x2, BLUR_SQUARES, out + 2 * (size_t)width);
+            blur_row(self, scale, x1, x2, BLUR_PRODUCT, out + 3 * (size_t)width);
         }
     }
     scale->rows_in = y + 1;
     if (y >= RADIUS) pool_row(self, scale, y - RADIUS);
     if (s + 1 < self->scale_count) {
-        halve_row(row, width, scale->pending, y % 2);
+        halve_row(self, row, width, scale->pending, y % 2);
         if (y % 2 == 1) push_linear(self, s + 1, scale->pending);
     }
 }
@@ -399,7 +481,15 @@ void sp_ssimulacra2_push_rows(sp_ssimulacra2 *self, const uint8_t *reference, co
         for (int p = 0; p < 2; p++) {
             float *red = self->row + (size_t)(3 * p) * width, *green = red + width, *blue = green + width;
             const uint8_t *in = pictures[p];
-            if (channels >= 3) {
+            if (channels == 3) {
+                const int done = self->kernels.rgb_to_linear(in, self->to_linear, red, green, blue, width);
+                for (int i = done; i < width; i++) {
+                    const uint8_t *pixel = in + (size_t)i * 3;
+                    red[i] = self->to_linear[pixel[0]];
+                    green[i] = self->to_linear[pixel[1]];
+                    blue[i] = self->to_linear[pixel[2]];
+                }
+            } else if (channels == 4) {
                 for (int i = 0; i < width; i++) {
                     const uint8_t *pixel = in + (size_t)i * channels;
                     red[i] = self->to_linear[pixel[0]];

@@ -47,6 +47,7 @@ KERNEL_ATTR static int KERNEL(blur_horizontal)(const float *p, float *out, int n
     const vf w0 = SET(weights[0]), w1 = SET(weights[1]), w2 = SET(weights[2]), w3 = SET(weights[3]);
     const vf w4 = SET(weights[4]), w5 = SET(weights[5]);
     int i = 0;
+#pragma clang loop unroll_count(2)
     for (; i + W <= n; i += W) {
         const float *q = p + i;
         vf sum = MUL(w0, LD(q));
@@ -70,6 +71,7 @@ KERNEL_ATTR static size_t KERNEL(blur_vertical)(const float *const *rows, float 
     const float *a3 = rows[RADIUS - 3], *b3 = rows[RADIUS + 3], *a4 = rows[RADIUS - 4], *b4 = rows[RADIUS + 4];
     const float *a5 = rows[RADIUS - 5], *b5 = rows[RADIUS + 5];
     size_t i = 0;
+#pragma clang loop unroll_count(2)
     for (; i + W <= n; i += W) {
         vf sum = MUL(w0, LD(r0 + i));
         sum = ADD(sum, MUL(w1, ADD(LD(a1 + i), LD(b1 + i))));
@@ -84,8 +86,8 @@ KERNEL_ATTR static size_t KERNEL(blur_vertical)(const float *const *rows, float 
 
 // One channel of a blurred row pooled: adds the SSIM map's sum and sum of 4th powers, the artefact map's and the
 // detail-lost map's, into `sums`.
-KERNEL_ATTR static int KERNEL(pool)(const float *mu1, const float *mu2, const float *s11, const float *s22,
-                                    const float *s12, const float *x1, const float *x2, int n, float *sums) {
+KERNEL_ATTR static int KERNEL(pool)(const float *mu1, const float *mu2, const float *squares, const float *s12,
+                                    const float *x1, const float *x2, int n, float *sums) {
     const vf one = SET(1.0f), two = SET(2.0f), c2 = SET(0.0009f), zero = SET(0.0f);
     vf total[6] = {zero, zero, zero, zero, zero, zero};
     int i = 0;
@@ -94,7 +96,8 @@ KERNEL_ATTR static int KERNEL(pool)(const float *mu1, const float *mu2, const fl
         const vf difference = SUB(m1, m2);
         const vf mean_term = SUB(one, MUL(difference, difference));
         const vf covariance = ADD(MUL(two, SUB(LD(s12 + i), MUL(m1, m2))), c2);
-        const vf variances = ADD(ADD(SUB(LD(s11 + i), MUL(m1, m1)), SUB(LD(s22 + i), MUL(m2, m2))), c2);
+        // sigma11 + sigma22 from the one blurred sum of squares: (x1² + x2²) − (mu1² + mu2²).
+        const vf variances = ADD(SUB(LD(squares + i), ADD(MUL(m1, m1), MUL(m2, m2))), c2);
         const vf d = MAX(SUB(one, DIV(MUL(mean_term, covariance), variances)), zero);
         const vf d2 = MUL(d, d);
         total[0] = ADD(total[0], d);

@@ -6,16 +6,18 @@ struct AttemptLog {
 
     init(limit: Int) { self.limit = limit }
 
-    /// Records one encode; returns whether it fits.
+    /// Records one encode; returns whether it fits. `probe`: an encode of part of the picture (the auto search's
+    /// probe), listed but never the smallest encode of the picture.
     @discardableResult
     mutating func record(
-        size: PixelSize, format: ImageFormat, quality: Int?, note: String?, bytes: Int, score: Double? = nil
+        size: PixelSize, format: ImageFormat, quality: Int?, note: String?, bytes: Int, score: Double? = nil,
+        probe: Bool = false
     ) -> Bool {
         let fits = bytes <= limit
         attempts.append(
             FitAttempt(size: size, format: format, quality: quality, note: note, bytes: bytes, fits: fits, score: score)
         )
-        smallest = min(smallest, bytes)
+        if !probe { smallest = min(smallest, bytes) }
         return fits
     }
 

@@ -124,10 +124,13 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
         }
         if !animated, options.qualityTarget != nil, plan.outputFormat == .jpeg, case .quality = plan.ladder {
             // `--quality auto` (`QualityLadder.attemptAuto`): the render held whole beside the scorer and its 8
-            // decoded rows (metered together); the scoring decoder's libjpeg state; a render with alpha composited
-            // over white (unmetered); at most two candidate encodes beside the written one (within `output`).
+            // decoded rows (metered together), first with the probe's bands; the scoring decoder's libjpeg state; a
+            // render with alpha composited over white (unmetered); at most two candidate encodes beside the written
+            // one (within `output`).
             let size = parts.renderedSize
-            parts.metered = max(parts.metered, size.area * parts.channels + QualityLadder.scoringBytes(size))
+            parts.metered = max(
+                parts.metered,
+                size.area * parts.channels + QualityLadder.scoringBytes(size) + QualityLadder.probeBytes(size))
             parts.encoder += Self.jpegFixedBytes
             if parts.channels == 2 || parts.channels == 4 { parts.unmetered += size.area * 3 }
         }

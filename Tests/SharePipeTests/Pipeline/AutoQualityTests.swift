@@ -72,10 +72,11 @@ struct AutoQualityTests {
         }
     }
 
-    @Test func theLaddersSearchStopsWithinAStepOfTheLowestInFewMeasures() {
+    @Test func theLaddersSearchStopsNearTheLowestInFewMeasures() {
         // Scores linear in ln(101 − quality) (as libjpeg's are on photos) with a ripple, slopes 9 to 18 points, the
-        // lowest meeting quality anywhere from 70 to 95: with the ladder's bracket of 2 the search writes that
-        // quality or the one above it, in at most its 4 measures, under 3 on average.
+        // lowest meeting quality anywhere from 70 to 95: with the ladder's bracket of 2 and its window the search
+        // writes that quality, the one above it or one scoring within the window, in at most its 4 measures, under
+        // 2.6 on average.
         var measures = 0, cases = 0, over = 0
         for slope in [9.0, 11, 13, 15, 18] {
             for answer in 70...95 {
@@ -88,13 +89,17 @@ struct AutoQualityTests {
                     var count = 0
                     let meeting = QualitySearch.lowestMeeting(
                         80, range: 30...100, guess: QualityLadder.autoGuess(target: 80, sourceQuality: nil),
-                        maxMeasures: QualityLadder.autoMeasures, bracket: QualityLadder.autoBracket
+                        maxMeasures: QualityLadder.autoMeasures, closeEnough: QualityLadder.autoCloseEnough,
+                        bracket: QualityLadder.autoBracket
                     ) {
                         count += 1
                         return curve($0)
                     }
                     #expect(meeting.meets && meeting.score == curve(meeting.quality))
-                    #expect((lowest...lowest + 1).contains(meeting.quality), "slope \(slope) answer \(answer)")
+                    #expect(
+                        (lowest...lowest + 1).contains(meeting.quality)
+                            || meeting.score < 80 + QualityLadder.autoCloseEnough,
+                        "slope \(slope) answer \(answer): q\(meeting.quality) scores \(meeting.score)")
                     #expect(count <= QualityLadder.autoMeasures)
                     measures += count
                     cases += 1
@@ -102,8 +107,10 @@ struct AutoQualityTests {
                 }
             }
         }
-        #expect(Double(measures) / Double(cases) < 3, "\(measures) measures for \(cases) searches")
-        #expect(over * 4 < cases, "\(over) of \(cases) a step over")
+        #expect(Double(measures) / Double(cases) < 2.6, "\(measures) measures for \(cases) searches")
+        // About a step over the lowest on average: the window is in points, and on the flattest curves (0.5 points
+        // a step) it spans three steps.
+        #expect(over * 10 < cases * 11, "\(over) steps over in \(cases) searches")
     }
 
     @Test func theSearchKeepsToTheRangeItIsGiven() {
@@ -135,6 +142,75 @@ struct AutoQualityTests {
         #expect(QualityLadder.autoGuess(target: 80, sourceQuality: 73) == 83)
         #expect(QualityLadder.autoGuess(target: 80, sourceQuality: 60) == 81)
         #expect(QualityLadder.autoGuess(target: 80, sourceQuality: 30) == 77)
+    }
+
+    @Test func theProbeIsEveryFourthBandOfRowsFromTheThird() throws {
+        // Each row's pixels say which row they are.
+        let size = PixelSize(width: 300, height: 1100)
+        var pixels = [UInt8](repeating: 0, count: size.area * 3)
+        for y in 0..<size.height {
+            for x in 0..<size.width {
+                let at = (y * size.width + x) * 3
+                pixels[at] = UInt8(y & 0xFF)
+                pixels[at + 1] = UInt8(y >> 8)
+                pixels[at + 2] = UInt8(x & 0xFF)
+            }
+        }
+        let bitmap = Bitmap(size: size, layout: .rgb, pixels: pixels)
+        let probe = try #require(QualityLadder.probe(of: bitmap))
+        // Rows 128–191, 384–447, 640–703, 896–959: a bit under a quarter, on 16-row block boundaries.
+        #expect(probe.size == PixelSize(width: 300, height: 256) && probe.layout == .rgb)
+        for row in 0..<probe.height {
+            let source = 128 + (row / 64) * 256 + row % 64
+            #expect(probe.pixel(x: 7, y: row) == bitmap.pixel(x: 7, y: source), "row \(row)")
+        }
+        #expect(QualityLadder.probeBytes(size) == 300 * 256 * 3)
+        // Too few rows for six scales, or too narrow: no probe.
+        #expect(QualityLadder.probe(of: Bitmap(size: PixelSize(width: 300, height: 900), layout: .rgb)) == nil)
+        #expect(QualityLadder.probe(of: Bitmap(size: PixelSize(width: 200, height: 1100), layout: .gray)) == nil)
+        #expect(QualityLadder.probeRows(1440) == 320 && QualityLadder.probeRows(100) == 0)
+    }
+
+    @Test func theGuessAfterTheProbeFollowsItsScore() {
+        // A probe scoring the target plus its bias plus the aim's steps keeps the quality it was encoded at; more
+        // moves the guess down, less up, along the assumed slope (or the one given).
+        let aimSteps =
+            QualityLadder.probeAimSteps * QualitySearch.stepGain(at: 83, logSlope: QualitySearch.assumedLogSlope)
+        let onTarget = 80 + QualityLadder.probeBias + aimSteps
+        #expect(QualityLadder.guessAfterProbe(onTarget, at: 83, target: 80) == 83)
+        let guesses = stride(from: 70.0, through: 90.0, by: 0.5).map {
+            QualityLadder.guessAfterProbe($0, at: 83, target: 80)
+        }
+        #expect(zip(guesses, guesses.dropFirst()).allSatisfy { $0 >= $1 })
+        #expect(guesses.first! > 90 && guesses.last! < 75)
+        #expect(QualityLadder.guessAfterProbe(-50, at: 83, target: 80) == 100)
+        // A steeper slope moves less for the same shortfall.
+        #expect(
+            QualityLadder.guessAfterProbe(74, at: 83, target: 80, logSlope: 26)
+                < QualityLadder.guessAfterProbe(74, at: 83, target: 80))
+        // Two probes' slope, kept within 6 to 30.
+        let slope = QualityLadder.probeSlope((83, 71.0), (93, 71.0 + 13 * (log(18.0) - log(8.0))))
+        #expect(abs(slope - 13) < 1e-9)
+        #expect(QualityLadder.probeSlope((83, 80), (90, 79)) == 6 && QualityLadder.probeSlope((83, 70), (84, 90)) == 30)
+    }
+
+    @Test func aLargeRenderIsProbedFirstAndStillMeetsTheTarget() throws {
+        // 1100 rows: the probe (256 rows) is encoded and scored first (twice where the first is far from the
+        // target); its attempts are listed apart from the whole candidates, and the output scores the target
+        // against the picture.
+        let (png, bitmap) = try Self.scenePNG(PixelSize(width: 320, height: 1100), seed: 3)
+        var options = PrepareOptions()
+        options.acceptedFormats = [.jpeg]
+        options.qualitySetting = .auto(target: 80)
+        let prepared = try SharePipe.prepare(.bytes(png), options: options)
+        let probes = prepared.attempts.filter { $0.note == QualityLadder.probeNote }
+        #expect((1...2).contains(probes.count) && probes.allSatisfy { $0.size == PixelSize(width: 320, height: 256) })
+        #expect(probes.first?.score != nil && prepared.attempts.first?.note == QualityLadder.probeNote)
+        let whole = prepared.attempts.filter { $0.note != QualityLadder.probeNote }
+        #expect(!whole.isEmpty && whole.allSatisfy { $0.size == bitmap.size && $0.score != nil })
+        let score = try #require(prepared.score)
+        #expect(score >= 80 && prepared.size == bitmap.size)
+        #expect(abs(try SSIMULACRA2.score(try Decode.bitmap(prepared.bytes), against: bitmap) - score) < 0.01)
     }
 
     @Test func aJPEGSourcesOwnQualityReachesTheAutoSearchOnly() throws {
@@ -179,7 +255,9 @@ struct AutoQualityTests {
                 // One step lower misses (or is within the search's tolerance of the target).
                 let lower = try JPEGEncoder().encode(
                     bitmap, settings: EncodeSettings(quality: quality - 1, progressive: false), metadata: [])
-                #expect(try JPEGEncoder.ssimulacra2(lower, against: bitmap) < 80.4, "seed \(seed) q\(quality - 1)")
+                #expect(
+                    try JPEGEncoder.ssimulacra2(lower, against: bitmap) < 80 + QualityLadder.autoCloseEnough,
+                    "seed \(seed) q\(quality - 1)")
             }
             // Every scored attempt carries its score; the written one is among them.
             #expect(prepared.attempts.contains { $0.quality == quality && $0.score == score })
