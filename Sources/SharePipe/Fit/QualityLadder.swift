@@ -205,10 +205,7 @@ struct QualityLadder: LadderRunner {
         let scorerBytes = Self.scoringBytes(bitmap.size)
         meter.allocate(scorerBytes)
         defer { meter.release(scorerBytes) }
-        // Held: the lowest quality that met the target so far, and the ceiling's encode when it missed (the
-        // answer when nothing meets it).
-        var encodes: [Int: [UInt8]] = [:]
-        var smallest = Int.max
+        var candidates = AutoCandidates(target: target, ceiling: range.upperBound)
         var guess = lastAutoQuality ?? Self.autoGuess(target: target, sourceQuality: sourceQuality)
         // The first size searched, where large enough: the probe places the first whole candidate.
         if lastAutoQuality == nil, range.contains(guess), let probe = Self.probe(of: bitmap) {
@@ -241,19 +238,14 @@ struct QualityLadder: LadderRunner {
             let encoded = try jpeg.encode(
                 bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
             let score = try JPEGEncoder.ssimulacra2(encoded, against: bitmap)
-            smallest = min(smallest, encoded.count)
             log.record(
                 size: bitmap.size, format: .jpeg, quality: quality, note: progressive ? Self.scoredNote : nil,
                 bytes: encoded.count, score: score)
-            if score >= target {
-                encodes = [quality: encoded]
-            } else if quality == range.upperBound {
-                encodes[quality] = encoded
-            }
+            candidates.add(encoded, quality: quality, score: score)
             return score
         }
         lastAutoQuality = meeting.quality
-        var chosen = encodes[meeting.quality]!
+        var chosen = candidates.encode(meeting.quality)
         try checkpoint()
         let scans = try jpeg.encode(
             bitmap, settings: EncodeSettings(quality: meeting.quality, progressive: true), metadata: metadata.kept)
@@ -262,8 +254,36 @@ struct QualityLadder: LadderRunner {
             bytes: scans.count, score: meeting.score)
         let madeProgressive = !progressive && scans.count < chosen.count
         if progressive || madeProgressive { chosen = scans }
-        sizes.smallestAtSize = min(smallest, chosen.count)
+        sizes.smallestAtSize = min(candidates.smallest, chosen.count)
         return (meeting, chosen, bitmap.size, madeProgressive)
+    }
+
+    /// The candidates an auto search scored at one size, as far as the answer needs them: the encode of the
+    /// lowest quality that met the target so far, the ceiling's when it missed (the answer when nothing meets
+    /// it), and the fewest bytes seen (`StillSizes.smallestAtSize`).
+    struct AutoCandidates {
+        let target: Double
+        let ceiling: Int
+        private var encodes: [Int: [UInt8]] = [:]
+        private(set) var smallest = Int.max
+
+        init(target: Double, ceiling: Int) {
+            self.target = target
+            self.ceiling = ceiling
+        }
+
+        /// Takes the candidate at `quality` that scored `score`.
+        mutating func add(_ encoded: [UInt8], quality: Int, score: Double) {
+            smallest = min(smallest, encoded.count)
+            if score >= target {
+                encodes = [quality: encoded]
+            } else if quality == ceiling {
+                encodes[quality] = encoded
+            }
+        }
+
+        /// The encode of the quality the search chose (one it was given).
+        func encode(_ quality: Int) -> [UInt8] { encodes[quality]! }
     }
 
     /// What scoring an encode of `size` needs beside the render: the streaming scorer and the 8 rows its decoder

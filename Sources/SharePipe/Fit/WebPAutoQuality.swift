@@ -25,9 +25,9 @@ extension QualityLadder {
         let scorerBytes = WebPEncoder.scoringBytes(bitmap.size, alpha: bitmap.layout == .rgba)
         meter.allocate(scorerBytes)
         defer { meter.release(scorerBytes) }
-        var encodes: [Int: [UInt8]] = [:]
+        var candidates = AutoCandidates(target: target, ceiling: range.upperBound)
         var smallest = Int.max
-        defer { sizes.smallestAtSize = smallest }
+        defer { sizes.smallestAtSize = min(smallest, candidates.smallest) }
         let guess = lastAutoQuality ?? Self.webpAutoGuess(target: target)
         let meeting = try QualitySearch.lowestMeeting(
             target, range: range, guess: guess, maxMeasures: Self.autoMeasures, bracket: Self.autoBracket
@@ -36,18 +36,13 @@ extension QualityLadder {
             let encoded = try webp.encode(
                 bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
             let score = try WebPEncoder.ssimulacra2(encoded, against: bitmap)
-            smallest = min(smallest, encoded.count)
             log.record(
                 size: bitmap.size, format: .webp, quality: quality, note: nil, bytes: encoded.count, score: score)
-            if score >= target {
-                encodes = [quality: encoded]
-            } else if quality == range.upperBound {
-                encodes[quality] = encoded
-            }
+            candidates.add(encoded, quality: quality, score: score)
             return score
         }
         lastAutoQuality = meeting.quality
-        let chosen = encodes[meeting.quality]!
+        let chosen = candidates.encode(meeting.quality)
         if chosen.count <= log.limit {
             let notes = meeting.meets ? [] : ["quality at its ceiling short of SSIMULACRA2 \(Self.scoreText(target))"]
             var result = fit(chosen, size: bitmap.size, quality: meeting.quality, notes: notes)

@@ -23,6 +23,30 @@ enum SSIMULACRA2 {
         return score
     }
 
+    /// A shim function that decodes an encoded file and scores it against the bitmap it was made from
+    /// (`sp_jpeg_ssimulacra2`, `sp_webp_ssimulacra2`).
+    typealias EncodedScorer = (
+        UnsafePointer<UInt8>?, Int, UnsafePointer<UInt8>?, Int32, Int32, Int32, UnsafeMutablePointer<Double>?,
+        UnsafeMutablePointer<CChar>?
+    ) -> sp_status
+
+    /// The score of the file `encoded` against `bitmap`, decoded and scored by `scorer`.
+    static func score(_ encoded: [UInt8], against bitmap: Bitmap, decodingWith scorer: EncodedScorer) throws
+        -> Double
+    {
+        var message = shimMessageBuffer()
+        var score = 0.0
+        let status = encoded.withUnsafeBufferPointer { file in
+            bitmap.pixels.withUnsafeBufferPointer { pixels in
+                scorer(
+                    file.baseAddress, file.count, pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height),
+                    Int32(bitmap.layout.channels), &score, &message)
+            }
+        }
+        try EncoderFailure.check(status, message)
+        return score
+    }
+
     /// The memory a scorer of pictures of `size` holds while it runs.
     static func workingBytes(_ size: PixelSize) -> Int {
         guard size.width <= Int(Int32.max), size.height <= Int(Int32.max) else { return 0 }
@@ -36,17 +60,7 @@ extension JPEGEncoder {
     /// (`sp_jpeg_ssimulacra2`). `encoded` should be baseline: a progressive decode holds every coefficient
     /// (score the baseline twin: the same pixels).
     static func ssimulacra2(_ encoded: [UInt8], against bitmap: Bitmap) throws -> Double {
-        var message = shimMessageBuffer()
-        var score = 0.0
-        let status = encoded.withUnsafeBufferPointer { jpeg in
-            bitmap.pixels.withUnsafeBufferPointer { pixels in
-                sp_jpeg_ssimulacra2(
-                    jpeg.baseAddress, jpeg.count, pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height),
-                    Int32(bitmap.layout.channels), &score, &message)
-            }
-        }
-        try EncoderFailure.check(status, message)
-        return score
+        try SSIMULACRA2.score(encoded, against: bitmap, decodingWith: sp_jpeg_ssimulacra2)
     }
 }
 
@@ -56,17 +70,7 @@ extension WebPEncoder {
     /// with alpha, the lower score over a dark and a light grey).
     static func ssimulacra2(_ encoded: [UInt8], against bitmap: Bitmap) throws -> Double {
         precondition(bitmap.layout == .rgb || bitmap.layout == .rgba, "expand gray first")
-        var message = shimMessageBuffer()
-        var score = 0.0
-        let status = encoded.withUnsafeBufferPointer { webp in
-            bitmap.pixels.withUnsafeBufferPointer { pixels in
-                sp_webp_ssimulacra2(
-                    webp.baseAddress, webp.count, pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height),
-                    Int32(bitmap.layout.channels), &score, &message)
-            }
-        }
-        try EncoderFailure.check(status, message)
-        return score
+        return try SSIMULACRA2.score(encoded, against: bitmap, decodingWith: sp_webp_ssimulacra2)
     }
 
     /// What scoring a WebP encode of `size` needs beside the render: libwebp's decoded picture, the scorer (two
