@@ -176,7 +176,7 @@ struct QualityLadder: LadderRunner {
         let (meeting, chosen, size, madeProgressive) = try searchAuto(
             jpeg, target: target, &log, checkpoint: checkpoint)
         let notes =
-            (meeting.meets ? [] : ["quality at its ceiling short of SSIMULACRA2 \(Self.scoreText(target))"])
+            Self.shortOfTargetNotes(meeting, target: target)
             + (madeProgressive ? [Self.progressiveNote] : [])
         if chosen.count <= log.limit {
             var result = fit(chosen, size: size, quality: meeting.quality, notes: notes)
@@ -289,6 +289,11 @@ struct QualityLadder: LadderRunner {
     /// What scoring an encode of `size` needs beside the render: the streaming scorer and the 8 rows its decoder
     /// writes (metered by the auto search; priced in `MemoryEstimate.jpegEncoderBytes` for the chroma choice).
     static func scoringBytes(_ size: PixelSize) -> Int { SSIMULACRA2.workingBytes(size) + 8 * size.width * 3 }
+
+    /// The adjustment of an auto search whose ceiling fell short of the target (none when it met it).
+    static func shortOfTargetNotes(_ meeting: QualitySearch.Meeting, target: Double) -> [String] {
+        meeting.meets ? [] : ["quality at its ceiling short of SSIMULACRA2 \(scoreText(target))"]
+    }
 
     /// A score as reports write it: 80, 82.5.
     static func scoreText(_ score: Double) -> String {

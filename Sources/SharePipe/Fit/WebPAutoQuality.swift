@@ -44,8 +44,9 @@ extension QualityLadder {
         lastAutoQuality = meeting.quality
         let chosen = candidates.encode(meeting.quality)
         if chosen.count <= log.limit {
-            let notes = meeting.meets ? [] : ["quality at its ceiling short of SSIMULACRA2 \(Self.scoreText(target))"]
-            var result = fit(chosen, size: bitmap.size, quality: meeting.quality, notes: notes)
+            var result = fit(
+                chosen, size: bitmap.size, quality: meeting.quality,
+                notes: Self.shortOfTargetNotes(meeting, target: target))
             result.score = meeting.score
             return result
         }
