@@ -12,7 +12,8 @@ extension QualityLadder {
     /// One size under `QualitySetting.auto` for a lossy WebP: the render (gray widened to RGB, as the encoder
     /// takes it; alpha kept, WebP stores it exactly) is held while `QualitySearch.lowestMeeting` encodes
     /// candidates and scores each decode against it (`WebPEncoder.ssimulacra2`, metered with libwebp's decoded
-    /// picture). The lowest quality meeting the target is written; where even the ceiling falls short, the
+    /// picture). The lowest quality meeting the target is written (a candidate within `autoCloseEnough` of the
+    /// target is taken as it stands, as the JPEG search takes it); where even the ceiling falls short, the
     /// ceiling. Where that encode is over the byte limit, the highest quality below it that fits is searched on
     /// the same render and scored: the best score that fits.
     mutating func attemptWebPAuto(
@@ -30,7 +31,8 @@ extension QualityLadder {
         defer { sizes.smallestAtSize = min(smallest, candidates.smallest) }
         let guess = lastAutoQuality ?? Self.webpAutoGuess(target: target)
         let meeting = try QualitySearch.lowestMeeting(
-            target, range: range, guess: guess, maxMeasures: Self.autoMeasures, bracket: Self.autoBracket
+            target, range: range, guess: guess, maxMeasures: Self.autoMeasures, closeEnough: Self.autoCloseEnough,
+            bracket: Self.autoBracket
         ) { quality in
             try checkpoint()
             let encoded = try webp.encode(
