@@ -62,7 +62,8 @@ struct QualityLadder: LadderRunner {
             adjustments: (rangeNote.map { [$0] } ?? []) + notes + sizes.adjustments)
     }
 
-    /// The attempt note of an encode made only to be scored (baseline, the same pixels as the written one).
+    /// The attempt note of an encode made only to be scored (baseline, the same pixels as the written one; under
+    /// auto with libjpeg's standard Huffman tables, larger than the file written).
     static let scoredNote = "scored"
     /// The source's own JPEG quality (`JPEGQuality.estimate`), read under auto for the search's first guess.
     var sourceQuality: Int? = nil
@@ -194,7 +195,9 @@ struct QualityLadder: LadderRunner {
 
     /// The auto search at the current size: the quality chosen, its encode as written, the size, and whether that
     /// encode is progressive without the options asking (progressive scans hold the same pixels, in fewer bytes
-    /// on most photos: the chosen quality is also encoded progressive and the smaller file written).
+    /// on most photos: the chosen candidate is recoded both ways and the smaller file written). Candidates are
+    /// encoded with standard Huffman tables (cheaper, larger, the same pixels): only the written file is
+    /// optimized, recoded from the chosen candidate's coefficients (`JPEGEncoder.recode`).
     private mutating func searchAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
     ) throws -> (QualitySearch.Meeting, [UInt8], PixelSize, madeProgressive: Bool) {
@@ -205,6 +208,10 @@ struct QualityLadder: LadderRunner {
         let scorerBytes = Self.scoringBytes(bitmap.size)
         meter.allocate(scorerBytes)
         defer { meter.release(scorerBytes) }
+        // Probes and candidates are encoded only to be scored: standard Huffman tables (one pass, no coefficient
+        // store) and no metadata; the chosen quality's file is its candidate recoded (`JPEGEncoder.recode`).
+        var scoring = jpeg
+        scoring.optimizeCoding = false
         var candidates = AutoCandidates(target: target, ceiling: range.upperBound)
         var guess = lastAutoQuality ?? Self.autoGuess(target: target, sourceQuality: sourceQuality)
         // The first size searched, where large enough: the probe places the first whole candidate.
@@ -213,7 +220,7 @@ struct QualityLadder: LadderRunner {
             defer { meter.release(probe.byteCount) }
             func probed(_ quality: Int) throws -> Double {
                 try checkpoint()
-                let encoded = try jpeg.encode(
+                let encoded = try scoring.encode(
                     probe, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
                 let score = try JPEGEncoder.ssimulacra2(encoded, against: probe)
                 log.record(
@@ -235,25 +242,33 @@ struct QualityLadder: LadderRunner {
             bracket: Self.autoBracket
         ) { quality in
             try checkpoint()
-            let encoded = try jpeg.encode(
-                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
+            let encoded = try scoring.encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
             let score = try JPEGEncoder.ssimulacra2(encoded, against: bitmap)
             log.record(
-                size: bitmap.size, format: .jpeg, quality: quality, note: progressive ? Self.scoredNote : nil,
-                bytes: encoded.count, score: score)
+                size: bitmap.size, format: .jpeg, quality: quality, note: Self.scoredNote, bytes: encoded.count,
+                score: score)
             candidates.add(encoded, quality: quality, score: score)
             return score
         }
         lastAutoQuality = meeting.quality
-        var chosen = candidates.encode(meeting.quality)
+        // The file written: the chosen candidate's coefficients recoded with optimized Huffman tables, baseline
+        // and progressive unless the options ask for progressive (the same pixels: the smaller is written).
         try checkpoint()
-        let scans = try jpeg.encode(
-            bitmap, settings: EncodeSettings(quality: meeting.quality, progressive: true), metadata: metadata.kept)
+        let recoded = try jpeg.recode(
+            candidates.encode(meeting.quality), alsoBaseline: !progressive, metadata: metadata.kept)
+        var chosen = recoded.progressive
+        var madeProgressive = false
+        if let baseline = recoded.baseline {
+            log.record(
+                size: bitmap.size, format: .jpeg, quality: meeting.quality, note: nil, bytes: baseline.count,
+                score: meeting.score)
+            madeProgressive = chosen.count < baseline.count
+            if !madeProgressive { chosen = baseline }
+        }
         log.record(
             size: bitmap.size, format: .jpeg, quality: meeting.quality, note: progressive ? nil : Self.progressiveNote,
-            bytes: scans.count, score: meeting.score)
-        let madeProgressive = !progressive && scans.count < chosen.count
-        if progressive || madeProgressive { chosen = scans }
+            bytes: recoded.progressive.count, score: meeting.score)
         sizes.smallestAtSize = min(candidates.smallest, chosen.count)
         return (meeting, chosen, bitmap.size, madeProgressive)
     }
