@@ -533,34 +533,9 @@ sp_status sp_jpeg_row_encoder_finish(sp_jpeg_row_encoder *encoder, uint8_t **out
 
 // MARK: - Recoding an encode
 
-// A recode's progressive scans: spectral selection only, no successive approximation (libjpeg's simple script
-// refines in extra passes, each a Huffman gather and an output pass over every block): each component's DC in a
-// scan of its own (its own Huffman table), luma's AC in bands 1-2, 3-9 and 10-63, each chroma's AC in one. On
-// photos at 4:2:0 about 1 % smaller than the simple script and about 40 % cheaper to write.
-static const jpeg_scan_info recode_scans_color[] = {
-    { 1, { 0 }, 0, 0, 0, 0 },   { 1, { 1 }, 0, 0, 0, 0 },   { 1, { 2 }, 0, 0, 0, 0 },
-    { 1, { 0 }, 1, 2, 0, 0 },   { 1, { 0 }, 3, 9, 0, 0 },   { 1, { 0 }, 10, 63, 0, 0 },
-    { 1, { 1 }, 1, 63, 0, 0 },  { 1, { 2 }, 1, 63, 0, 0 },
-};
-static const jpeg_scan_info recode_scans_gray[] = {
-    { 1, { 0 }, 0, 0, 0, 0 }, { 1, { 0 }, 1, 2, 0, 0 }, { 1, { 0 }, 3, 9, 0, 0 }, { 1, { 0 }, 10, 63, 0, 0 },
-};
-
-static void set_recode_scans(j_compress_ptr cinfo) {
-    if (cinfo->num_components == 3) {
-        cinfo->scan_info = recode_scans_color;
-        cinfo->num_scans = (int)(sizeof(recode_scans_color) / sizeof(recode_scans_color[0]));
-    } else if (cinfo->num_components == 1) {
-        cinfo->scan_info = recode_scans_gray;
-        cinfo->num_scans = (int)(sizeof(recode_scans_gray) / sizeof(recode_scans_gray[0]));
-    } else {
-        jpeg_simple_progression(cinfo);
-    }
-}
-
-// Writes the read coefficients of `source` as a new file into `dest` (optimized Huffman tables; progressive scans
-// when asked: set_recode_scans): a compressor of its own, destroyed before returning; errors longjmp to the
-// caller's setjmp.
+// Writes the read coefficients of `source` as a new file into `dest` (optimized Huffman tables; progressive scans,
+// libjpeg's simple script as every progressive encode here, when asked): a compressor of its own, destroyed before
+// returning; errors longjmp to the caller's setjmp.
 static void write_recoded(j_decompress_ptr source, jvirt_barray_ptr *coefficients, j_compress_ptr cinfo,
                           int *created, sp_memory_destination *dest, int progressive, int write_jfif,
                           const sp_jpeg_marker *markers, int marker_count) {
@@ -571,7 +546,7 @@ static void write_recoded(j_decompress_ptr source, jvirt_barray_ptr *coefficient
     jpeg_copy_critical_parameters(source, cinfo);
     cinfo->optimize_coding = TRUE;
     cinfo->write_JFIF_header = write_jfif ? TRUE : FALSE;
-    if (progressive) set_recode_scans(cinfo);
+    if (progressive) jpeg_simple_progression(cinfo);
     jpeg_write_coefficients(cinfo, coefficients);
     write_markers(cinfo, markers, marker_count);
     jpeg_finish_compress(cinfo);

@@ -166,11 +166,9 @@ sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_set
 /// Writes a baseline JPEG of ours again from its quantised coefficients (read back once, never decoded to pixels):
 /// the same pixels, with optimized Huffman tables, baseline into *baseline_out and progressive into
 /// *progressive_out (either may be NULL: not written), a JFIF APP0 with write_jfif and the given markers (the
-/// source's own markers are not copied); the quantisation tables and sampling are the source's. The baseline
-/// output is the same file as the optimized encode at the source's quality. The progressive one uses spectral
-/// selection only (each component's DC alone; luma's AC in bands 1-2, 3-9, 10-63; each chroma's AC in one scan):
-/// not libjpeg's simple script, cheaper to write and on photos about as small. The coefficients are held in
-/// libjpeg's arrays (128 bytes a block). The outputs are freed with sp_free.
+/// source's own markers are not copied); the quantisation tables and sampling are the source's. Each output is
+/// the same file as sp_jpeg_encode with optimize_coding at the source's quality (progressive: libjpeg's simple
+/// script). The coefficients are held in libjpeg's arrays (128 bytes a block). The outputs are freed with sp_free.
 sp_status sp_jpeg_recode(const uint8_t *jpeg, size_t length, int write_jfif, const sp_jpeg_marker *markers,
                          int marker_count, uint8_t **baseline_out, size_t *baseline_length,
                          uint8_t **progressive_out, size_t *progressive_length, char *message);

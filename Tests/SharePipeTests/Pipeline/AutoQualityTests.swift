@@ -267,7 +267,7 @@ struct AutoQualityTests {
     @Test func anAutoOutputIsProgressiveWhenThatIsSmaller() throws {
         // The chosen quality is written progressive (reported) when that file is smaller than the baseline one,
         // else baseline (a tiny picture: the scans' headers outweigh what they save); both are the scored
-        // candidate recoded, the baseline one the optimized encode's file; the pixels are the same, so the reported
+        // candidate recoded, each the optimized encode's file; the pixels are the same, so the reported
         // score holds either way.
         var written: Set<Bool> = []
         for (seed, size) in [(UInt64(1), PixelSize(width: 480, height: 320)), (2, PixelSize(width: 24, height: 16))] {
@@ -285,8 +285,9 @@ struct AutoQualityTests {
             let recoded = try JPEGEncoder().recode(candidate, alsoBaseline: true, metadata: [])
             let baseline = try JPEGEncoder().encode(
                 bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
-            #expect(recoded.baseline == baseline)
-            let progressive = recoded.progressive
+            let progressive = try JPEGEncoder().encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: true), metadata: [])
+            #expect(recoded.baseline == baseline && recoded.progressive == progressive)
             let reported = prepared.adjustments.contains(QualityLadder.progressiveNote)
             #expect(frame.progressive == reported, "seed \(seed): \(prepared.adjustments)")
             #expect(frame.progressive == (progressive.count < baseline.count), "seed \(seed)")
