@@ -174,8 +174,11 @@ struct QualityLadder: LadderRunner {
     private mutating func attemptAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
     ) throws -> FittingDriver.Fit? {
-        let (meeting, chosen, size, madeProgressive) = try searchAuto(
-            jpeg, target: target, &log, checkpoint: checkpoint)
+        let (meeting, scored, size) = try searchAuto(jpeg, target: target, &log, checkpoint: checkpoint)
+        // The render is given back by now: the recode's coefficient arrays (3 bytes a pixel at 4:2:0, as the
+        // render) take its place instead of joining it.
+        let (chosen, madeProgressive) = try recodeAuto(
+            jpeg, scored, meeting: meeting, size: size, &log, checkpoint: checkpoint)
         let notes =
             Self.shortOfTargetNotes(meeting, target: target)
             + (madeProgressive ? [Self.progressiveNote] : [])
@@ -193,14 +196,12 @@ struct QualityLadder: LadderRunner {
         return try capped.attemptJPEG(jpeg, &log, checkpoint: checkpoint, afterCeiling: true, scoreFits: true)
     }
 
-    /// The auto search at the current size: the quality chosen, its encode as written, the size, and whether that
-    /// encode is progressive without the options asking (progressive scans hold the same pixels, in fewer bytes
-    /// on most photos: the chosen candidate is recoded both ways and the smaller file written). Candidates are
-    /// encoded with standard Huffman tables (cheaper, larger, the same pixels): only the written file is
-    /// optimized, recoded from the chosen candidate's coefficients (`JPEGEncoder.recode`).
+    /// The auto search at the current size: the quality chosen, the candidate scored there and the size.
+    /// Candidates are encoded with standard Huffman tables (cheaper, larger, the same pixels): only the written
+    /// file is optimized, recoded from the chosen candidate's coefficients (`recodeAuto`).
     private mutating func searchAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
-    ) throws -> (QualitySearch.Meeting, [UInt8], PixelSize, madeProgressive: Bool) {
+    ) throws -> (QualitySearch.Meeting, scored: [UInt8], PixelSize) {
         let rendered = try sizes.render()
         defer { sizes.release(rendered) }
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
@@ -252,25 +253,34 @@ struct QualityLadder: LadderRunner {
             return score
         }
         lastAutoQuality = meeting.quality
-        // The file written: the chosen candidate's coefficients recoded with optimized Huffman tables, baseline
-        // and progressive unless the options ask for progressive (the same pixels: the smaller is written).
+        sizes.smallestAtSize = candidates.smallest
+        return (meeting, candidates.encode(meeting.quality), bitmap.size)
+    }
+
+    /// The file an auto search writes: the chosen candidate `scored` recoded with optimized Huffman tables
+    /// (`JPEGEncoder.recode`), baseline and progressive unless the options ask for progressive (the same pixels,
+    /// in fewer bytes on most photos: the smaller is written), and whether it is progressive without the options
+    /// asking.
+    private mutating func recodeAuto(
+        _ jpeg: JPEGEncoder, _ scored: [UInt8], meeting: QualitySearch.Meeting, size: PixelSize,
+        _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
+    ) throws -> (chosen: [UInt8], madeProgressive: Bool) {
         try checkpoint()
-        let recoded = try jpeg.recode(
-            candidates.encode(meeting.quality), alsoBaseline: !progressive, metadata: metadata.kept)
+        let recoded = try jpeg.recode(scored, alsoBaseline: !progressive, metadata: metadata.kept)
         var chosen = recoded.progressive
         var madeProgressive = false
         if let baseline = recoded.baseline {
             log.record(
-                size: bitmap.size, format: .jpeg, quality: meeting.quality, note: nil, bytes: baseline.count,
+                size: size, format: .jpeg, quality: meeting.quality, note: nil, bytes: baseline.count,
                 score: meeting.score)
             madeProgressive = chosen.count < baseline.count
             if !madeProgressive { chosen = baseline }
         }
         log.record(
-            size: bitmap.size, format: .jpeg, quality: meeting.quality, note: progressive ? nil : Self.progressiveNote,
+            size: size, format: .jpeg, quality: meeting.quality, note: progressive ? nil : Self.progressiveNote,
             bytes: recoded.progressive.count, score: meeting.score)
-        sizes.smallestAtSize = min(candidates.smallest, chosen.count)
-        return (meeting, chosen, bitmap.size, madeProgressive)
+        sizes.smallestAtSize = min(sizes.smallestAtSize, chosen.count)
+        return (chosen, madeProgressive)
     }
 
     /// The candidates an auto search scored at one size, as far as the answer needs them: the encode of the
