@@ -530,3 +530,83 @@ sp_status sp_jpeg_row_encoder_finish(sp_jpeg_row_encoder *encoder, uint8_t **out
     encoder->dest.buffer = NULL;
     return SP_OK;
 }
+
+// MARK: - Recoding an encode
+
+// Writes the read coefficients of `source` as a new file into `dest` (optimized Huffman tables; progressive scans,
+// libjpeg's simple script as every progressive encode here, when asked): a compressor of its own, destroyed before
+// returning; errors longjmp to the caller's setjmp.
+static void write_recoded(j_decompress_ptr source, jvirt_barray_ptr *coefficients, j_compress_ptr cinfo,
+                          int *created, sp_memory_destination *dest, int progressive, int write_jfif,
+                          const sp_jpeg_marker *markers, int marker_count) {
+    cinfo->err = source->err;
+    jpeg_create_compress(cinfo);
+    *created = 1;
+    init_memory_destination(cinfo, dest);
+    jpeg_copy_critical_parameters(source, cinfo);
+    cinfo->optimize_coding = TRUE;
+    cinfo->write_JFIF_header = write_jfif ? TRUE : FALSE;
+    if (progressive) jpeg_simple_progression(cinfo);
+    jpeg_write_coefficients(cinfo, coefficients);
+    write_markers(cinfo, markers, marker_count);
+    jpeg_finish_compress(cinfo);
+    jpeg_destroy_compress(cinfo);
+    *created = 0;
+}
+
+// A baseline encode of ours read back once as its quantised coefficients (jpeg_read_coefficients, libjpeg's own
+// arrays: 128 bytes a block) and written again with jpeg_write_coefficients, baseline and/or progressive: the same
+// coefficients, so the same pixels; only the Huffman coding and the markers are new.
+sp_status sp_jpeg_recode(const uint8_t *jpeg, size_t length, int write_jfif, const sp_jpeg_marker *markers,
+                         int marker_count, uint8_t **baseline_out, size_t *baseline_length,
+                         uint8_t **progressive_out, size_t *progressive_length, char *message) {
+    if (baseline_out != NULL) { *baseline_out = NULL; *baseline_length = 0; }
+    if (progressive_out != NULL) { *progressive_out = NULL; *progressive_length = 0; }
+    if (jpeg == NULL || length == 0 || (baseline_out == NULL && progressive_out == NULL)) {
+        copy_message(message, "recoding needs a JPEG and an output");
+        return SP_ERR_ARGUMENT;
+    }
+    struct jpeg_decompress_struct source;
+    struct jpeg_compress_struct cinfo;
+    sp_error_mgr error;
+    sp_memory_destination dests[2];   // baseline, progressive
+    int source_created = 0, created = 0;
+    memset(dests, 0, sizeof(dests));
+    for (int i = 0; i < 2; i++) {
+        if ((i == 0 ? (void *)baseline_out : (void *)progressive_out) == NULL) continue;
+        dests[i].capacity = 65536;
+        dests[i].buffer = malloc(dests[i].capacity);
+        if (dests[i].buffer == NULL) {
+            free(dests[0].buffer);
+            copy_message(message, "out of memory");
+            return SP_ERR_MEMORY;
+        }
+    }
+    sp_jpeg_install_error_manager((j_common_ptr)&source, &error);
+    if (setjmp(error.jump)) {
+        sp_status status = sp_jpeg_failure(&error, message);
+        if (created) jpeg_destroy_compress(&cinfo);
+        if (source_created) jpeg_destroy_decompress(&source);
+        free(dests[0].buffer);
+        free(dests[1].buffer);
+        return status;
+    }
+    jpeg_create_decompress(&source);
+    source_created = 1;
+    jpeg_mem_src(&source, jpeg, (unsigned long)length);
+    jpeg_read_header(&source, TRUE);
+    if (source.progressive_mode || source.arith_code) {
+        sp_jpeg_fail_with((j_common_ptr)&source, "recoding takes a baseline JPEG");
+    }
+    jvirt_barray_ptr *coefficients = jpeg_read_coefficients(&source);
+    if (baseline_out != NULL) {
+        write_recoded(&source, coefficients, &cinfo, &created, &dests[0], 0, write_jfif, markers, marker_count);
+    }
+    if (progressive_out != NULL) {
+        write_recoded(&source, coefficients, &cinfo, &created, &dests[1], 1, write_jfif, markers, marker_count);
+    }
+    jpeg_destroy_decompress(&source);
+    if (baseline_out != NULL) { *baseline_out = dests[0].buffer; *baseline_length = dests[0].length; }
+    if (progressive_out != NULL) { *progressive_out = dests[1].buffer; *progressive_length = dests[1].length; }
+    return SP_OK;
+}

@@ -163,6 +163,15 @@ void sp_jpeg_planes_free(sp_jpeg_planes *planes);
 sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_settings settings,
                                 const sp_jpeg_marker *markers, int marker_count,
                                 uint8_t **out, size_t *out_length, char *message);
+/// Writes a baseline JPEG of ours again from its quantised coefficients (read back once, never decoded to pixels):
+/// the same pixels, with optimized Huffman tables, baseline into *baseline_out and progressive into
+/// *progressive_out (either may be NULL: not written), a JFIF APP0 with write_jfif and the given markers (the
+/// source's own markers are not copied); the quantisation tables and sampling are the source's. Each output is
+/// the same file as sp_jpeg_encode with optimize_coding at the source's quality (progressive: libjpeg's simple
+/// script). The coefficients are held in libjpeg's arrays (128 bytes a block). The outputs are freed with sp_free.
+sp_status sp_jpeg_recode(const uint8_t *jpeg, size_t length, int write_jfif, const sp_jpeg_marker *markers,
+                         int marker_count, uint8_t **baseline_out, size_t *baseline_length,
+                         uint8_t **progressive_out, size_t *progressive_length, char *message);
 
 /// A compressor fed RGB rows as a render makes them (4:2:0, `jpeg_write_raw_data` one 16-row band at a time):
 /// neither the bitmap nor its planes exist whole, only one band and the compact coefficient store. It writes

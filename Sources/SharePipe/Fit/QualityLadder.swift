@@ -62,7 +62,8 @@ struct QualityLadder: LadderRunner {
             adjustments: (rangeNote.map { [$0] } ?? []) + notes + sizes.adjustments)
     }
 
-    /// The attempt note of an encode made only to be scored (baseline, the same pixels as the written one).
+    /// The attempt note of an encode made only to be scored (baseline, the same pixels as the written one; under
+    /// auto with libjpeg's standard Huffman tables, larger than the file written).
     static let scoredNote = "scored"
     /// The source's own JPEG quality (`JPEGQuality.estimate`), read under auto for the search's first guess.
     var sourceQuality: Int? = nil
@@ -173,8 +174,11 @@ struct QualityLadder: LadderRunner {
     private mutating func attemptAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
     ) throws -> FittingDriver.Fit? {
-        let (meeting, chosen, size, madeProgressive) = try searchAuto(
-            jpeg, target: target, &log, checkpoint: checkpoint)
+        let (meeting, scored, size) = try searchAuto(jpeg, target: target, &log, checkpoint: checkpoint)
+        // The render is given back by now: the recode's coefficient arrays (3 bytes a pixel at 4:2:0, as the
+        // render) take its place instead of joining it.
+        let (chosen, madeProgressive) = try recodeAuto(
+            jpeg, scored, meeting: meeting, size: size, &log, checkpoint: checkpoint)
         let notes =
             Self.shortOfTargetNotes(meeting, target: target)
             + (madeProgressive ? [Self.progressiveNote] : [])
@@ -192,12 +196,12 @@ struct QualityLadder: LadderRunner {
         return try capped.attemptJPEG(jpeg, &log, checkpoint: checkpoint, afterCeiling: true, scoreFits: true)
     }
 
-    /// The auto search at the current size: the quality chosen, its encode as written, the size, and whether that
-    /// encode is progressive without the options asking (progressive scans hold the same pixels, in fewer bytes
-    /// on most photos: the chosen quality is also encoded progressive and the smaller file written).
+    /// The auto search at the current size: the quality chosen, the candidate scored there and the size.
+    /// Candidates are encoded with standard Huffman tables (cheaper, larger, the same pixels): only the written
+    /// file is optimized, recoded from the chosen candidate's coefficients (`recodeAuto`).
     private mutating func searchAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
-    ) throws -> (QualitySearch.Meeting, [UInt8], PixelSize, madeProgressive: Bool) {
+    ) throws -> (QualitySearch.Meeting, scored: [UInt8], PixelSize) {
         let rendered = try sizes.render()
         defer { sizes.release(rendered) }
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
@@ -205,6 +209,10 @@ struct QualityLadder: LadderRunner {
         let scorerBytes = Self.scoringBytes(bitmap.size)
         meter.allocate(scorerBytes)
         defer { meter.release(scorerBytes) }
+        // Probes and candidates are encoded only to be scored: standard Huffman tables (one pass, no coefficient
+        // store) and no metadata; the chosen quality's file is its candidate recoded (`JPEGEncoder.recode`).
+        var scoring = jpeg
+        scoring.optimizeCoding = false
         var candidates = AutoCandidates(target: target, ceiling: range.upperBound)
         var guess = lastAutoQuality ?? Self.autoGuess(target: target, sourceQuality: sourceQuality)
         // The first size searched, where large enough: the probe places the first whole candidate.
@@ -213,7 +221,7 @@ struct QualityLadder: LadderRunner {
             defer { meter.release(probe.byteCount) }
             func probed(_ quality: Int) throws -> Double {
                 try checkpoint()
-                let encoded = try jpeg.encode(
+                let encoded = try scoring.encode(
                     probe, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
                 let score = try JPEGEncoder.ssimulacra2(encoded, against: probe)
                 log.record(
@@ -235,27 +243,44 @@ struct QualityLadder: LadderRunner {
             bracket: Self.autoBracket
         ) { quality in
             try checkpoint()
-            let encoded = try jpeg.encode(
-                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
+            let encoded = try scoring.encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
             let score = try JPEGEncoder.ssimulacra2(encoded, against: bitmap)
             log.record(
-                size: bitmap.size, format: .jpeg, quality: quality, note: progressive ? Self.scoredNote : nil,
-                bytes: encoded.count, score: score)
+                size: bitmap.size, format: .jpeg, quality: quality, note: Self.scoredNote, bytes: encoded.count,
+                score: score)
             candidates.add(encoded, quality: quality, score: score)
             return score
         }
         lastAutoQuality = meeting.quality
-        var chosen = candidates.encode(meeting.quality)
+        sizes.smallestAtSize = candidates.smallest
+        return (meeting, candidates.encode(meeting.quality), bitmap.size)
+    }
+
+    /// The file an auto search writes: the chosen candidate `scored` recoded with optimized Huffman tables
+    /// (`JPEGEncoder.recode`), baseline and progressive unless the options ask for progressive (the same pixels,
+    /// in fewer bytes on most photos: the smaller is written), and whether it is progressive without the options
+    /// asking.
+    private mutating func recodeAuto(
+        _ jpeg: JPEGEncoder, _ scored: [UInt8], meeting: QualitySearch.Meeting, size: PixelSize,
+        _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
+    ) throws -> (chosen: [UInt8], madeProgressive: Bool) {
         try checkpoint()
-        let scans = try jpeg.encode(
-            bitmap, settings: EncodeSettings(quality: meeting.quality, progressive: true), metadata: metadata.kept)
+        let recoded = try jpeg.recode(scored, alsoBaseline: !progressive, metadata: metadata.kept)
+        var chosen = recoded.progressive
+        var madeProgressive = false
+        if let baseline = recoded.baseline {
+            log.record(
+                size: size, format: .jpeg, quality: meeting.quality, note: nil, bytes: baseline.count,
+                score: meeting.score)
+            madeProgressive = chosen.count < baseline.count
+            if !madeProgressive { chosen = baseline }
+        }
         log.record(
-            size: bitmap.size, format: .jpeg, quality: meeting.quality, note: progressive ? nil : Self.progressiveNote,
-            bytes: scans.count, score: meeting.score)
-        let madeProgressive = !progressive && scans.count < chosen.count
-        if progressive || madeProgressive { chosen = scans }
-        sizes.smallestAtSize = min(candidates.smallest, chosen.count)
-        return (meeting, chosen, bitmap.size, madeProgressive)
+            size: size, format: .jpeg, quality: meeting.quality, note: progressive ? nil : Self.progressiveNote,
+            bytes: recoded.progressive.count, score: meeting.score)
+        sizes.smallestAtSize = min(sizes.smallestAtSize, chosen.count)
+        return (chosen, madeProgressive)
     }
 
     /// The candidates an auto search scored at one size, as far as the answer needs them: the encode of the

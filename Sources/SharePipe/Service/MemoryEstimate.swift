@@ -126,7 +126,10 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // `--quality auto` (`QualityLadder.attemptAuto`): the render held whole beside the scorer and its 8
             // decoded rows (metered together), first with the probe's bands; the scoring decoder's libjpeg state; a
             // render with alpha composited over white (unmetered); at most two candidate encodes beside the written
-            // one (within `output`).
+            // one (within `output`). The written file is the chosen candidate recoded (`JPEGEncoder.recode`) once
+            // the render is given back: its coefficients in libjpeg's arrays, 128 bytes a block, within
+            // `jpegEncoderBytes`' 140 for the compact store it replaces there, and the recode's reader state the
+            // scoring decoder's, no longer alive.
             let size = parts.renderedSize
             parts.metered = max(
                 parts.metered,

@@ -266,8 +266,9 @@ struct AutoQualityTests {
 
     @Test func anAutoOutputIsProgressiveWhenThatIsSmaller() throws {
         // The chosen quality is written progressive (reported) when that file is smaller than the baseline one,
-        // else baseline (a tiny picture: the scans' headers outweigh what they save); the pixels are the same, so
-        // the reported score holds either way.
+        // else baseline (a tiny picture: the scans' headers outweigh what they save); both are the scored
+        // candidate recoded, each the optimized encode's file; the pixels are the same, so the reported
+        // score holds either way.
         var written: Set<Bool> = []
         for (seed, size) in [(UInt64(1), PixelSize(width: 480, height: 320)), (2, PixelSize(width: 24, height: 16))] {
             let (png, bitmap) = try Self.scenePNG(size, seed: seed)
@@ -277,10 +278,16 @@ struct AutoQualityTests {
             let prepared = try SharePipe.prepare(.bytes(png), options: options)
             let quality = try #require(prepared.quality)
             let frame = try #require(JPEGByteCapTests.frame(prepared.bytes))
+            var scoring = JPEGEncoder()
+            scoring.optimizeCoding = false
+            let candidate = try scoring.encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+            let recoded = try JPEGEncoder().recode(candidate, alsoBaseline: true, metadata: [])
             let baseline = try JPEGEncoder().encode(
                 bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
             let progressive = try JPEGEncoder().encode(
                 bitmap, settings: EncodeSettings(quality: quality, progressive: true), metadata: [])
+            #expect(recoded.baseline == baseline && recoded.progressive == progressive)
             let reported = prepared.adjustments.contains(QualityLadder.progressiveNote)
             #expect(frame.progressive == reported, "seed \(seed): \(prepared.adjustments)")
             #expect(frame.progressive == (progressive.count < baseline.count), "seed \(seed)")
@@ -308,6 +315,27 @@ struct AutoQualityTests {
         if capped.size == bitmap.size {
             #expect(abs(try SSIMULACRA2.score(try Decode.bitmap(capped.bytes), against: bitmap) - score) < 0.01)
         }
+    }
+
+    @Test func aLimitTheWrittenFileMeetsDoesNotBiteThoughTheScoredCandidateIsLarger() throws {
+        // Candidates are scored from encodes with standard Huffman tables, larger than the file written: the limit
+        // is held against the written file, so a limit of exactly its size leaves the answer as it was, and a
+        // byte less caps it below the target's quality.
+        let (png, _) = try Self.scenePNG(PixelSize(width: 480, height: 320), seed: 1)
+        var options = PrepareOptions()
+        options.acceptedFormats = [.jpeg]
+        options.qualitySetting = .auto(target: 80)
+        let free = try SharePipe.prepare(.bytes(png), options: options)
+        let scored = try #require(
+            free.attempts.first { $0.note == QualityLadder.scoredNote && $0.quality == free.quality })
+        #expect(scored.bytes > free.bytes.count)
+        options.maxBytes = free.bytes.count
+        let exact = try SharePipe.prepare(.bytes(png), options: options)
+        #expect(exact.bytes == free.bytes && exact.quality == free.quality && exact.score == free.score)
+        options.maxBytes = free.bytes.count - 1
+        let capped = try SharePipe.prepare(.bytes(png), options: options)
+        let cappedQuality = try #require(capped.quality)
+        #expect(capped.bytes.count < free.bytes.count && cappedQuality < free.quality!)
     }
 
     @Test func aFixedQualityIsUnchangedAndUnscored() throws {

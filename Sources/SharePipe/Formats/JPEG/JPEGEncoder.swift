@@ -34,6 +34,10 @@ struct JPEGEncoder: ImageEncoder {
     var subsample420 = true
     /// The quantisation tables (Klein–Silverstein–Carney unless a caller needs libjpeg's own).
     var tables = JPEGQuantTables.kleinSilversteinCarney
+    /// Optimized Huffman tables (two passes over the coefficients, kept whole in the compact store). Off: the
+    /// standard tables, one pass and no store, a larger file of the same pixels: an encode made only to be
+    /// scored, its chosen quality then recoded (`recode`) to the file written.
+    var optimizeCoding = true
 
     func encode(_ bitmap: Bitmap, settings: EncodeSettings, metadata: [MetadataBlock]) throws -> [UInt8] {
         let opaque = bitmap.layout.hasAlpha ? AlphaFlattening.overWhite(bitmap) : bitmap
@@ -64,6 +68,43 @@ struct JPEGEncoder: ImageEncoder {
                     &output, &length, &message)
             }
         }
+    }
+
+    /// `encoded`, a baseline encode of this encoder's, written again from its quantised coefficients (read back
+    /// once, not decoded: the same pixels) with optimized Huffman tables and `metadata`, progressive and, with
+    /// `alsoBaseline`, baseline: each the same file as encoding the bitmap at its quality so, for a fraction of the
+    /// cost (the coefficients are neither made nor quantised again). The
+    /// coefficients are held in libjpeg's arrays meanwhile (128 bytes a block, within the compact store's price:
+    /// `MemoryEstimate.jpegEncoderBytes`).
+    func recode(_ encoded: [UInt8], alsoBaseline: Bool, metadata: [MetadataBlock]) throws -> (
+        progressive: [UInt8], baseline: [UInt8]?
+    ) {
+        var message = shimMessageBuffer()
+        var baselineOutput: UnsafeMutablePointer<UInt8>?
+        var progressiveOutput: UnsafeMutablePointer<UInt8>?
+        var baselineLength = 0, progressiveLength = 0
+        let status: sp_status = withSettings(EncodeSettings(quality: 100, progressive: false), metadata: metadata) {
+            jpegSettings, markers in
+            encoded.withUnsafeBufferPointer { source in
+                withUnsafeMutablePointer(to: &baselineOutput) { baselinePointer in
+                    withUnsafeMutablePointer(to: &progressiveOutput) { progressivePointer in
+                        sp_jpeg_recode(
+                            source.baseAddress, source.count, jpegSettings.write_jfif, markers.baseAddress,
+                            Int32(markers.count), alsoBaseline ? baselinePointer : nil, &baselineLength,
+                            progressivePointer, &progressiveLength, &message)
+                    }
+                }
+            }
+        }
+        defer {
+            sp_free(baselineOutput)
+            sp_free(progressiveOutput)
+        }
+        try EncoderFailure.check(status, message)
+        return (
+            Array(UnsafeBufferPointer(start: progressiveOutput, count: progressiveLength)),
+            baselineOutput.map { Array(UnsafeBufferPointer(start: $0, count: baselineLength)) }
+        )
     }
 
     /// The settings and markers every encode shares, around one shim call that writes the file.
@@ -97,7 +138,7 @@ struct JPEGEncoder: ImageEncoder {
         }
         let jpegSettings = sp_jpeg_encode_settings(
             quality: Int32(settings.quality), progressive: settings.progressive ? 1 : 0,
-            subsample_420: subsample420 ? 1 : 0, optimize_coding: 1, write_jfif: hasExif ? 0 : 1,
+            subsample_420: subsample420 ? 1 : 0, optimize_coding: optimizeCoding ? 1 : 0, write_jfif: hasExif ? 0 : 1,
             tables: Int32(tables.shimValue.rawValue))
         return withMarkerArray(segments) { markers in body(jpegSettings, markers) }
     }

@@ -1,0 +1,64 @@
+import CSharePipe
+import Testing
+
+@testable import SharePipe
+
+/// `JPEGEncoder.recode`: an encode made only to be scored (standard Huffman tables) written again from its
+/// coefficients as the file the auto search writes.
+struct JPEGRecodeTests {
+    /// Recoded baseline and progressive are byte for byte the optimized encodes at the same quality, metadata and
+    /// JFIF choice included; the cheaper encode is larger but decodes to the same pixels, so it scores what the
+    /// written file scores.
+    @Test(arguments: [PixelLayout.rgb, .gray])
+    func aRecodeIsTheOptimizedEncodesFileAndPixels(layout: PixelLayout) throws {
+        let size = PixelSize(width: 161, height: 97)
+        let scene = JPEGByteCapTests.scene(size, saturatedEdges: true, seed: 3)
+        let bitmap = layout == .rgb ? scene : JPEGPlanesTests.picture(size, layout: .gray, seed: 3)
+        var scoring = JPEGEncoder()
+        scoring.optimizeCoding = false
+        let exif: [UInt8] = Array("MM\0*".utf8) + [0, 0, 0, 8, 0, 0]
+        for (quality, metadata) in [(82, [MetadataBlock]()), (93, [.exif(exif), .comment(Array("kept".utf8))])] {
+            let settings = EncodeSettings(quality: quality, progressive: false)
+            let cheap = try scoring.encode(bitmap, settings: settings, metadata: [])
+            let optimized = try JPEGEncoder().encode(bitmap, settings: settings, metadata: metadata)
+            let recoded = try JPEGEncoder().recode(cheap, alsoBaseline: true, metadata: metadata)
+            let baseline = try #require(recoded.baseline)
+            #expect(baseline == optimized, "\(layout) q\(quality): \(baseline.count) vs \(optimized.count) bytes")
+            #expect(cheap.count > optimized.count)
+            let progressive = try JPEGEncoder().encode(
+                bitmap, settings: EncodeSettings(quality: quality, progressive: true), metadata: metadata)
+            #expect(recoded.progressive == progressive, "\(layout) q\(quality) progressive")
+            let frame = try #require(JPEGByteCapTests.frame(recoded.progressive))
+            #expect(frame.progressive && frame.factors.count == layout.channels)
+            #expect(try Decode.bitmap(cheap) == Decode.bitmap(optimized))
+            // The metadata is the recode's, not the source's: the same segments as the optimized encode.
+            #expect(Self.segmentsBeforeTables(recoded.progressive) == Self.segmentsBeforeTables(optimized))
+            if layout == .rgb {
+                #expect(
+                    try JPEGEncoder.ssimulacra2(cheap, against: bitmap)
+                        == JPEGEncoder.ssimulacra2(baseline, against: bitmap))
+            }
+        }
+    }
+
+    /// A JPEG's bytes from SOI up to its first quantisation table: the JFIF header and the metadata segments.
+    static func segmentsBeforeTables(_ jpeg: [UInt8]) -> ArraySlice<UInt8> {
+        var at = 2
+        while at + 4 <= jpeg.count, jpeg[at] == 0xFF, jpeg[at + 1] != 0xDB {
+            at += 2 + (Int(jpeg[at + 2]) << 8 | Int(jpeg[at + 3]))
+        }
+        return jpeg[..<min(at, jpeg.count)]
+    }
+
+    /// Only a baseline JPEG is recoded; anything else is an error, never a crash.
+    @Test func aRecodeRefusesWhatIsNotABaselineJPEG() throws {
+        let bitmap = JPEGByteCapTests.scene(PixelSize(width: 64, height: 48), saturatedEdges: false, seed: 1)
+        let progressive = try JPEGEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 80, progressive: true), metadata: [])
+        let baseline = try JPEGEncoder().encode(
+            bitmap, settings: EncodeSettings(quality: 80, progressive: false), metadata: [])
+        for input in [progressive, Array(baseline.prefix(baseline.count / 3)), [0xFF, 0xD8, 0xFF], []] {
+            #expect(throws: EncoderFailure.self) { try JPEGEncoder().recode(input, alsoBaseline: true, metadata: []) }
+        }
+    }
+}
