@@ -26,7 +26,8 @@ typedef struct {
 /// Points `cinfo` at `error`, whose error_exit longjmps to error->jump (set it before the next libjpeg call).
 void sp_jpeg_install_error_manager(j_common_ptr cinfo, sp_error_mgr *error);
 
-/// Sets the compressor's quantisation tables 0 and 1: `tables` scaled by `quality` (sp_jpeg_tables.c).
+/// Sets the compressor's quantisation tables (0 and 1, or one per component for jpegli's) and which component
+/// uses which: `tables` scaled by `quality` (sp_jpeg_tables.c). After jpeg_set_defaults.
 void sp_jpeg_set_tables(j_compress_ptr cinfo, sp_jpeg_quant_tables tables, int quality);
 
 /// Stops at a limit: the message says which, Swift adds the numbers.

@@ -107,7 +107,9 @@ void sp_jpeg_reader_free(sp_jpeg_reader *reader);
 /// table as given at 50, 200 − 2q percent above, 5000/q percent below, clamped to 1...255).
 typedef enum {
     SP_JPEG_TABLES_ANNEX_K = 0,                   // libjpeg's: ITU-T T.81 Annex K, luminance and chrominance
-    SP_JPEG_TABLES_KLEIN_SILVERSTEIN_CARNEY = 1   // sp_jpeg_tables.c: fewer bytes at the same SSIMULACRA2 on photos
+    SP_JPEG_TABLES_KLEIN_SILVERSTEIN_CARNEY = 1,  // sp_jpeg_tables.c: fewer bytes at the same SSIMULACRA2 on photos
+    SP_JPEG_TABLES_JPEGLI_DISTANCE_3 = 2          // sp_jpeg_tables.c: jpegli's Y, Cb and Cr tables at its distance
+                                                  // 3.0 as one shape, its quality mapped to keep KSC's scores
 } sp_jpeg_quant_tables;
 
 /// Encoder settings.
@@ -120,9 +122,9 @@ typedef struct {
     int tables;             // sp_jpeg_quant_tables
 } sp_jpeg_encode_settings;
 
-/// The luminance (`chroma` 0) or chrominance (1) table an encode with `tables` at `quality` writes, in natural
-/// (row-major) order: 64 values in `out`. For tests and for reading a file's quality back.
-void sp_jpeg_quant_table(sp_jpeg_quant_tables tables, int chroma, int quality, unsigned int out[64]);
+/// The table of `component` (0 Y, 1 Cb, 2 Cr) an encode with `tables` at `quality` writes, in natural (row-major)
+/// order: 64 values in `out`. For tests and for reading a file's quality back.
+void sp_jpeg_quant_table(sp_jpeg_quant_tables tables, int component, int quality, unsigned int out[64]);
 
 /// Encodes a whole bitmap (components 1 or 3, 8-bit, tightly packed rows) to JPEG in memory,
 /// writing the given markers (payloads, in order) right after the JFIF header.

@@ -5,35 +5,46 @@ enum JPEGQuantTables: Sendable {
     /// ITU-T T.81 Annex K: libjpeg's defaults, what SharePipe wrote before.
     case annexK
     /// Klein, Silverstein and Carney (1992), for luminance and chrominance (MozJPEG's table 5): about the same
-    /// SSIMULACRA2 as Annex K at the same quality number, in fewer bytes on photos.
+    /// SSIMULACRA2 as Annex K at the same quality number, in fewer bytes on photos. What SharePipe wrote before
+    /// jpegli's tables (`JPEGQuality` still reads its files' quality back).
     case kleinSilversteinCarney
+    /// jpegli's three tables (Y, Cb, Cr) at its distance 3.0 as one shape, scaled at the libjpeg quality that
+    /// gives about the SSIMULACRA2 Klein–Silverstein–Carney gives at the same quality number, in fewer bytes.
+    case jpegliDistance3
 
     var shimValue: sp_jpeg_quant_tables {
         switch self {
         case .annexK: SP_JPEG_TABLES_ANNEX_K
         case .kleinSilversteinCarney: SP_JPEG_TABLES_KLEIN_SILVERSTEIN_CARNEY
+        case .jpegliDistance3: SP_JPEG_TABLES_JPEGLI_DISTANCE_3
         }
     }
 
-    /// The luminance (`chroma` false) or chrominance table an encode at `quality` writes, in natural order.
+    /// The luminance (`chroma` false) or Cb table an encode at `quality` writes, in natural order.
     func table(chroma: Bool, quality: Int) -> [Int] {
+        table(component: chroma ? 1 : 0, quality: quality)
+    }
+
+    /// The table of `component` (0 Y, 1 Cb, 2 Cr) an encode at `quality` writes, in natural order.
+    func table(component: Int, quality: Int) -> [Int] {
         var values = [UInt32](repeating: 0, count: 64)
         values.withUnsafeMutableBufferPointer { buffer in
-            sp_jpeg_quant_table(shimValue, chroma ? 1 : 0, Int32(clamping: quality), buffer.baseAddress)
+            sp_jpeg_quant_table(
+                shimValue, Int32(clamping: component), Int32(clamping: quality), buffer.baseAddress)
         }
         return values.map(Int.init)
     }
 }
 
-/// Writes JPEGs with libjpeg-turbo: 4:2:0 chroma, Klein–Silverstein–Carney quantisation tables, optimized
-/// Huffman tables, optional progressive, the kept metadata as marker segments (Exif first when present), into
-/// memory.
+/// Writes JPEGs with libjpeg-turbo: 4:2:0 chroma, jpegli's quantisation tables (`JPEGQuantTables.jpegliDistance3`),
+/// optimized Huffman tables, optional progressive, the kept metadata as marker segments (Exif first when present),
+/// into memory.
 struct JPEGEncoder: ImageEncoder {
     var format: ImageFormat { .jpeg }
     /// Chroma subsampling 4:2:0 (the default, as every camera and service uses) or 4:4:4.
     var subsample420 = true
-    /// The quantisation tables (Klein–Silverstein–Carney unless a caller needs libjpeg's own).
-    var tables = JPEGQuantTables.kleinSilversteinCarney
+    /// The quantisation tables (jpegli's unless a caller needs another set).
+    var tables = JPEGQuantTables.jpegliDistance3
     /// Optimized Huffman tables (two passes over the coefficients, kept whole in the compact store). Off: the
     /// standard tables, one pass and no store, a larger file of the same pixels: an encode made only to be
     /// scored, its chosen quality then recoded (`recode`) to the file written.

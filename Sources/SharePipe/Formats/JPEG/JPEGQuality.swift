@@ -13,6 +13,9 @@ enum JPEGQuality {
         49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99,
     ]
 
+    /// The table sets SharePipe writes or wrote, recognised by `estimate(table:)`: today's first.
+    static let writtenTables: [JPEGQuantTables] = [.jpegliDistance3, .kleinSilversteinCarney]
+
     /// Zig-zag position → natural position.
     static let zigzag: [Int] = [
         0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14,
@@ -28,14 +31,14 @@ enum JPEGQuality {
     }
 
     /// The quality whose scaled standard table is closest to `table` (64 values, natural order); a table that is
-    /// exactly one SharePipe writes (`JPEGQuantTables.kleinSilversteinCarney`, about as good as Annex K at the same
-    /// quality number) reads as the quality it was written at.
+    /// exactly one SharePipe writes or wrote (`JPEGQuantTables.jpegliDistance3`, `.kleinSilversteinCarney`, each
+    /// about as good as Annex K at the same quality number) reads as the quality it was written at.
     static func estimate(table: [Int]) -> Int? {
         guard table.count == 64 else { return nil }
-        if let written = (1...100).last(where: {
-            JPEGQuantTables.kleinSilversteinCarney.table(chroma: false, quality: $0) == table
-        }) {
-            return written
+        for tables in writtenTables {
+            if let written = (1...100).last(where: { tables.table(component: 0, quality: $0) == table }) {
+                return written
+            }
         }
         let total = table.reduce(0, +), standard = standardLuminance.reduce(0, +)
         guard total > 0 else { return nil }
