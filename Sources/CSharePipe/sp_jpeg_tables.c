@@ -30,8 +30,9 @@ static const unsigned int klein_silverstein_carney[64] = {
 
 // jpegli's tables for YCbCr 4:2:0 at its distance 3.0 (google/jpegli, lib/jpegli/quant.cc; as its encoder writes them
 // in its DQT segments, natural order): Y, Cb, Cr, each channel its own shape. Scaled as one shape by a quality (see
-// jpegli_quality below), they needed 0.96× the bytes of Klein–Silverstein–Carney at the same SSIMULACRA2 of 80
-// on 23 real photos (median; bench/results/2026-11-29-jpegli-tables.md).
+// jpegli_quality_points below), they needed 0.96× the bytes of Klein–Silverstein–Carney at the same SSIMULACRA2 of
+// 80 on 23 real photos (median; bench/results/2026-11-29-jpegli-tables.md); under `--quality auto` 0.85× the bytes
+// of Annex K at equal score (bench/results/2026-11-29-jpegli-shape.md).
 //
 // These table values are taken from jpegli, under this licence:
 //
@@ -93,7 +94,7 @@ static const int jpegli_quality_points[][2] = {
     {70, 474}, {80, 656}, {90, 793}, {95, 880}, {98, 940}, {100, 1000},
 };
 
-/// The libjpeg quality, in tenths (10...1000), jpegli's shape is scaled by for SharePipe's `quality`.
+/// The libjpeg quality, in tenths (43...1000), jpegli's shape is scaled by for SharePipe's `quality` (1...100).
 static int jpegli_quality_tenths(int quality) {
     int count = (int)(sizeof jpegli_quality_points / sizeof jpegli_quality_points[0]);
     for (int i = 1; i < count; i++) {
