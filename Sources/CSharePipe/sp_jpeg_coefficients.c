@@ -24,6 +24,7 @@
 //   entropy decoders (DC first scans add to their own last_dc_val, refinement ORs a bit in), the AC first
 //   scans assign, and refinement only tests against zero (above).
 #include "sp_jpeg_coefficients.h"
+#include "sp_jpeg_private.h"
 #include "sp_jpeg_band_skip.h"
 #include "sp_jpeg_coefficients_blocks.h"
 
@@ -390,18 +391,12 @@ static void store_realize_virt_arrays(j_common_ptr cinfo) {
     }
 }
 
-// Zigzag index → natural-order position (libjpeg's jpeg_natural_order, private to it).
-static const unsigned char natural_order[DCTSIZE2] = {
-    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14,
-    21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60,
-    61, 54, 47, 55, 62, 63};
-
 // Notes the positions the current scan refines, if it is an AC refinement scan.
 static void record_scan(sp_coef_store *store, j_decompress_ptr dinfo) {
     int scan = dinfo->input_scan_number;
     if (store->refines == NULL || scan < 0 || scan >= store->scan_capacity || dinfo->Ah == 0 || dinfo->Ss == 0) return;
     uint64_t positions = 0;
-    for (int k = dinfo->Ss; k <= dinfo->Se && k < DCTSIZE2; k++) positions |= 1ull << natural_order[k];
+    for (int k = dinfo->Ss; k <= dinfo->Se && k < DCTSIZE2; k++) positions |= 1ull << sp_jpeg_natural_order[k];
     for (int i = 0; i < dinfo->comps_in_scan && i < MAX_COMPS_IN_SCAN; i++) {
         int component = dinfo->cur_comp_info[i]->component_index;
         if (component >= 0 && component < 4) store->refines[(size_t)scan * 4 + (size_t)component] |= positions;

@@ -77,3 +77,8 @@ void sp_jpeg_install_error_manager(j_common_ptr cinfo, sp_error_mgr *error) {
     error->warnings = 0;
     error->limit_hit = SP_JPEG_LIMIT_NONE;
 }
+
+const unsigned char sp_jpeg_natural_order[DCTSIZE2] = {
+    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14,
+    21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60,
+    61, 54, 47, 55, 62, 63};

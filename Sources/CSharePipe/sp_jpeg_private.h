@@ -1,7 +1,8 @@
 // What the JPEG shim's files share (private to the shim): the error manager that turns libjpeg's error_exit
 // into a longjmp back to the shim function that made the call, and how a shim function reports it.
 // sp_jpeg_common.c: the error manager; sp_jpeg_decode.c: the reader (markers, banded decode, an encode scored);
-// sp_jpeg_encode.c: the encoder and the 4:2:0 planes.
+// sp_jpeg_encode.c: the encoder and the 4:2:0 planes; sp_jpeg_recode.c: an encode of ours written again from its
+// coefficients.
 #ifndef SP_JPEG_PRIVATE_H
 #define SP_JPEG_PRIVATE_H
 
@@ -29,6 +30,29 @@ void sp_jpeg_install_error_manager(j_common_ptr cinfo, sp_error_mgr *error);
 /// Sets the compressor's quantisation tables (0 and 1, or one per component for jpegli's) and which component
 /// uses which: `tables` scaled by `quality` (sp_jpeg_tables.c). After jpeg_set_defaults.
 void sp_jpeg_set_tables(j_compress_ptr cinfo, sp_jpeg_quant_tables tables, int quality);
+
+/// Zigzag index → natural-order position (libjpeg's jpeg_natural_order, which it does not declare for callers).
+extern const unsigned char sp_jpeg_natural_order[DCTSIZE2];
+
+/// A growable memory destination whose buffer the shim owns, so it can be freed when an error unwinds the
+/// encoder (sp_jpeg_encode.c).
+typedef struct {
+    struct jpeg_destination_mgr pub;
+    uint8_t *buffer;
+    size_t capacity;
+    size_t length;
+    int failed;
+} sp_memory_destination;
+
+/// Points `cinfo` at `dest`, whose buffer (malloc'ed by the caller, `capacity` bytes) grows as the encoder writes.
+void sp_jpeg_memory_destination_init(j_compress_ptr cinfo, sp_memory_destination *dest);
+
+/// Writes the marker segments (after jpeg_start_compress or jpeg_write_coefficients).
+void sp_jpeg_write_markers(j_compress_ptr cinfo, const sp_jpeg_marker *markers, int marker_count);
+
+/// Sets SharePipe's progressive scan script for the compressor's components (sp_jpeg_encode.c): every progressive
+/// JPEG the shim writes, encoded or recoded, uses it.
+void sp_jpeg_set_progressive_scans(j_compress_ptr cinfo);
 
 /// Stops at a limit: the message says which, Swift adds the numbers.
 void sp_jpeg_fail_at_limit(j_common_ptr cinfo, sp_jpeg_limit limit, const char *text);

@@ -166,14 +166,21 @@ sp_status sp_jpeg_encode_planes(const sp_jpeg_planes *planes, sp_jpeg_encode_set
                                 const sp_jpeg_marker *markers, int marker_count,
                                 uint8_t **out, size_t *out_length, char *message);
 /// Writes a baseline JPEG of ours again from its quantised coefficients (read back once, never decoded to pixels):
-/// the same pixels, with optimized Huffman tables, baseline into *baseline_out and progressive into
-/// *progressive_out (either may be NULL: not written), a JFIF APP0 with write_jfif and the given markers (the
+/// the same pixels, with optimized Huffman tables, progressive into *progressive_out and baseline into
+/// *baseline_out (either may be NULL: not asked for), a JFIF APP0 with write_jfif and the given markers (the
 /// source's own markers are not copied); the quantisation tables and sampling are the source's. Each output is
-/// the same file as sp_jpeg_encode with optimize_coding at the source's quality (progressive: libjpeg's simple
-/// script). The coefficients are held in libjpeg's arrays (128 bytes a block). The outputs are freed with sp_free.
+/// the same file as sp_jpeg_encode with optimize_coding at the source's quality (progressive: SharePipe's scan
+/// script). Asked for both, the baseline file is written only where it could be the smaller: where a lower bound
+/// of its size (its symbols counted and coded without writing them) is over the progressive file's, *baseline_out
+/// stays NULL. The coefficients are held in libjpeg's arrays (128 bytes a block). The outputs are freed with
+/// sp_free.
 sp_status sp_jpeg_recode(const uint8_t *jpeg, size_t length, int write_jfif, const sp_jpeg_marker *markers,
                          int marker_count, uint8_t **baseline_out, size_t *baseline_length,
                          uint8_t **progressive_out, size_t *progressive_length, char *message);
+
+/// The lower bound sp_jpeg_recode compares the progressive file with, for a baseline JPEG with Huffman tables
+/// (for the tests: on an optimized baseline file of ours it is the file's size less its stuffed zero bytes).
+sp_status sp_jpeg_baseline_bytes_bound(const uint8_t *jpeg, size_t length, size_t *bound, char *message);
 
 /// A compressor fed RGB rows as a render makes them (4:2:0, `jpeg_write_raw_data` one 16-row band at a time):
 /// neither the bitmap nor its planes exist whole, only one band and the compact coefficient store. It writes

@@ -258,9 +258,9 @@ struct QualityLadder: LadderRunner {
     }
 
     /// The file an auto search writes: the chosen candidate `scored` recoded with optimized Huffman tables
-    /// (`JPEGEncoder.recode`), baseline and progressive unless the options ask for progressive (the same pixels,
-    /// in fewer bytes on most photos: the smaller is written), and whether it is progressive without the options
-    /// asking.
+    /// (`JPEGEncoder.recode`), progressive and, unless the options ask for progressive, baseline where it could
+    /// be the smaller (the same pixels; progressive is smaller on most photos: the smaller is written), and
+    /// whether it is progressive without the options asking.
     private mutating func recodeAuto(
         _ jpeg: JPEGEncoder, _ scored: [UInt8], meeting: QualitySearch.Meeting, size: PixelSize,
         _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
@@ -268,13 +268,15 @@ struct QualityLadder: LadderRunner {
         try checkpoint()
         let recoded = try jpeg.recode(scored, alsoBaseline: !progressive, metadata: metadata.kept)
         var chosen = recoded.progressive
-        var madeProgressive = false
+        var madeProgressive = !progressive
         if let baseline = recoded.baseline {
             log.record(
                 size: size, format: .jpeg, quality: meeting.quality, note: nil, bytes: baseline.count,
                 score: meeting.score)
-            madeProgressive = chosen.count < baseline.count
-            if !madeProgressive { chosen = baseline }
+            if baseline.count <= chosen.count {
+                chosen = baseline
+                madeProgressive = false
+            }
         }
         log.record(
             size: size, format: .jpeg, quality: meeting.quality, note: progressive ? nil : Self.progressiveNote,

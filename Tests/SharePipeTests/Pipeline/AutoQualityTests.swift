@@ -287,7 +287,13 @@ struct AutoQualityTests {
                 bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
             let progressive = try JPEGEncoder().encode(
                 bitmap, settings: EncodeSettings(quality: quality, progressive: true), metadata: [])
-            #expect(recoded.baseline == baseline && recoded.progressive == progressive)
+            #expect(recoded.progressive == progressive)
+            // The baseline file is recoded where it could be the smaller, and is then the optimized encode's.
+            if let recodedBaseline = recoded.baseline {
+                #expect(recodedBaseline == baseline)
+            } else {
+                #expect(progressive.count < baseline.count)
+            }
             let reported = prepared.adjustments.contains(QualityLadder.progressiveNote)
             #expect(frame.progressive == reported, "seed \(seed): \(prepared.adjustments)")
             #expect(frame.progressive == (progressive.count < baseline.count), "seed \(seed)")

@@ -83,8 +83,9 @@ struct JPEGEncoder: ImageEncoder {
 
     /// `encoded`, a baseline encode of this encoder's, written again from its quantised coefficients (read back
     /// once, not decoded: the same pixels) with optimized Huffman tables and `metadata`, progressive and, with
-    /// `alsoBaseline`, baseline: each the same file as encoding the bitmap at its quality so, for a fraction of the
-    /// cost (the coefficients are neither made nor quantised again). The
+    /// `alsoBaseline`, baseline where it could be the smaller (nil where a lower bound of its size, counted
+    /// without writing it, is over the progressive file's): each the same file as encoding the bitmap at its
+    /// quality so, for a fraction of the cost (the coefficients are neither made nor quantised again). The
     /// coefficients are held in libjpeg's arrays meanwhile (128 bytes a block, within the compact store's price:
     /// `MemoryEstimate.jpegEncoderBytes`).
     func recode(_ encoded: [UInt8], alsoBaseline: Bool, metadata: [MetadataBlock]) throws -> (

@@ -1,0 +1,275 @@
+// An encode of ours written again from its quantised coefficients (sp_jpeg_recode): read back once with
+// jpeg_read_coefficients and written with jpeg_write_coefficients, progressive (SharePipe's scan script) and,
+// unless the progressive file is certainly the smaller, baseline: the same coefficients, so the same pixels;
+// only the Huffman coding and the markers are new. Every call is behind its own setjmp.
+#include "sp_jpeg_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// libjpeg's own optimal-table builder (jchuff.c), exported by every libjpeg since 6b but declared only in its
+// private jchuff.h: the code lengths optimize_coding gives a table's symbols.
+extern void jpeg_gen_optimal_table(j_compress_ptr cinfo, JHUFF_TBL *htbl, long freq[]);
+
+// Writes the read coefficients of `source` as a new file into `dest` (optimized Huffman tables; progressive with
+// SharePipe's script when asked): a compressor of its own, destroyed before returning; errors longjmp to the
+// caller's setjmp.
+static void write_recoded(j_decompress_ptr source, jvirt_barray_ptr *coefficients, j_compress_ptr cinfo,
+                          int *created, sp_memory_destination *dest, int progressive, int write_jfif,
+                          const sp_jpeg_marker *markers, int marker_count) {
+    cinfo->err = source->err;
+    jpeg_create_compress(cinfo);
+    *created = 1;
+    sp_jpeg_memory_destination_init(cinfo, dest);
+    jpeg_copy_critical_parameters(source, cinfo);
+    cinfo->optimize_coding = TRUE;
+    cinfo->write_JFIF_header = write_jfif ? TRUE : FALSE;
+    if (progressive) sp_jpeg_set_progressive_scans(cinfo);
+    jpeg_write_coefficients(cinfo, coefficients);
+    sp_jpeg_write_markers(cinfo, markers, marker_count);
+    jpeg_finish_compress(cinfo);
+    jpeg_destroy_compress(cinfo);
+    *created = 0;
+}
+
+// The number of bits of a magnitude (libjpeg's "category" of a coefficient or DC difference).
+static inline int magnitude_bits(int value) {
+    unsigned int magnitude = (unsigned int)(value < 0 ? -value : value);
+    return magnitude == 0 ? 0 : 32 - __builtin_clz(magnitude);
+}
+
+// Counts one block's Huffman symbols as libjpeg's baseline coder emits them (DC difference category; AC
+// run/size pairs, ZRL, EOB) into the frequency tables, and returns the bits written beside the codes.
+static long count_block(const JCOEF *block, int last_dc, long dc_freq[257], long ac_freq[257]) {
+    int category = magnitude_bits(block[0] - last_dc);
+    dc_freq[category]++;
+    long extra = category;
+    int run = 0;
+    for (int k = 1; k < DCTSIZE2; k++) {
+        int value = block[sp_jpeg_natural_order[k]];
+        if (value == 0) { run++; continue; }
+        while (run > 15) { ac_freq[0xF0]++; run -= 16; }
+        int size = magnitude_bits(value);
+        ac_freq[(run << 4) + size]++;
+        extra += size;
+        run = 0;
+    }
+    if (run > 0) ac_freq[0]++;
+    return extra;
+}
+
+// The bits of the codes a table libjpeg would make for `freq` gives them (jpeg_gen_optimal_table, as
+// optimize_coding makes it), and the number of symbols the table holds.
+static long coded_bits(j_compress_ptr cinfo, long freq[257], int *symbols) {
+    long counts[257];
+    memcpy(counts, freq, sizeof(counts));
+    JHUFF_TBL *table = jpeg_alloc_huff_table((j_common_ptr)cinfo);
+    jpeg_gen_optimal_table(cinfo, table, counts);
+    // The symbols in huffval are ordered by code length: bits[l] of them have length l.
+    long total = 0;
+    int index = 0;
+    for (int length = 1; length <= 16; length++) {
+        for (int i = 0; i < table->bits[length]; i++, index++) total += (long)length * freq[table->huffval[index]];
+    }
+    *symbols = index;
+    return total;
+}
+
+// Fewer bytes than the baseline file of the read coefficients can have: the bytes before the first scan's tables
+// (`header`: SOI, JFIF, the markers, DQT and SOF, as in the progressive file), its Huffman tables (one DHT segment
+// each, as libjpeg writes them), its SOS, the entropy-coded bits (every symbol counted in the order of libjpeg's
+// interleaved MCUs, the dummy blocks of a partial MCU included, at the lengths jpeg_gen_optimal_table gives them),
+// and EOI; only the stuffed zero bytes after 0xFF are not counted. `cinfo` is a created compressor (its pool
+// holds the scratch tables).
+static size_t baseline_bytes_lower_bound(j_decompress_ptr source, jvirt_barray_ptr *coefficients,
+                                         j_compress_ptr cinfo, size_t header) {
+    int components = source->num_components;
+    long dc_freq[2][257], ac_freq[2][257];
+    memset(dc_freq, 0, sizeof(dc_freq));
+    memset(ac_freq, 0, sizeof(ac_freq));
+    long bits = 0;
+    int last_dc[MAX_COMPONENTS] = {0};
+    int max_h = 1, max_v = 1;
+    for (int c = 0; c < components; c++) {
+        jpeg_component_info *component = &source->comp_info[c];
+        if (component->h_samp_factor > max_h) max_h = component->h_samp_factor;
+        if (component->v_samp_factor > max_v) max_v = component->v_samp_factor;
+    }
+    // One component: a non-interleaved scan, block by block. Several: MCUs of h × v blocks of each component.
+    int interleaved = components > 1;
+    JDIMENSION mcu_columns = interleaved ? (source->image_width + 8 * max_h - 1) / (8 * max_h)
+                                         : source->comp_info[0].width_in_blocks;
+    JDIMENSION mcu_rows = interleaved ? (source->image_height + 8 * max_v - 1) / (8 * max_v)
+                                      : source->comp_info[0].height_in_blocks;
+    JBLOCK dummy;
+    memset(dummy, 0, sizeof(dummy));
+    for (JDIMENSION mcu_row = 0; mcu_row < mcu_rows; mcu_row++) {
+        JBLOCKARRAY rows[MAX_COMPONENTS];
+        for (int c = 0; c < components; c++) {
+            jpeg_component_info *component = &source->comp_info[c];
+            int height = interleaved ? component->v_samp_factor : 1;
+            JDIMENSION first = mcu_row * (JDIMENSION)height;
+            JDIMENSION available = component->height_in_blocks > first ? component->height_in_blocks - first : 0;
+            rows[c] = available == 0 ? NULL
+                : source->mem->access_virt_barray((j_common_ptr)source, coefficients[c], first,
+                                                  available < (JDIMENSION)height ? available : (JDIMENSION)height,
+                                                  FALSE);
+        }
+        for (JDIMENSION mcu_column = 0; mcu_column < mcu_columns; mcu_column++) {
+            for (int c = 0; c < components; c++) {
+                jpeg_component_info *component = &source->comp_info[c];
+                int table = c == 0 ? 0 : 1;
+                int width = interleaved ? component->h_samp_factor : 1;
+                int height = interleaved ? component->v_samp_factor : 1;
+                for (int y = 0; y < height; y++) {
+                    JDIMENSION row = mcu_row * (JDIMENSION)height + (JDIMENSION)y;
+                    for (int x = 0; x < width; x++) {
+                        JDIMENSION column = mcu_column * (JDIMENSION)width + (JDIMENSION)x;
+                        const JCOEF *block;
+                        if (row < component->height_in_blocks && column < component->width_in_blocks) {
+                            block = rows[c][y][column];
+                        } else {
+                            // A dummy block of a partial MCU: the previous block's DC, no AC (jctrans.c).
+                            dummy[0] = (JCOEF)last_dc[c];
+                            block = dummy;
+                        }
+                        bits += count_block(block, last_dc[c], dc_freq[table], ac_freq[table]);
+                        last_dc[c] = block[0];
+                    }
+                }
+            }
+        }
+    }
+    size_t tables_bytes = 0;
+    for (int t = 0; t < (components > 1 ? 2 : 1); t++) {
+        int symbols;
+        bits += coded_bits(cinfo, dc_freq[t], &symbols);
+        tables_bytes += 21 + (size_t)symbols;   // FFC4, length, class and index, 16 counts, the symbols
+        bits += coded_bits(cinfo, ac_freq[t], &symbols);
+        tables_bytes += 21 + (size_t)symbols;
+    }
+    size_t sos = 8 + 2 * (size_t)components;
+    return header + tables_bytes + sos + (size_t)((bits + 7) / 8) + 2;
+}
+
+// The offset of the first DHT segment of a file we wrote (the bytes every recode of the same coefficients and
+// markers shares before its scans), or 0 when there is none.
+static size_t offset_of_first_tables(const uint8_t *file, size_t length) {
+    size_t at = 2;
+    while (at + 4 <= length && file[at] == 0xFF) {
+        if (file[at + 1] == 0xC4) return at;
+        at += 2 + ((size_t)file[at + 2] << 8 | file[at + 3]);
+    }
+    return 0;
+}
+
+sp_status sp_jpeg_recode(const uint8_t *jpeg, size_t length, int write_jfif, const sp_jpeg_marker *markers,
+                         int marker_count, uint8_t **baseline_out, size_t *baseline_length,
+                         uint8_t **progressive_out, size_t *progressive_length, char *message) {
+    if (baseline_out != NULL) { *baseline_out = NULL; *baseline_length = 0; }
+    if (progressive_out != NULL) { *progressive_out = NULL; *progressive_length = 0; }
+    if (jpeg == NULL || length == 0 || (baseline_out == NULL && progressive_out == NULL)) {
+        copy_message(message, "recoding needs a JPEG and an output");
+        return SP_ERR_ARGUMENT;
+    }
+    struct jpeg_decompress_struct source;
+    struct jpeg_compress_struct cinfo;
+    sp_error_mgr error;
+    sp_memory_destination dests[2];   // baseline, progressive
+    int source_created = 0, created = 0;
+    memset(dests, 0, sizeof(dests));
+    for (int i = 0; i < 2; i++) {
+        if ((i == 0 ? (void *)baseline_out : (void *)progressive_out) == NULL) continue;
+        dests[i].capacity = 65536;
+        dests[i].buffer = malloc(dests[i].capacity);
+        if (dests[i].buffer == NULL) {
+            free(dests[0].buffer);
+            copy_message(message, "out of memory");
+            return SP_ERR_MEMORY;
+        }
+    }
+    sp_jpeg_install_error_manager((j_common_ptr)&source, &error);
+    if (setjmp(error.jump)) {
+        sp_status status = sp_jpeg_failure(&error, message);
+        if (created) jpeg_destroy_compress(&cinfo);
+        if (source_created) jpeg_destroy_decompress(&source);
+        free(dests[0].buffer);
+        free(dests[1].buffer);
+        return status;
+    }
+    jpeg_create_decompress(&source);
+    source_created = 1;
+    jpeg_mem_src(&source, jpeg, (unsigned long)length);
+    jpeg_read_header(&source, TRUE);
+    if (source.progressive_mode || source.arith_code) {
+        sp_jpeg_fail_with((j_common_ptr)&source, "recoding takes a baseline JPEG");
+    }
+    jvirt_barray_ptr *coefficients = jpeg_read_coefficients(&source);
+    if (progressive_out != NULL) {
+        write_recoded(&source, coefficients, &cinfo, &created, &dests[1], 1, write_jfif, markers, marker_count);
+    }
+    int write_baseline = baseline_out != NULL;
+    if (write_baseline && progressive_out != NULL) {
+        // The baseline file only where it could be the smaller: its bound costs one pass over the coefficients
+        // without writing, the file two passes and the bytes.
+        size_t header = offset_of_first_tables(dests[1].buffer, dests[1].length);
+        if (header > 0) {
+            cinfo.err = source.err;
+            jpeg_create_compress(&cinfo);
+            created = 1;
+            size_t bound = baseline_bytes_lower_bound(&source, coefficients, &cinfo, header);
+            jpeg_destroy_compress(&cinfo);
+            created = 0;
+            write_baseline = bound <= dests[1].length;
+        }
+    }
+    if (write_baseline) {
+        write_recoded(&source, coefficients, &cinfo, &created, &dests[0], 0, write_jfif, markers, marker_count);
+    }
+    jpeg_destroy_decompress(&source);
+    if (baseline_out != NULL) {
+        if (write_baseline) {
+            *baseline_out = dests[0].buffer;
+            *baseline_length = dests[0].length;
+        } else {
+            free(dests[0].buffer);
+        }
+    }
+    if (progressive_out != NULL) { *progressive_out = dests[1].buffer; *progressive_length = dests[1].length; }
+    return SP_OK;
+}
+
+sp_status sp_jpeg_baseline_bytes_bound(const uint8_t *jpeg, size_t length, size_t *bound, char *message) {
+    *bound = 0;
+    size_t header = jpeg == NULL ? 0 : offset_of_first_tables(jpeg, length);
+    if (header == 0) {
+        copy_message(message, "the bound needs a JPEG with Huffman tables");
+        return SP_ERR_ARGUMENT;
+    }
+    struct jpeg_decompress_struct source;
+    struct jpeg_compress_struct cinfo;
+    sp_error_mgr error;
+    int source_created = 0, created = 0;
+    sp_jpeg_install_error_manager((j_common_ptr)&source, &error);
+    if (setjmp(error.jump)) {
+        sp_status status = sp_jpeg_failure(&error, message);
+        if (created) jpeg_destroy_compress(&cinfo);
+        if (source_created) jpeg_destroy_decompress(&source);
+        return status;
+    }
+    jpeg_create_decompress(&source);
+    source_created = 1;
+    jpeg_mem_src(&source, jpeg, (unsigned long)length);
+    jpeg_read_header(&source, TRUE);
+    if (source.progressive_mode || source.arith_code) {
+        sp_jpeg_fail_with((j_common_ptr)&source, "the bound takes a baseline JPEG");
+    }
+    jvirt_barray_ptr *coefficients = jpeg_read_coefficients(&source);
+    cinfo.err = source.err;
+    jpeg_create_compress(&cinfo);
+    created = 1;
+    *bound = baseline_bytes_lower_bound(&source, coefficients, &cinfo, header);
+    jpeg_destroy_compress(&cinfo);
+    jpeg_destroy_decompress(&source);
+    return SP_OK;
+}
