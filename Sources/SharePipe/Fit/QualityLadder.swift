@@ -96,6 +96,14 @@ struct QualityLadder: LadderRunner {
     /// or so. After the probe the search stops at its first whole candidate on most photos.
     static let autoCloseEnough = 1.5
 
+    /// What the auto search may spend, in whole candidates (a probe counts its share of the rows), before it
+    /// takes the first candidate meeting the target however far over it: a candidate costs about a fifth of a
+    /// fixed-quality job from a 24 MP JPEG and a third from a 12 MP one, and the written file's recode about as
+    /// much again, so a search within half a job of the fixed one has room for a probe and one candidate, or for
+    /// two probes and one candidate where the first probe was far from the picture's answer. A candidate
+    /// missing the target is always followed by another (up to `autoMeasures`).
+    static let autoBudget = 1.4
+
     /// The auto search's probe: every `probeEvery`th band of `probeBand` rows of the render from the third on,
     /// stacked (a quarter of the picture). Bands start on a multiple of 16 rows and span the width, so the probe's
     /// 4:2:0 blocks, and what quantisation does to them, are the whole encode's; encoded and scored at the first
@@ -215,6 +223,7 @@ struct QualityLadder: LadderRunner {
         scoring.optimizeCoding = false
         var candidates = AutoCandidates(target: target, ceiling: range.upperBound)
         var guess = lastAutoQuality ?? Self.autoGuess(target: target, sourceQuality: sourceQuality)
+        var spent = 0.0
         // The first size searched, where large enough: the probe places the first whole candidate.
         if lastAutoQuality == nil, range.contains(guess), let probe = Self.probe(of: bitmap) {
             meter.allocate(probe.byteCount)
@@ -224,6 +233,7 @@ struct QualityLadder: LadderRunner {
                 let encoded = try scoring.encode(
                     probe, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
                 let score = try JPEGEncoder.ssimulacra2(encoded, against: probe)
+                spent += Double(probe.height) / Double(bitmap.height)
                 log.record(
                     size: probe.size, format: .jpeg, quality: quality, note: Self.probeNote, bytes: encoded.count,
                     score: score, probe: true)
@@ -240,7 +250,7 @@ struct QualityLadder: LadderRunner {
         }
         let meeting = try QualitySearch.lowestMeeting(
             target, range: range, guess: guess, maxMeasures: Self.autoMeasures, closeEnough: Self.autoCloseEnough,
-            bracket: Self.autoBracket
+            bracket: Self.autoBracket, budget: Self.autoBudget, spent: spent
         ) { quality in
             try checkpoint()
             let encoded = try scoring.encode(

@@ -76,10 +76,11 @@ enum QualitySearch {
     /// measured miss and a measured hit, so the search always closes. It stops once the hit and the miss are
     /// within `bracket` steps (the hit is written: at most `bracket − 1` steps above the lowest), once the hit is
     /// within `closeEnough` of the target, with `bracket` over 1 once a step down from the hit would miss by the
-    /// line, or after `maxMeasures`.
+    /// line, or after `maxMeasures`. With a `budget` (in measures; `spent` of it gone before the first), it also
+    /// stops at the first hit measured once the measures spent reach the budget: a miss still goes on to a hit.
     static func lowestMeeting(
         _ target: Double, range: ClosedRange<Int>, guess: Int, maxMeasures: Int = 6, closeEnough: Double = 0.4,
-        bracket: Int = 1, score: (Int) throws -> Double
+        bracket: Int = 1, budget: Double = .infinity, spent: Double = 0, score: (Int) throws -> Double
     ) rethrows -> Meeting {
         var measured: [Int: Double] = [:]
         func measure(_ quality: Int) throws -> Double {
@@ -99,6 +100,7 @@ enum QualitySearch {
                 miss = (quality, value)
             }
             if let hit, hit.quality == range.lowerBound || hit.score - target < closeEnough { break }
+            if hit != nil, spent + Double(measured.count) >= budget { break }
             if let miss, miss.quality == range.upperBound { break }
             if let hit, let miss, hit.quality - miss.quality <= bracket { break }
             // The slope (points per unit of logStep, positive) of the two measures nearest the target, or the

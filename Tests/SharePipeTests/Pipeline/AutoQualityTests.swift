@@ -113,6 +113,32 @@ struct AutoQualityTests {
         #expect(over * 10 < cases * 11, "\(over) steps over in \(cases) searches")
     }
 
+    @Test func aSpentBudgetTakesTheFirstHitAndAMissStillGoesOnToOne() {
+        // 80 at q88, 1.2 points a step. From q91 (83.6, over the window) the search steps down; with two probes'
+        // worth already spent (0.47 of a candidate), the budget of 1.4 is gone after that one measure, so q91 is
+        // written. Without the probes it steps down as before. From q85 (a miss) it goes on to a hit whatever it
+        // has spent, then stops there.
+        let curve = { (quality: Int) in 80 + 1.2 * Double(quality - 88) }
+        func search(guess: Int, spent: Double) -> (QualitySearch.Meeting, [Int]) {
+            var asked: [Int] = []
+            let meeting = QualitySearch.lowestMeeting(
+                80, range: 30...100, guess: guess, maxMeasures: QualityLadder.autoMeasures,
+                closeEnough: QualityLadder.autoCloseEnough, bracket: QualityLadder.autoBracket,
+                budget: QualityLadder.autoBudget, spent: spent
+            ) {
+                asked.append($0)
+                return curve($0)
+            }
+            return (meeting, asked)
+        }
+        let spent = search(guess: 91, spent: 2 * 0.237)
+        #expect(spent.0 == QualitySearch.Meeting(quality: 91, score: curve(91), meets: true) && spent.1 == [91])
+        let fresh = search(guess: 91, spent: 0.237)
+        #expect(fresh.1.count > 1 && fresh.0.quality < 91 && fresh.0.meets)
+        let missed = search(guess: 85, spent: 2 * 0.237)
+        #expect(missed.1.first == 85 && missed.1.count == 2 && missed.0.meets && missed.0.quality > 85)
+    }
+
     @Test func theSearchKeepsToTheRangeItIsGiven() {
         // 80 at q80, rising 0.8 a step. A ceiling under it (the byte-limit fallback's, or a low maximum): the ceiling,
         // short of the target. A floor over it (--min-quality 88): the floor, measured once.
