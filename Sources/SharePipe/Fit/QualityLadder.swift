@@ -19,7 +19,8 @@ struct QualityLadder: LadderRunner {
     var range: ClosedRange<Int>
     let progressive: Bool
     let metadata: MetadataOutcome
-    /// The adjustment the ladder's range carries ("quality capped at the source's q73"), if any.
+    /// The adjustment the ladder's range carries (`SourceQuality.capNote`: "quality capped at q72, as fine as the
+    /// source's q75 tables"), if any.
     let rangeNote: String?
     /// Whether a size the limit bites is rendered sharp (`PreparePlan.sharpRenderWhenCapped`).
     let sharpRender: Bool
@@ -65,7 +66,8 @@ struct QualityLadder: LadderRunner {
     /// The attempt note of an encode made only to be scored (baseline, the same pixels as the written one; under
     /// auto with libjpeg's standard Huffman tables, larger than the file written).
     static let scoredNote = "scored"
-    /// The source's own JPEG quality (`JPEGQuality.estimate`), read under auto for the search's first guess.
+    /// The source's own JPEG quality as saved (`SourceQuality.saved`, `JPEGQuality.estimate`: Annex K's scale, not
+    /// the cap's ceiling), read under auto for the search's first guess.
     var sourceQuality: Int? = nil
     /// The quality the auto search chose at the last size it searched: the next size's first guess.
     var lastAutoQuality: Int? = nil

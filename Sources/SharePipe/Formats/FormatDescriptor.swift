@@ -45,7 +45,7 @@ struct FormatDescriptor: Sendable {
     let losslessTurn: LosslessTurn?
     /// The quality of the source's own encoding (read from its header), so an output in the same format
     /// never spends more quality than the source had; nil where the format has no such notion.
-    let sourceQuality: (@Sendable (ImageSource) -> Int?)?
+    let sourceQuality: (@Sendable (ImageSource) -> SourceQuality?)?
     /// The fitting steps an output in this format offers under a byte limit.
     let fitting: FittingSteps
     /// How an animated input in this format reaches the animation route; nil: stills only (an animated
@@ -59,6 +59,42 @@ struct FormatDescriptor: Sendable {
     /// The fitting steps for an output made from an input in this same format, where they differ from
     /// `fitting` (a lossless WebP is written lossless first); nil: `fitting`.
     var sameFormatFitting: (@Sendable (_ input: ImageInfo) -> FittingSteps?)? = nil
+}
+
+/// A source's own quality as read from its header (`FormatDescriptor.sourceQuality`), in the two numbers its uses
+/// need: the quality it was saved at on its encoder's scale, and the ceiling that caps a same-format output's
+/// fixed-quality search on SharePipe's scale. They differ where the scales do: a JPEG from another encoder has
+/// libjpeg's Annex K number (q95), while SharePipe's quality N means jpegli's table shape at the libjpeg quality
+/// its map gives (`sp_jpeg_tables.c`), so its ceiling is found by comparing the tables (`JPEGQuality.ceiling`).
+struct SourceQuality: Sendable, Equatable {
+    /// The quality the source was saved at, on its own encoder's scale (a JPEG's Annex K estimate,
+    /// `JPEGQuality.estimate`): the auto search's first guess is fitted on it (`QualityLadder.autoGuess`).
+    var saved: Int
+    /// The highest quality on SharePipe's scale a same-format output is worth: the lowest one as fine as the
+    /// source (`PreparePlan.capQuality(atSource:options:)`).
+    var ceiling: Int
+    /// Whether `ceiling` was found by comparing the source's quantisation tables with SharePipe's (a JPEG
+    /// SharePipe did not write), rather than being `saved` itself (a WebP, a JPEG SharePipe wrote).
+    var comparedTables: Bool
+
+    /// A quality on SharePipe's own scale: a WebP's (libwebp's scale is the one SharePipe passes on), a JPEG
+    /// whose tables are exactly ones SharePipe writes or wrote.
+    init(sameScale quality: Int) {
+        (saved, ceiling, comparedTables) = (quality, quality, false)
+    }
+
+    /// A quality `saved` on another scale whose tables compare with SharePipe's at `ceiling`.
+    init(saved: Int, ceiling: Int) {
+        (self.saved, self.ceiling, comparedTables) = (saved, ceiling, true)
+    }
+
+    /// The adjustment reported when `ceiling` lowers the search's ceiling: "quality capped at the source's
+    /// q73" on the same scale, "quality capped at q72, as fine as the source's q75 tables" after comparing.
+    var capNote: String {
+        comparedTables
+            ? "quality capped at q\(ceiling), as fine as the source's q\(saved) tables"
+            : "quality capped at the source's q\(ceiling)"
+    }
 }
 
 /// The fitting steps a format offers as an output, cheapest loss first. `PreparePlan` turns them into a

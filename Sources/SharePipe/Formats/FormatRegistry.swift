@@ -36,7 +36,8 @@ enum FormatRegistry {
         writableMetadata: { kept, present in kept.writtenAsJPEG(present: present) },
         metadataRewriter: JPEGRewriter.rewrite,
         losslessTurn: JPEGTurner.turn,
-        sourceQuality: { try? JPEGQuality.estimate($0) },
+        // Saved on libjpeg's Annex K scale; the ceiling by comparing the tables with SharePipe's (`JPEGQuality`).
+        sourceQuality: { try? JPEGQuality.sourceQuality($0) },
         fitting: .qualitySearch,
         animation: nil,
         memory: MemoryEstimate.jpeg)
@@ -139,7 +140,8 @@ enum FormatRegistry {
         writableMetadata: { kept, present in kept.writtenAsWebP(present: present) },
         metadataRewriter: WebPRewriter.rewrite,
         losslessTurn: nil,
-        sourceQuality: { try? WebPQuality.estimate($0) },
+        // libwebp's quality is the scale SharePipe's WebP quality passes on: the ceiling is the estimate.
+        sourceQuality: { (try? WebPQuality.estimate($0)).flatMap { $0 }.map(SourceQuality.init(sameScale:)) },
         fitting: .qualitySearch,
         animation: .frames(
             open: { source, info, limits, meter in

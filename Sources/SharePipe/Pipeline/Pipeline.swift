@@ -206,7 +206,8 @@ enum Pipeline {
         if plan.capsAtSourceQuality, let quality = FormatRegistry.descriptor(for: info.format).sourceQuality?(source) {
             plan.capQuality(atSource: quality, options: options)
         } else if options.qualityTarget != nil && plan.guessesFromSourceQuality {
-            plan.sourceQualityForGuess = FormatRegistry.descriptor(for: info.format).sourceQuality?(source)
+            // The quality as saved (a JPEG's Annex K estimate), on which `QualityLadder.autoGuess` was fitted.
+            plan.sourceQualityForGuess = FormatRegistry.descriptor(for: info.format).sourceQuality?(source)?.saved
         }
         return PlannedJob(info: info, options: options, plan: plan)
     }
@@ -398,7 +399,7 @@ enum Pipeline {
                 sizes: StillSizes(
                     renderer: renderer, target: plan.target, minShortEdge: minShortEdge, crop: plan.crop),
                 encoder: encoder, range: range, progressive: options.progressive,
-                metadata: plan.writtenMetadata, rangeNote: cap.map { "quality capped at the source's q\($0)" },
+                metadata: plan.writtenMetadata, rangeNote: cap?.capNote,
                 sharpRender: plan.sharpRenderWhenCapped, target: options.qualityTarget,
                 sourceQuality: plan.sourceQualityForGuess)
             return try driver.run(&ladder, checkpoint: checkpoint)

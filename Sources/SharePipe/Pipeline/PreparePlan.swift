@@ -53,8 +53,9 @@ struct PreparePlan: Sendable, Equatable {
     /// The ladder searches quality in the input's own format, so the source's quality would cap it: only then
     /// is it worth reading (`Pipeline` reads it and calls `capQuality(atSource:options:)`).
     private(set) var capsAtSourceQuality = false
-    /// The source's own quality where the auto quality search of a JPEG output guesses from it
-    /// (`QualityLadder.autoGuess`); read by `Pipeline` when `guessesFromSourceQuality`.
+    /// The source's own quality as saved (`SourceQuality.saved`: a JPEG's Annex K estimate) where the auto
+    /// quality search of a JPEG output guesses from it (`QualityLadder.autoGuess`); read by `Pipeline` when
+    /// `guessesFromSourceQuality`.
     var sourceQualityForGuess: Int? = nil
     /// Whether the ladder is the auto quality search of a JPEG output from an input in the same format, whose
     /// own quality is then its first guess's hint.
@@ -81,8 +82,8 @@ struct PreparePlan: Sendable, Equatable {
     }
 
     /// Plans preparing an input with `info` under `options`. `sourceQuality` is the input's own encoding
-    /// quality (JPEG), which caps the quality search when the output keeps the input's format.
-    init(info: ImageInfo, options: PrepareOptions.Checked, sourceQuality: Int? = nil) {
+    /// quality (JPEG, WebP), whose ceiling caps the quality search when the output keeps the input's format.
+    init(info: ImageInfo, options: PrepareOptions.Checked, sourceQuality: SourceQuality? = nil) {
         let input = FormatRegistry.descriptor(for: info.format)
         let decided = input.metadataPolicy.outcome(for: info, mode: options.strip)
         inputFormat = info.format
@@ -186,7 +187,8 @@ struct PreparePlan: Sendable, Equatable {
             ladder = .losslessFirst(range: options.minQuality...options.quality, minShortEdge: options.minShortEdge)
         case .qualitySearch:
             // Never spend more quality than the source had: a q73 photo saved at q85 grows for nothing.
-            // (`capQuality(atSource:options:)` below, once the source's quality is known.)
+            // (`capQuality(atSource:options:)` below, once the source's quality is known: the lowest quality
+            // whose tables are as fine as the source's, `SourceQuality.ceiling`.)
             // Under `--quality auto` the target decides instead: scored against the render, a re-encode at the
             // source's own quality loses again what the source had kept (a q73 photo re-encoded at q73 scores
             // about 74), so the search may go above it.
@@ -242,16 +244,18 @@ struct PreparePlan: Sendable, Equatable {
     static let contentCredentialsNote =
         "content credentials removed (the image data changed, so their signature would no longer match)"
 
-    /// Lowers the quality search's ceiling to `quality`, the source's own (reported with the range), where the
-    /// ladder keeps the input's format (`capsAtSourceQuality`) and `quality` is below `options.qualityCeiling`;
-    /// otherwise nothing changes. The plan is built once and the source read only when this can apply.
-    mutating func capQuality(atSource quality: Int, options: PrepareOptions.Checked) {
-        guard capsAtSourceQuality, case .quality(_, _, let minShortEdge) = ladder, quality < options.qualityCeiling
+    /// Lowers the quality search's ceiling to `quality.ceiling`, the lowest quality on SharePipe's scale as fine
+    /// as the source (reported with the range, `SourceQuality.capNote`), where the ladder keeps the input's
+    /// format (`capsAtSourceQuality`) and that ceiling is below `options.qualityCeiling`; otherwise nothing
+    /// changes. The plan is built once and the source read only when this can apply.
+    mutating func capQuality(atSource quality: SourceQuality, options: PrepareOptions.Checked) {
+        guard capsAtSourceQuality, case .quality(_, _, let minShortEdge) = ladder,
+            quality.ceiling < options.qualityCeiling
         else {
             return
         }
         ladder = .quality(
-            range: options.minQuality...max(options.minQuality, quality), sourceQualityCap: quality,
+            range: options.minQuality...max(options.minQuality, quality.ceiling), sourceQualityCap: quality,
             minShortEdge: minShortEdge)
     }
 }
@@ -274,8 +278,8 @@ struct PlannedJob: Sendable {
 enum FittingLadder: Sendable, Equatable {
     /// At each size: the quality range searched for the highest fitting quality; then a smaller size, by
     /// about sqrt(limit / bytes), down to `minShortEdge`.
-    /// `sourceQualityCap` is the source's own quality where it lowered the range's ceiling (reported).
-    case quality(range: ClosedRange<Int>, sourceQualityCap: Int?, minShortEdge: Int)
+    /// `sourceQualityCap` is the source's own quality where its ceiling lowered the range's (reported).
+    case quality(range: ClosedRange<Int>, sourceQualityCap: SourceQuality?, minShortEdge: Int)
     /// At each size: the lossless efforts in order (after the first size only the strongest); then, once
     /// an opaque image cannot fit losslessly and `formatChange` allows it, a quality search in that
     /// format (kept for every smaller size); then a smaller size, down to `minShortEdge`.

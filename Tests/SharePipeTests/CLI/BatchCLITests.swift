@@ -141,14 +141,17 @@ import Testing
         #expect(
             (object["adjustments"] as? [String])?.contains { $0.hasPrefix("first frame only") } == true, "\(object)")
         #expect(object["version"] as? String == SharePipeVersion.current)
-        // A quality capped at the source's (q85 here, asked 95) shows in the text too.
+        // A quality capped at the source's (Annex K q85 here, as fine as SharePipe's q84; asked 95) shows in the
+        // text too.
         let jpeg = try Tool.run(
             Tool.sharepipe,
             [
                 "prepare", Fixtures.path("jpeg/large-4000x3000.jpg"), "--out", directory + "/q",
                 "--quality", "95",
             ])
-        #expect(jpeg.stdout.contains("; adjusted: quality capped at the source's q85"), "\(jpeg.stdout)")
+        #expect(
+            jpeg.stdout.contains("; adjusted: quality capped at q84, as fine as the source's q85 tables"),
+            "\(jpeg.stdout)")
         // Frames dropped for a frame limit (a profile allowing 2 frames; the GIF has 3).
         let profiles = directory + "/profiles.json"
         try Fixtures.write(

@@ -255,7 +255,10 @@ struct AutoQualityTests {
         fixed.qualitySetting = .fixed(85)
         let capped = try Pipeline.plan(.bytes(jpeg), options: fixed.checked()).plan
         #expect(capped.sourceQualityForGuess == nil)
-        #expect(capped.ladder == .quality(range: 40...58, sourceQualityCap: 58, minShortEdge: fixed.minShortEdge))
+        #expect(
+            capped.ladder
+                == .quality(
+                    range: 40...58, sourceQualityCap: SourceQuality(sameScale: 58), minShortEdge: fixed.minShortEdge))
         // The auto job from it meets the target as from any source.
         let prepared = try SharePipe.prepare(.bytes(jpeg), options: auto)
         #expect(try #require(prepared.score) >= 80)

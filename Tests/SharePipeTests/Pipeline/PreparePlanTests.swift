@@ -154,15 +154,29 @@ import Testing
     @Test("the source's quality caps the ceiling only when the format stays")
     func sourceQualityCap() {
         let info = Self.info(.jpeg, 4000, 3000)
-        let same = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: 72)
+        let q72 = SourceQuality(sameScale: 72)
+        let same = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: q72)
         #expect(
-            same.ladder == .quality(range: 40...72, sourceQualityCap: 72, minShortEdge: PrepareOptions().minShortEdge))
-        let higher = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: 95)
+            same.ladder == .quality(range: 40...72, sourceQualityCap: q72, minShortEdge: PrepareOptions().minShortEdge))
+        // Another encoder's q75 whose tables are as fine as SharePipe's q72: the ceiling caps, not the q75.
+        let annexK75 = SourceQuality(saved: 75, ceiling: 72)
+        let compared = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: annexK75)
+        #expect(
+            compared.ladder
+                == .quality(range: 40...72, sourceQualityCap: annexK75, minShortEdge: PrepareOptions().minShortEdge))
+        // Another encoder's q85, not under the default ceiling of 85, but as fine as SharePipe's q84 only: capped.
+        let annexK85 = SourceQuality(saved: 85, ceiling: 84)
+        let finer = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: annexK85)
+        #expect(
+            finer.ladder
+                == .quality(range: 40...84, sourceQualityCap: annexK85, minShortEdge: PrepareOptions().minShortEdge))
+        let higher = PreparePlan(info: info, options: PrepareOptions(), sourceQuality: SourceQuality(sameScale: 95))
         #expect(
             higher.ladder
                 == .quality(range: 40...85, sourceQualityCap: nil, minShortEdge: PrepareOptions().minShortEdge))
         let png = PreparePlan(
-            info: Self.info(.png, 4000, 3000), options: ServiceProfile.instagram.options(), sourceQuality: 50)
+            info: Self.info(.png, 4000, 3000), options: ServiceProfile.instagram.options(),
+            sourceQuality: SourceQuality(sameScale: 50))
         if case .quality(_, let cap, _) = png.ladder {
             #expect(cap == nil)
         } else {

@@ -13,7 +13,7 @@ extension Pipeline {
 }
 
 extension PreparePlan {
-    init(info: ImageInfo, options: PrepareOptions, sourceQuality: Int? = nil) {
+    init(info: ImageInfo, options: PrepareOptions, sourceQuality: SourceQuality? = nil) {
         self.init(info: info, options: try! options.checked(), sourceQuality: sourceQuality)
     }
 }

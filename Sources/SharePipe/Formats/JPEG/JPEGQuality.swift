@@ -1,9 +1,16 @@
-/// Estimates the quality a JPEG was saved at from its luminance quantization table, so a re-encode does
-/// not spend more bytes than the source ever had: a q73 photo downscaled and saved at q85 comes out
-/// larger than it went in, for no visible gain.
+import Glibc
+
+/// Reads a JPEG's quality from its luminance quantization table, so a re-encode does not spend more bytes than
+/// the source ever had: a q73 photo downscaled and saved at q85 comes out larger than it went in, for no visible
+/// gain.
 ///
-/// libjpeg's `jpeg_quality_scaling` scales the standard table (ITU T.81 Annex K) by 5000/q below 50 and
-/// by 200 − 2q above; the estimate inverts that from the ratio of the file's table to the standard one.
+/// Two numbers (`SourceQuality`): the quality the source was saved at, on libjpeg's scale (`estimate`:
+/// `jpeg_quality_scaling` scales the standard table, ITU T.81 Annex K, by 5000/q below 50 and by 200 − 2q above;
+/// the estimate inverts that from the ratio of the file's table to the standard one), and the ceiling on
+/// SharePipe's scale (`ceiling`: the lowest SharePipe quality whose table is as fine as the file's). SharePipe's
+/// quality is not Annex K's: its tables are jpegli's shape at a mapped libjpeg quality (SharePipe q95 is that
+/// shape at libjpeg q88), so the two numbers differ, and capping at the first would cap at a coarser table than
+/// the source's (bench/results/2026-11-29-source-cap.md).
 enum JPEGQuality {
     /// ITU T.81 Annex K luminance table, in natural (row-major) order.
     static let standardLuminance: [Int] = [
@@ -30,16 +37,64 @@ enum JPEGQuality {
         return estimate(table: table)
     }
 
-    /// The quality whose scaled standard table is closest to `table` (64 values, natural order); a table that is
-    /// exactly one SharePipe writes or wrote (`JPEGQuantTables.jpegliDistance3`, `.kleinSilversteinCarney`, each
-    /// about as good as Annex K at the same quality number) reads as the quality it was written at.
-    static func estimate(table: [Int]) -> Int? {
+    /// The saved quality and the ceiling on SharePipe's scale of the luminance table 0 of `source`
+    /// (`sourceQuality(table:)`), or nil when there is none.
+    static func sourceQuality(_ source: ImageSource) throws -> SourceQuality? {
+        guard let table = try luminanceTable(source) else { return nil }
+        return sourceQuality(table: table)
+    }
+
+    /// `table`'s saved quality (`estimate(table:)`) and its ceiling on SharePipe's scale (`ceiling(table:)`); a
+    /// table SharePipe writes or wrote is on SharePipe's scale already and caps at the quality it was written at.
+    static func sourceQuality(table: [Int]) -> SourceQuality? {
         guard table.count == 64 else { return nil }
+        if let written = writtenQuality(table: table) { return SourceQuality(sameScale: written) }
+        guard let saved = estimate(table: table), let ceiling = ceiling(table: table) else { return nil }
+        return SourceQuality(saved: saved, ceiling: ceiling)
+    }
+
+    /// The lowest SharePipe quality whose luminance table is as fine as `table` (64 values, natural order): the
+    /// geometric mean of its step sizes no larger than `table`'s, i.e. the mean over the 64 positions of
+    /// ln(ours / source) at most 0. The geometric mean weighs each frequency's step ratio alike, so the few large
+    /// high-frequency steps (Annex K's 100–121 against jpegli's 28–39 at q50) do not decide the comparison as
+    /// they would a sum; for an Annex K source at q50/75/85/90/95/97 it gives SharePipe q39/72/84/91/97/99
+    /// (a sum of the steps would give 31/63/80/88/96/98). Non-decreasing in the source's quality; 100 for a
+    /// table of ones. nil when `table` is not 64 values.
+    static func ceiling(table: [Int]) -> Int? {
+        guard table.count == 64 else { return nil }
+        let source = meanLogStep(table)
+        // Our tables only get finer as the quality rises (`ownMeanLogSteps` is non-increasing); the tolerance
+        // keeps an exact equal (the same values summed in the same order) from losing to rounding.
+        return ownMeanLogSteps.firstIndex { $0 <= source + 1e-9 }.map { $0 + 1 } ?? 100
+    }
+
+    /// The mean of ln(step) over `table`'s 64 values (a value below 1, invalid in a JPEG, counts as 1).
+    static func meanLogStep(_ table: [Int]) -> Double {
+        table.reduce(0.0) { $0 + log(Double(max($1, 1))) } / Double(table.count)
+    }
+
+    /// `meanLogStep` of the luminance table SharePipe writes at each quality 1...100 (index 0 is q1).
+    static let ownMeanLogSteps: [Double] = (1...100).map {
+        meanLogStep(JPEGQuantTables.jpegliDistance3.table(component: 0, quality: $0))
+    }
+
+    /// The quality `table` was written at when it is exactly one SharePipe writes or wrote
+    /// (`JPEGQuantTables.jpegliDistance3`, `.kleinSilversteinCarney`), nil otherwise.
+    static func writtenQuality(table: [Int]) -> Int? {
         for tables in writtenTables {
             if let written = (1...100).last(where: { tables.table(component: 0, quality: $0) == table }) {
                 return written
             }
         }
+        return nil
+    }
+
+    /// The quality whose scaled standard table is closest to `table` (64 values, natural order); a table that is
+    /// exactly one SharePipe writes or wrote (`JPEGQuantTables.jpegliDistance3`, `.kleinSilversteinCarney`, each
+    /// about as good as Annex K at the same quality number) reads as the quality it was written at.
+    static func estimate(table: [Int]) -> Int? {
+        guard table.count == 64 else { return nil }
+        if let written = writtenQuality(table: table) { return written }
         let total = table.reduce(0, +), standard = standardLuminance.reduce(0, +)
         guard total > 0 else { return nil }
         let scale = Double(total) * 100 / Double(standard)
