@@ -425,7 +425,9 @@ enum ServicesTable {
             return [
                 p.name, String(p.maxStillBytes), animated, caps.joined(separator: ", "),
                 p.formats.map(\.rawValue).joined(separator: ","), p.strip.rawValue,
-                "\(p.minQuality)–\(p.maxQuality)", "\(p.source) (\(p.confidence))",
+                p.qualityTarget.map { "\(QualitySetting.auto(target: $0)) (≥ q\(p.minQuality))" }
+                    ?? "\(p.minQuality)–\(p.maxQuality)",
+                "\(p.source) (\(p.confidence))",
             ]
         }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }

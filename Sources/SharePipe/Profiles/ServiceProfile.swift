@@ -27,11 +27,15 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
     public var allowFormatChange: Bool
     /// Default metadata mode for this service.
     public var strip: StripMode
-    /// JPEG quality range of the byte search.
+    /// JPEG quality range of the byte search: the floor, and the ceiling where the quality is fixed
+    /// (`qualityTarget` nil).
     public var minQuality: Int
-    public var maxQuality: Int
-    /// The SSIMULACRA2 score the quality search aims at (`qualitySetting`: `maxQuality: "auto"`); nil: fixed.
-    public var qualityTarget: Double? = nil
+    /// Setting it fixes the quality: it clears `qualityTarget`.
+    public var maxQuality: Int { didSet { qualityTarget = nil } }
+    /// The SSIMULACRA2 score the quality search aims at (`qualitySetting`: `maxQuality: "auto"`), or nil for the
+    /// fixed `maxQuality`. Every built-in profile aims at `QualitySetting.defaultTarget` (80): each photo gets
+    /// the lowest quality that scores it, the byte limit staying a hard cap.
+    public var qualityTarget: Double?
     /// Where the numbers come from, and how sure we are.
     public var source: String
     public var confidence: String
@@ -45,7 +49,8 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         animation: AnimationLimits = AnimationLimits(), animationOutput: AnimationOutput = .gif,
         video: VideoLimits = VideoLimits(), formats: [ImageFormat] = [.jpeg, .png, .gif],
         allowFormatChange: Bool = true, strip: StripMode = .all, minQuality: Int = 40, maxQuality: Int = 85,
-        source: String, confidence: String, variants: [OutputVariant] = []
+        qualityTarget: Double? = QualitySetting.defaultTarget, source: String, confidence: String,
+        variants: [OutputVariant] = []
     ) {
         self.name = name
         self.displayName = displayName
@@ -59,6 +64,7 @@ public struct ServiceProfile: Sendable, Equatable, Codable {
         self.strip = strip
         self.minQuality = minQuality
         self.maxQuality = maxQuality
+        self.qualityTarget = qualityTarget
         self.source = source
         self.confidence = confidence
         self.variants = variants

@@ -130,7 +130,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // the render is given back: its coefficients in libjpeg's arrays, 128 bytes a block, within
             // `jpegEncoderBytes`' 140 for the compact store it replaces there, and the recode's reader state the
             // scoring decoder's, no longer alive.
-            let size = parts.renderedSize
+            // The scorer's rows span the picture as shown: a turned still's render is the stored one transposed.
+            let size = info.orientation.swapsAxes ? parts.renderedSize.transposed : parts.renderedSize
             parts.metered = max(
                 parts.metered,
                 size.area * parts.channels + QualityLadder.scoringBytes(size) + QualityLadder.probeBytes(size))
@@ -141,7 +142,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // `--quality auto` on a lossy WebP (`QualityLadder.attemptWebPAuto`): the render held whole beside
             // libwebp's decode of a candidate and the scorer (metered together); a gray render widened to RGB
             // (unmetered).
-            let size = parts.renderedSize
+            let size = info.orientation.swapsAxes ? parts.renderedSize.transposed : parts.renderedSize
             let alpha = parts.channels == 2 || parts.channels == 4
             parts.metered = max(
                 parts.metered, size.area * parts.channels + WebPEncoder.scoringBytes(size, alpha: alpha))

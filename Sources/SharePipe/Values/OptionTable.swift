@@ -36,7 +36,8 @@ public enum OptionTable {
         query: "quality", clientMaySet: true, valid: .within(1...100),
         help: "Highest JPEG or WebP quality; the byte-limit search starts here. auto (or auto:SCORE): for each "
             + "size, the lowest JPEG or lossy WebP quality whose output scores at least SCORE (default 80) in "
-            + "SSIMULACRA2 against the picture before encoding, under the byte limit.")
+            + "SSIMULACRA2 against the picture before encoding, under the byte limit. With a service, the "
+            + "profile's: auto for every built-in one.")
     /// The lowest JPEG quality.
     public static let minQuality = OptionSpec(
         "minQuality", .integer(\.minQuality), flag: "min-quality", profile: ("minQuality", .integer(\.minQuality)),

@@ -237,8 +237,9 @@ public struct PrepareOptions: Sendable, Equatable {
     public var maxBytes: Int?
     /// Metadata removal mode.
     public var strip: StripMode
-    /// Highest (first tried) JPEG quality.
-    public var quality: Int
+    /// Highest (first tried) JPEG quality. Setting it fixes the quality: it clears `qualityTarget` (a service
+    /// profile's `auto` included), as `--quality N` does.
+    public var quality: Int { didSet { qualityTarget = nil } }
     /// The SSIMULACRA2 score `--quality auto` aims at (`qualitySetting`); nil (the default): `quality` is
     /// fixed.
     public var qualityTarget: Double? = nil

@@ -99,7 +99,8 @@ extension PrepareOptions {
         }
         if let format = variant.format { options.acceptedFormats = [format] }
         if let quality = variant.quality {
-            options.quality = quality
+            // The variant's own fixed quality (Mastodon's preview: Q90), also where the profile searches one.
+            options.qualitySetting = .fixed(quality)
             options.minQuality = min(options.minQuality, quality)
         }
         if let progressive = variant.progressive { options.progressive = progressive }

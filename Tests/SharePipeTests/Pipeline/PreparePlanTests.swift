@@ -125,7 +125,7 @@ import Testing
         switch (output, plan.ladder) {
         case (.jpeg, .quality(let range, nil, _)),
             (.gif, .quality(let range, nil, _)) where route != .animation:
-            #expect(range == options.minQuality...options.quality)
+            #expect(range == options.minQuality...options.qualityCeiling)
         case (.png, .lossless(let efforts, _, let change, _)):
             #expect(efforts == [PNGEncoder.defaultEffort, PNGEncoder.strongestEffort])
             #expect((change != nil) == options.allowFormatChange)

@@ -43,11 +43,12 @@ import Testing
             set: { $0.maxBytes = $1 }, get: { $0.maxBytes }, accepts: kibibyteOrMore),
         Expectation(
             name: "quality", flag: "--quality", profileField: "maxQuality", query: "quality",
-            set: { $0.quality = $1 }, get: { $0.quality }, accepts: { value, _ in (1...100).contains(value) }),
+            set: { $0.quality = $1 }, get: { $0.qualityTarget == nil ? $0.quality : nil },
+            accepts: { value, _ in (1...100).contains(value) }),
         Expectation(
             name: "minQuality", flag: "--min-quality", profileField: "minQuality", query: "min_quality",
             set: { $0.minQuality = $1 }, get: { $0.minQuality },
-            accepts: { value, options in value >= 1 && value <= options.quality }),
+            accepts: { value, options in value >= 1 && value <= options.qualityCeiling }),
         Expectation(name: "minShortEdge", set: { $0.minShortEdge = $1 }, get: { $0.minShortEdge }, accepts: positive),
         Expectation(
             name: "limits.maxDimension", flag: "--max-dimension", query: "max_dimension",
@@ -327,9 +328,10 @@ import Testing
     // MARK: - Profile files
 
     /// The JSON of one new profile setting `field` (dotted: nested) to the JSON text `value`.
-    static func profileJSON(_ field: String, _ value: String) -> String {
+    static func profileJSON(_ field: String, _ value: String, fixedQuality: Bool = false) -> String {
         let parts = field.split(separator: ".").map(String.init)
         var entry = parts.count == 2 ? #""\#(parts[0])": {"\#(parts[1])": \#(value)}"# : #""\#(field)": \#(value)"#
+        if fixedQuality { entry = #""maxQuality": 85, "# + entry }
         if field != "maxStillBytes" { entry = #""maxStillBytes": 5000000, "# + entry }  // a new profile must give it
         return #"{"profiles": [{"name": "newsite", \#(entry)}]}"#
     }

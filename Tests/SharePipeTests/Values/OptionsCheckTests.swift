@@ -81,8 +81,9 @@ import Testing
 
     static func profile(_ row: Case) -> ServiceProfile? {
         guard let edit = row.profile else { return nil }
+        // A fixed quality (85), as the rows' bounds assume: the built-in profiles' auto has no ceiling to check.
         var profile = ServiceProfile(
-            name: "test", displayName: "Test", maxStillBytes: 5_000_000, source: "test",
+            name: "test", displayName: "Test", maxStillBytes: 5_000_000, qualityTarget: nil, source: "test",
             confidence: "test")
         edit(&profile)
         return profile
@@ -140,7 +141,8 @@ import Testing
     @Test(arguments: cases.filter { $0.json != nil })
     func profileFilesNameTheField(_ row: Case) throws {
         let (field, value) = row.json!
-        let json = OptionPropertyTests.profileJSON(field, value)
+        // A new profile searches auto:80 unless it fixes a quality: the minQuality row's bound is a fixed 85.
+        let json = OptionPropertyTests.profileJSON(field, value, fixedQuality: field == "minQuality")
         let error = try #require(throws: ProfileFileError.self) {
             try ProfileCatalog.builtIn.applying(json: Array(json.utf8), file: "p.json")
         }

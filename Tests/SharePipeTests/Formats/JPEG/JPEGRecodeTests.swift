@@ -54,12 +54,15 @@ struct JPEGRecodeTests {
     /// gives them, for 4:2:0, 4:4:4 and grey, at low and high qualities.
     @Test func theBaselineBoundIsTheFileLessItsStuffedBytes() throws {
         var checked = 0
-        for (index, size) in [PixelSize(width: 161, height: 97), PixelSize(width: 17, height: 9), PixelSize(width: 200, height: 120)]
-            .enumerated()
-        {
+        for (index, size) in [
+            PixelSize(width: 161, height: 97), PixelSize(width: 17, height: 9), PixelSize(width: 200, height: 120),
+        ]
+        .enumerated() {
             let scene = JPEGByteCapTests.scene(size, saturatedEdges: true, seed: UInt64(index + 5))
             let grey = JPEGPlanesTests.picture(size, layout: .gray, seed: UInt64(index + 5))
-            for (encoder, bitmap) in [(JPEGEncoder(), scene), (JPEGEncoder(subsample420: false), scene), (JPEGEncoder(), grey)] {
+            for (encoder, bitmap) in [
+                (JPEGEncoder(), scene), (JPEGEncoder(subsample420: false), scene), (JPEGEncoder(), grey),
+            ] {
                 for quality in [30, 82, 97] {
                     let file = try encoder.encode(
                         bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
