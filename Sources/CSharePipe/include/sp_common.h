@@ -45,4 +45,25 @@ void sp_malloc_release_promptly(int max_arenas);
 /// (malloc_trim(0)): 1 when some was returned. A no-op returning 0 outside glibc.
 int sp_malloc_trim(void);
 
+/// The phases of a job at whose start sp_file_pages_phase_starts may unmap read-only file pages: a still's render
+/// (SP_FILE_PAGES_RENDER), the auto quality search once its render is made (SP_FILE_PAGES_SEARCH).
+#define SP_FILE_PAGES_RENDER 0
+#define SP_FILE_PAGES_SEARCH 1
+#define SP_FILE_PAGES_PHASES 2
+
+/// For a process that runs a job or a few (the CLI): sp_file_pages_phase_starts unmaps, once per phase and
+/// process, the pages of files mapped read-only that the process touched so far. Call it before threads start.
+void sp_file_pages_release_at_phases(void);
+
+/// Unmaps from this process every page of a file mapped private and read-only that was never written (the
+/// program's and the libraries' code, constants and symbol tables; not a mapping with a page copied on write):
+/// the pages stay in the page cache, and the next touch maps them again (with the kernel's fault-around, 64 KiB
+/// at a time). Code that ran only before (start-up, argument parsing, the previous phase) then no longer counts
+/// in the resident set. Returns the bytes of the mappings advised; 0 outside Linux or without /proc.
+size_t sp_file_pages_unmap(void);
+
+/// At the start of `phase` (SP_FILE_PAGES_*): sp_file_pages_unmap, if sp_file_pages_release_at_phases was
+/// called and this phase's release has not happened yet in this process; else nothing (0).
+size_t sp_file_pages_phase_starts(int phase);
+
 #endif
