@@ -25,6 +25,8 @@
 #define SCALES 6
 #define RADIUS 5
 #define TAPS (2 * RADIUS + 1)
+// The XYB rows a scale keeps: a row's own samples are pooled once the RADIUS rows below it are in.
+#define XYB_ROWS (RADIUS + 1)
 #define MIN_SIDE 8
 #define MAPS 4 // per scored channel: mu1, mu2, x1² + x2², x1 x2 (before the vertical blur)
 // A channel's features at a scale all weighing less than this: the channel is not computed there.
@@ -252,7 +254,7 @@ typedef struct {
     int scored[3];   // the channels this scale scores (X, Y, B), in order
     int scored_count;
     int all_xyb;     // whether X or B is scored (else only Y is converted)
-    float *xyb;      // TAPS rows of 6 planes (reference X, Y, B, distorted X, Y, B), `width` each
+    float *xyb;      // XYB_ROWS rows of 6 planes (reference X, Y, B, distorted X, Y, B), `width` each
     float *blurred;  // TAPS rows of MAPS planes per scored channel, blurred horizontally
     float *padded;   // one plane with RADIUS zero samples each side
     float *column;   // MAPS planes per scored channel: one row blurred both ways
@@ -297,7 +299,7 @@ static int scored_count_at(int scale_count, int s) {
 
 // Floats a scale of `width` holds, its next scale's pending row (`next_width`, 0 for none) included.
 static size_t scale_floats(int width, int next_width, int scored) {
-    return (size_t)TAPS * 6 * width + (size_t)TAPS * MAPS * scored * width + (size_t)(width + 2 * RADIUS) +
+    return (size_t)XYB_ROWS * 6 * width + (size_t)TAPS * MAPS * scored * width + (size_t)(width + 2 * RADIUS) +
            (size_t)MAPS * scored * width + (size_t)6 * next_width;
 }
 
@@ -337,7 +339,7 @@ sp_status sp_ssimulacra2_new(int width, int height, sp_ssimulacra2 **scorer, cha
         }
         scale->all_xyb = channel_scored(self->scale_count, s, 0) || channel_scored(self->scale_count, s, 2);
         scale->xyb = next;
-        next += (size_t)TAPS * 6 * w;
+        next += (size_t)XYB_ROWS * 6 * w;
         scale->blurred = next;
         next += (size_t)TAPS * MAPS * scale->scored_count * w;
         scale->padded = next;
@@ -411,7 +413,7 @@ static void pool_row(const sp_ssimulacra2 *self, scale_state *scale, int y) {
         for (int k = 0; k < TAPS; k++) rest[k] = rows[k] + done;
         blur_vertical_plain(rest, scale->column + done, plane_row - done, self->kernel);
     }
-    const float *xyb = scale->xyb + (size_t)(y % TAPS) * 6 * width;
+    const float *xyb = scale->xyb + (size_t)(y % XYB_ROWS) * 6 * width;
     for (int k = 0; k < scale->scored_count; k++) {
         const int c = scale->scored[k];
         const float *mu1 = scale->column + (size_t)(MAPS * k) * width, *mu2 = mu1 + width;
@@ -446,7 +448,7 @@ static void push_linear(sp_ssimulacra2 *self, int s, const float *row) {
     const int width = scale->width, y = scale->rows_in;
     if (y >= scale->height) return;
     if (scale->scored_count > 0) {
-        float *xyb = scale->xyb + (size_t)(y % TAPS) * 6 * width;
+        float *xyb = scale->xyb + (size_t)(y % XYB_ROWS) * 6 * width;
         for (int p = 0; p < 2; p++) {
             const float *linear = row + (size_t)(3 * p) * width;
             float *planes = xyb + (size_t)(3 * p) * width;

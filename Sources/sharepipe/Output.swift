@@ -263,6 +263,8 @@ final class Reporter {
     }
 
     func fileDone(_ report: BatchReport) {
+        // The job's code is not needed for its report (`ProcessAllocator.unmapCodeAtPhases`).
+        ProcessAllocator.reportStarts()
         done += 1
         if case .internalError? = report.error { internalFailures += 1 }
         if report.error != nil {

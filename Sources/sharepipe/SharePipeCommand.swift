@@ -25,6 +25,8 @@ struct SharePipeCommand: ParsableCommand {
     static func main() {
         // Freed memory goes back to the system at once: a job's peak is not kept by the heap for the next.
         ProcessAllocator.releaseFreedMemoryPromptly()
+        // Start-up's code, and the decoder's once an auto search starts, is unmapped: not in a job's peak RSS.
+        ProcessAllocator.unmapCodeAtPhases()
         do {
             var command = try parseAsRoot(nil)
             try command.run()

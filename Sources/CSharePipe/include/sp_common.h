@@ -45,4 +45,28 @@ void sp_malloc_release_promptly(int max_arenas);
 /// (malloc_trim(0)): 1 when some was returned. A no-op returning 0 outside glibc.
 int sp_malloc_trim(void);
 
+/// The phases of a job at whose start sp_file_pages_phase_starts may unmap read-only file pages: a still's render
+/// (SP_FILE_PAGES_RENDER), the auto quality search once its render is made (SP_FILE_PAGES_SEARCH), the report of a
+/// job done (SP_FILE_PAGES_REPORT: the CLI's output, then its exit).
+#define SP_FILE_PAGES_RENDER 0
+#define SP_FILE_PAGES_SEARCH 1
+#define SP_FILE_PAGES_REPORT 2
+#define SP_FILE_PAGES_PHASES 3
+
+/// For a process that runs a job or a few (the CLI): sp_file_pages_phase_starts unmaps, once per phase and
+/// process, the pages of files mapped read-only that the process touched so far. Call it before threads start.
+void sp_file_pages_release_at_phases(void);
+
+/// Unmaps from this process the pages of every loaded object's segments that are never writable (the program's
+/// and the libraries' code, constants and symbol tables; not RELRO, which lies in a writable segment): the pages
+/// stay in the page cache, and the next touch maps them again (with the kernel's fault-around, 64 KiB at a time).
+/// Code that ran only before (start-up, argument parsing, the previous phase) then no longer counts in the
+/// resident set. Nothing while a debugger traces the process (its breakpoints are copies of code pages). Returns
+/// the bytes advised; 0 outside Linux.
+size_t sp_file_pages_unmap(void);
+
+/// At the start of `phase` (SP_FILE_PAGES_*): sp_file_pages_unmap, if sp_file_pages_release_at_phases was
+/// called and this phase's release has not happened yet in this process; else nothing (0).
+size_t sp_file_pages_phase_starts(int phase);
+
 #endif

@@ -214,6 +214,8 @@ struct QualityLadder: LadderRunner {
     ) throws -> (QualitySearch.Meeting, scored: [UInt8], PixelSize) {
         let rendered = try sizes.render()
         defer { sizes.release(rendered) }
+        // The decoder's and the resampler's code is not needed again: its pages go (where the process asked).
+        ProcessAllocator.searchStarts()
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
         let meter = sizes.renderer.meter
         let scorerBytes = Self.scoringBytes(bitmap.size)

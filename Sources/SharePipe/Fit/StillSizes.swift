@@ -43,6 +43,7 @@ struct StillSizes {
     /// `ImageDecoder.renderSharp`.
     mutating func render(sharp: Bool = false) throws -> Bitmap {
         smallestAtSize = Int.max
+        ProcessAllocator.renderStarts()
         let oriented: Bitmap
         if let crop {
             oriented = try renderWindow(of: crop, sharp: sharp)
@@ -86,6 +87,7 @@ struct StillSizes {
             info.colorModel != .gray, let decoder = renderer.decoder as? any RowStreamingDecoder
         else { return nil }
         smallestAtSize = Int.max
+        ProcessAllocator.renderStarts()
         let sink = JPEGRowEncode(
             encoder: encoder, settings: settings, metadata: metadata, meter: renderer.meter,
             thumbnail: placeholderThumbnail == nil)

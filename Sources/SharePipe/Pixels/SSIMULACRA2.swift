@@ -2,7 +2,7 @@ import CSharePipe
 
 /// SSIMULACRA2, the perceptual metric of libjxl's tools (`sp_ssimulacra2.h`, written from the published
 /// algorithm): how close a picture is to its reference, 100 for the same pixels, 90 "visually lossless", 80
-/// very high, 70 "high", 50 "medium". Computed as a stream of rows, so scoring costs about 1.3 KiB per pixel of
+/// very high, 70 "high", 50 "medium". Computed as a stream of rows, so scoring costs about 0.9 KiB per pixel of
 /// width (`workingBytes`) besides the two pictures (or one picture and a decoder's rows).
 enum SSIMULACRA2 {
     /// The score of `distorted` against `reference`, two bitmaps of one size and layout (alpha is ignored:

@@ -122,7 +122,7 @@ struct SSIMULACRA2Tests {
     }
 
     @Test func theScorerHoldsRowsNotPictures() {
-        // About 1.3 KiB per pixel of width (2.0 MiB at 1620 × 1080), never a whole-picture plane (6.7 MiB a plane).
+        // About 0.9 KiB per pixel of width (1.4 MiB at 1620 × 1080), never a whole-picture plane (6.7 MiB a plane).
         let bytes = SSIMULACRA2.workingBytes(PixelSize(width: 1620, height: 1080))
         #expect(bytes > 1620 * 11 * 21 * 4 && bytes < 4 << 20, "\(bytes)")
         #expect(SSIMULACRA2.workingBytes(PixelSize(width: 1620, height: 20_000)) == bytes)
