@@ -4,6 +4,7 @@
 // only the Huffman coding and the markers are new. Every call is behind its own setjmp.
 #include "sp_jpeg_private.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,22 +40,26 @@ static inline int magnitude_bits(int value) {
 }
 
 // Counts one block's Huffman symbols as libjpeg's baseline coder emits them (DC difference category; AC
-// run/size pairs, ZRL, EOB) into the frequency tables, and returns the bits written beside the codes.
+// run/size pairs, ZRL, EOB) into the frequency tables, and returns the bits written beside the codes. The AC
+// coefficients are visited through a mask of the non-zero ones in zigzag order, not one branch each.
 static long count_block(const JCOEF *block, int last_dc, long dc_freq[257], long ac_freq[257]) {
     int category = magnitude_bits(block[0] - last_dc);
     dc_freq[category]++;
     long extra = category;
-    int run = 0;
-    for (int k = 1; k < DCTSIZE2; k++) {
-        int value = block[sp_jpeg_natural_order[k]];
-        if (value == 0) { run++; continue; }
+    uint64_t nonzero = 0;
+    for (int k = 1; k < DCTSIZE2; k++) nonzero |= (uint64_t)(block[sp_jpeg_natural_order[k]] != 0) << k;
+    int last = 0;
+    while (nonzero) {
+        int k = __builtin_ctzll(nonzero);
+        nonzero &= nonzero - 1;
+        int run = k - last - 1;
+        last = k;
         while (run > 15) { ac_freq[0xF0]++; run -= 16; }
-        int size = magnitude_bits(value);
+        int size = magnitude_bits(block[sp_jpeg_natural_order[k]]);
         ac_freq[(run << 4) + size]++;
         extra += size;
-        run = 0;
     }
-    if (run > 0) ac_freq[0]++;
+    if (last < DCTSIZE2 - 1) ac_freq[0]++;
     return extra;
 }
 
