@@ -168,6 +168,18 @@ static size_t offset_of_first_tables(const uint8_t *file, size_t length) {
     return 0;
 }
 
+// Reads the coefficients of a baseline JPEG of ours into `source` (created here: *created set at once, for the
+// caller's cleanup); anything else stops with `refusal`. Errors longjmp to the caller's setjmp.
+static jvirt_barray_ptr *read_baseline_coefficients(j_decompress_ptr source, int *created, const uint8_t *jpeg,
+                                                    size_t length, const char *refusal) {
+    jpeg_create_decompress(source);
+    *created = 1;
+    jpeg_mem_src(source, jpeg, (unsigned long)length);
+    jpeg_read_header(source, TRUE);
+    if (source->progressive_mode || source->arith_code) sp_jpeg_fail_with((j_common_ptr)source, refusal);
+    return jpeg_read_coefficients(source);
+}
+
 sp_status sp_jpeg_recode(const uint8_t *jpeg, size_t length, int write_jfif, const sp_jpeg_marker *markers,
                          int marker_count, uint8_t **baseline_out, size_t *baseline_length,
                          uint8_t **progressive_out, size_t *progressive_length, char *message) {
@@ -202,14 +214,8 @@ sp_status sp_jpeg_recode(const uint8_t *jpeg, size_t length, int write_jfif, con
         free(dests[1].buffer);
         return status;
     }
-    jpeg_create_decompress(&source);
-    source_created = 1;
-    jpeg_mem_src(&source, jpeg, (unsigned long)length);
-    jpeg_read_header(&source, TRUE);
-    if (source.progressive_mode || source.arith_code) {
-        sp_jpeg_fail_with((j_common_ptr)&source, "recoding takes a baseline JPEG");
-    }
-    jvirt_barray_ptr *coefficients = jpeg_read_coefficients(&source);
+    jvirt_barray_ptr *coefficients =
+        read_baseline_coefficients(&source, &source_created, jpeg, length, "recoding takes a baseline JPEG");
     if (progressive_out != NULL) {
         write_recoded(&source, coefficients, &cinfo, &created, &dests[1], 1, write_jfif, markers, marker_count);
     }
@@ -262,14 +268,8 @@ sp_status sp_jpeg_baseline_bytes_bound(const uint8_t *jpeg, size_t length, size_
         if (source_created) jpeg_destroy_decompress(&source);
         return status;
     }
-    jpeg_create_decompress(&source);
-    source_created = 1;
-    jpeg_mem_src(&source, jpeg, (unsigned long)length);
-    jpeg_read_header(&source, TRUE);
-    if (source.progressive_mode || source.arith_code) {
-        sp_jpeg_fail_with((j_common_ptr)&source, "the bound takes a baseline JPEG");
-    }
-    jvirt_barray_ptr *coefficients = jpeg_read_coefficients(&source);
+    jvirt_barray_ptr *coefficients =
+        read_baseline_coefficients(&source, &source_created, jpeg, length, "the bound takes a baseline JPEG");
     cinfo.err = source.err;
     jpeg_create_compress(&cinfo);
     created = 1;
