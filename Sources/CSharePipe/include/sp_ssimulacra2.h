@@ -16,9 +16,10 @@
 // features at a scale all weigh under 0.01 (X and B at full size, B at the next two scales, the smallest scale)
 // is not computed: together they move the score by well under 0.01, and cost two thirds of the full-size work.
 //
-// The scorer streams: rows go in top to bottom and each scale keeps only the 11 rows its blur needs and the 6
-// rows of XYB its maps pool (the smaller scales are fed as the rows above them come in), so the memory is about
-// 0.9 KiB per pixel of width (`sp_ssimulacra2_bytes`), never a whole-image plane.
+// The scorer streams: rows go in top to bottom and each scale keeps only the 12 rows its blur needs (it blurs
+// vertically two rows at a time) and 7 rows of XYB of the channels it scores (the smaller scales are fed as the
+// rows above them come in), so the memory is about 0.9 KiB per pixel of width (`sp_ssimulacra2_bytes`), never a
+// whole-image plane.
 
 /// A scorer for one pair of pictures of one size.
 typedef struct sp_ssimulacra2 sp_ssimulacra2;
