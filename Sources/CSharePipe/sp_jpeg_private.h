@@ -2,7 +2,7 @@
 // into a longjmp back to the shim function that made the call, and how a shim function reports it.
 // sp_jpeg_common.c: the error manager; sp_jpeg_decode.c: the reader (markers, banded decode, an encode scored);
 // sp_jpeg_encode.c: the encoder and the 4:2:0 planes; sp_jpeg_recode.c: an encode of ours written again from its
-// coefficients.
+// coefficients; sp_jpeg_scan_counts.c: the progressive recode's Huffman statistics counted from them.
 #ifndef SP_JPEG_PRIVATE_H
 #define SP_JPEG_PRIVATE_H
 
@@ -53,6 +53,31 @@ void sp_jpeg_write_markers(j_compress_ptr cinfo, const sp_jpeg_marker *markers, 
 /// Sets SharePipe's progressive scan script for the compressor's components (sp_jpeg_encode.c): every progressive
 /// JPEG the shim writes, encoded or recoded, uses it.
 void sp_jpeg_set_progressive_scans(j_compress_ptr cinfo);
+
+/// For each byte b of a block's mask in natural order and each value v of it, the mask in zigzag order of the
+/// coefficients v marks (sp_jpeg_scan_counts.c).
+typedef uint64_t sp_zigzag_masks[8][256];
+void sp_jpeg_make_zigzag_masks(sp_zigzag_masks zigzag);
+/// Bit k set where the coefficient at zigzag position k of `block` has a magnitude over `threshold`.
+uint64_t sp_jpeg_zigzag_mask_above(const JCOEF *block, const sp_zigzag_masks zigzag, int threshold);
+
+/// A progressive recode's scan statistics, counted from the coefficients (sp_jpeg_count_scans_directly).
+typedef struct {
+    j_decompress_ptr source;
+    jvirt_barray_ptr *coefficients;
+    void (*libjpeg_start_pass)(j_compress_ptr cinfo, boolean gather_statistics);
+    long frequencies[NUM_HUFF_TBLS][257];
+    sp_zigzag_masks zigzag;
+} sp_scan_counts;
+
+/// After jpeg_write_coefficients on a progressive compressor (Huffman, no restarts): its statistics passes count
+/// each scan's symbols from `source`'s `coefficients` and skip libjpeg's encoder, for the same tables. `counts`
+/// (cinfo->client_data from now on) must outlive jpeg_finish_compress. Anything else is left as it is.
+void sp_jpeg_count_scans_directly(j_compress_ptr cinfo, sp_scan_counts *counts, j_decompress_ptr source,
+                                  jvirt_barray_ptr *coefficients);
+
+/// The scans the calling thread's statistics passes counted from the coefficients so far (for the tests).
+extern _Thread_local size_t sp_jpeg_scans_counted_directly;
 
 /// Stops at a limit: the message says which, Swift adds the numbers.
 void sp_jpeg_fail_at_limit(j_common_ptr cinfo, sp_jpeg_limit limit, const char *text);

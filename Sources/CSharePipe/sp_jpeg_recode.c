@@ -12,9 +12,16 @@
 // private jchuff.h: the code lengths optimize_coding gives a table's symbols.
 extern void jpeg_gen_optimal_table(j_compress_ptr cinfo, JHUFF_TBL *htbl, long freq[]);
 
+// sp_jpeg_recode_count_with_libjpeg: this thread's progressive recodes run libjpeg's own statistics passes.
+static _Thread_local int count_with_libjpeg = 0;
+
+void sp_jpeg_recode_count_with_libjpeg(int on) { count_with_libjpeg = on != 0; }
+
+size_t sp_jpeg_recode_scans_counted_directly(void) { return sp_jpeg_scans_counted_directly; }
+
 // Writes the read coefficients of `source` as a new file into `dest` (optimized Huffman tables; progressive with
-// SharePipe's script when asked): a compressor of its own, destroyed before returning; errors longjmp to the
-// caller's setjmp.
+// SharePipe's script when asked, its scans' symbols counted from the coefficients): a compressor of its own,
+// destroyed before returning; errors longjmp to the caller's setjmp.
 static void write_recoded(j_decompress_ptr source, jvirt_barray_ptr *coefficients, j_compress_ptr cinfo,
                           int *created, sp_memory_destination *dest, int progressive, int write_jfif,
                           const sp_jpeg_marker *markers, int marker_count) {
@@ -27,6 +34,8 @@ static void write_recoded(j_decompress_ptr source, jvirt_barray_ptr *coefficient
     cinfo->write_JFIF_header = write_jfif ? TRUE : FALSE;
     if (progressive) sp_jpeg_set_progressive_scans(cinfo);
     jpeg_write_coefficients(cinfo, coefficients);
+    sp_scan_counts counts;
+    if (progressive && !count_with_libjpeg) sp_jpeg_count_scans_directly(cinfo, &counts, source, coefficients);
     sp_jpeg_write_markers(cinfo, markers, marker_count);
     jpeg_finish_compress(cinfo);
     jpeg_destroy_compress(cinfo);
@@ -41,13 +50,14 @@ static inline int magnitude_bits(int value) {
 
 // Counts one block's Huffman symbols as libjpeg's baseline coder emits them (DC difference category; AC
 // run/size pairs, ZRL, EOB) into the frequency tables, and returns the bits written beside the codes. The AC
-// coefficients are visited through a mask of the non-zero ones in zigzag order, not one branch each.
-static long count_block(const JCOEF *block, int last_dc, long dc_freq[257], long ac_freq[257]) {
+// coefficients are visited through a mask of the non-zero ones in zigzag order (made from the natural order's
+// mask a byte at a time), not one branch each.
+static long count_block(const JCOEF *block, int last_dc, const sp_zigzag_masks zigzag, long dc_freq[257],
+                        long ac_freq[257]) {
     int category = magnitude_bits(block[0] - last_dc);
     dc_freq[category]++;
     long extra = category;
-    uint64_t nonzero = 0;
-    for (int k = 1; k < DCTSIZE2; k++) nonzero |= (uint64_t)(block[sp_jpeg_natural_order[k]] != 0) << k;
+    uint64_t nonzero = sp_jpeg_zigzag_mask_above(block, zigzag, 0) & ~1ull; // the DC is coded apart
     int last = 0;
     while (nonzero) {
         int k = __builtin_ctzll(nonzero);
@@ -108,6 +118,9 @@ static size_t baseline_bytes_lower_bound(j_decompress_ptr source, jvirt_barray_p
                                       : source->comp_info[0].height_in_blocks;
     JBLOCK dummy;
     memset(dummy, 0, sizeof(dummy));
+    sp_zigzag_masks *zigzag = (sp_zigzag_masks *)(*cinfo->mem->alloc_small)((j_common_ptr)cinfo, JPOOL_IMAGE,
+                                                                             sizeof(sp_zigzag_masks));
+    sp_jpeg_make_zigzag_masks(*zigzag);
     for (JDIMENSION mcu_row = 0; mcu_row < mcu_rows; mcu_row++) {
         JBLOCKARRAY rows[MAX_COMPONENTS];
         for (int c = 0; c < components; c++) {
@@ -138,7 +151,7 @@ static size_t baseline_bytes_lower_bound(j_decompress_ptr source, jvirt_barray_p
                             dummy[0] = (JCOEF)last_dc[c];
                             block = dummy;
                         }
-                        bits += count_block(block, last_dc[c], dc_freq[table], ac_freq[table]);
+                        bits += count_block(block, last_dc[c], *zigzag, dc_freq[table], ac_freq[table]);
                         last_dc[c] = block[0];
                     }
                 }

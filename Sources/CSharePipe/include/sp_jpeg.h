@@ -219,4 +219,11 @@ void sp_jpeg_encode_store_fail_allocation(int nth);
 /// the compact store (the same file, more memory); 0 turns it off.
 void sp_jpeg_encode_use_libjpeg_arrays(int on);
 
+/// For tests: 1 makes the calling thread's progressive recodes count each scan's Huffman symbols with libjpeg's
+/// own statistics pass (its encoder run without writing) instead of from the coefficients (the same file); 0
+/// turns it off.
+void sp_jpeg_recode_count_with_libjpeg(int on);
+/// For tests: how many scans the calling thread's progressive recodes counted from the coefficients so far.
+size_t sp_jpeg_recode_scans_counted_directly(void);
+
 #endif

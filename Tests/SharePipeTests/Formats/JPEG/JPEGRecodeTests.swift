@@ -80,6 +80,51 @@ struct JPEGRecodeTests {
         #expect(checked == 27)
     }
 
+    /// The progressive recode counts each scan's Huffman symbols from the coefficients instead of running
+    /// libjpeg's encoder over them without writing: the counts, so the tables and the file, are libjpeg's, for
+    /// SharePipe's colour script at 4:2:0 and 4:4:4 and libjpeg's simple script for grey (DC with a point
+    /// transform and refined, AC refined twice), partial MCUs (odd sizes), low and high qualities, and a flat
+    /// picture whose end-of-band runs reach the coder's limit of 32767 blocks.
+    @Test func theRecodesOwnScanCountsAreLibjpegs() throws {
+        let flat = Bitmap(
+            size: PixelSize(width: 1600, height: 1400), layout: .rgb,
+            pixels: [UInt8](repeating: 120, count: 1600 * 1400 * 3))
+        var pictures: [Bitmap] = [flat]
+        for (index, size) in [
+            PixelSize(width: 161, height: 97), PixelSize(width: 17, height: 9), PixelSize(width: 333, height: 250),
+        ]
+        .enumerated() {
+            pictures.append(JPEGByteCapTests.scene(size, saturatedEdges: true, seed: UInt64(index + 11)))
+            pictures.append(JPEGPlanesTests.picture(size, layout: .gray, seed: UInt64(index + 11)))
+        }
+        var scoring = JPEGEncoder()
+        scoring.optimizeCoding = false
+        var checked = 0
+        for bitmap in pictures {
+            for subsample420 in bitmap.layout == .rgb ? [true, false] : [true] {
+                var encoder = scoring
+                encoder.subsample420 = subsample420
+                for quality in [30, 82, 97] {
+                    let cheap = try encoder.encode(
+                        bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: [])
+                    let before = sp_jpeg_recode_scans_counted_directly()
+                    let counted = try JPEGEncoder().recode(cheap, alsoBaseline: false, metadata: [])
+                    let scans = sp_jpeg_recode_scans_counted_directly() - before
+                    sp_jpeg_recode_count_with_libjpeg(1)
+                    defer { sp_jpeg_recode_count_with_libjpeg(0) }
+                    let libjpegs = try JPEGEncoder().recode(cheap, alsoBaseline: false, metadata: [])
+                    let label = "\(bitmap.size) \(bitmap.layout) \(subsample420 ? "4:2:0" : "4:4:4") q\(quality)"
+                    // Every scan but a DC refinement's (grey's fifth) has its statistics pass.
+                    #expect(scans == (bitmap.layout == .rgb ? 8 : 5), "\(label): \(scans) scans counted")
+                    #expect(sp_jpeg_recode_scans_counted_directly() - before == scans, "\(label): libjpeg's count")
+                    #expect(counted.progressive == libjpegs.progressive, "\(label)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 3 * (2 + 3 * 3))
+    }
+
     /// The zero bytes stuffed after 0xFF in a baseline JPEG's entropy-coded data (one scan, no restart markers).
     static func stuffedBytes(_ jpeg: [UInt8]) -> Int {
         var at = 2
