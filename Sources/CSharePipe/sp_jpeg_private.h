@@ -66,12 +66,13 @@ typedef struct {
     j_decompress_ptr source;
     jvirt_barray_ptr *coefficients;
     void (*libjpeg_start_pass)(j_compress_ptr cinfo, boolean gather_statistics);
+    boolean (*libjpeg_compress_data)(j_compress_ptr cinfo, JSAMPIMAGE input);
     long frequencies[NUM_HUFF_TBLS][257];
     sp_zigzag_masks zigzag;
 } sp_scan_counts;
 
 /// After jpeg_write_coefficients on a progressive compressor (Huffman, no restarts): its statistics passes count
-/// each scan's symbols from `source`'s `coefficients` and skip libjpeg's encoder, for the same tables. `counts`
+/// each scan's symbols from `source`'s `coefficients` and skip libjpeg's pass over them, for the same tables. `counts`
 /// (cinfo->client_data from now on) must outlive jpeg_finish_compress. Anything else is left as it is.
 void sp_jpeg_count_scans_directly(j_compress_ptr cinfo, sp_scan_counts *counts, j_decompress_ptr source,
                                   jvirt_barray_ptr *coefficients);

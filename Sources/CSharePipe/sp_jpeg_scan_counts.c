@@ -207,8 +207,9 @@ static void count_blocks(j_compress_ptr cinfo, j_decompress_ptr source, jvirt_ba
 
 _Thread_local size_t sp_jpeg_scans_counted_directly = 0;
 
-static boolean skip_mcu(j_compress_ptr cinfo, JBLOCKROW *blocks) {
-    (void)cinfo, (void)blocks;
+// A statistics pass's iMCU rows: nothing to feed the encoder (the output pass's start resets the row count).
+static boolean skip_rows(j_compress_ptr cinfo, JSAMPIMAGE input) {
+    (void)cinfo, (void)input;
     return TRUE;
 }
 
@@ -229,10 +230,12 @@ static void finish_counted_pass(j_compress_ptr cinfo) {
     }
 }
 
-// libjpeg's start of a pass, then for a statistics pass the scan's symbols counted here and its encoder skipped.
+// libjpeg's start of a pass, then for a statistics pass the scan's symbols counted here and the coefficient
+// controller's pass over the iMCU rows (which would feed them to the encoder) skipped.
 static void start_counted_pass(j_compress_ptr cinfo, boolean gather_statistics) {
     sp_scan_counts *counts = (sp_scan_counts *)cinfo->client_data;
     counts->libjpeg_start_pass(cinfo, gather_statistics);
+    cinfo->coef->compress_data = gather_statistics ? skip_rows : counts->libjpeg_compress_data;
     if (!gather_statistics) return;
     memset(counts->frequencies, 0, sizeof(counts->frequencies));
     scan_coder coder;
@@ -258,7 +261,6 @@ static void start_counted_pass(j_compress_ptr cinfo, boolean gather_statistics) 
         count_blocks(cinfo, counts->source, counts->coefficients, &coder, count);
         if (coder.ac != NULL) flush_eob_run(&coder);
     }
-    cinfo->entropy->encode_mcu = skip_mcu;
     cinfo->entropy->finish_pass = finish_counted_pass;
     sp_jpeg_scans_counted_directly++;
 }
@@ -274,6 +276,7 @@ void sp_jpeg_count_scans_directly(j_compress_ptr cinfo, sp_scan_counts *counts, 
     counts->coefficients = coefficients;
     sp_jpeg_make_zigzag_masks(counts->zigzag);
     counts->libjpeg_start_pass = cinfo->entropy->start_pass;
+    counts->libjpeg_compress_data = cinfo->coef->compress_data;
     cinfo->client_data = counts;
     cinfo->entropy->start_pass = start_counted_pass;
 }
