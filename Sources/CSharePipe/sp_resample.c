@@ -18,6 +18,14 @@ static inline int16_t saturate16(int32_t v) {
     return v < -32768 ? -32768 : v > 32767 ? 32767 : (int16_t)v;
 }
 
+#if defined(__SSE2__)
+// Two int16 weights in one int32 lane, `first` in the low half, for pmaddwd. Put together unsigned: shifting a
+// weight's bits into the sign bit of an int32 is undefined in C.
+static inline int32_t weight_pair(int16_t first, int16_t second) {
+    return (int32_t)((uint32_t)(uint16_t)first | (uint32_t)(uint16_t)second << 16);
+}
+#endif
+
 static inline uint8_t saturate8(int32_t v) {
     return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v;
 }
@@ -50,7 +58,7 @@ void sp_resample_horizontal(const int16_t *in, int channels, const int32_t *star
             for (int t = 0; t < taps; t += 2) {
                 __m128i two = _mm_loadu_si128((const __m128i *)(p + 4 * t));
                 __m128i pairs = _mm_unpacklo_epi16(two, _mm_srli_si128(two, 8));
-                int32_t wpair = (int32_t)(uint16_t)w[t] | ((int32_t)(uint16_t)w[t + 1] << 16);
+                int32_t wpair = weight_pair(w[t], w[t + 1]);
                 acc = _mm_add_epi32(acc, _mm_madd_epi16(pairs, _mm_set1_epi32(wpair)));
             }
             acc = _mm_srai_epi32(acc, SHIFT_H);
@@ -116,7 +124,7 @@ void sp_resample_vertical(const int16_t *const *rows, const int16_t *weights, in
             int second = t + 1 < taps;
             __m128i a = _mm_loadu_si128((const __m128i *)(rows[t] + i));
             __m128i b = second ? _mm_loadu_si128((const __m128i *)(rows[t + 1] + i)) : a;
-            int32_t wpair = (int32_t)(uint16_t)weights[t] | (second ? ((int32_t)(uint16_t)weights[t + 1] << 16) : 0);
+            int32_t wpair = weight_pair(weights[t], second ? weights[t + 1] : 0);
             __m128i k = _mm_set1_epi32(wpair);
             lo = _mm_add_epi32(lo, _mm_madd_epi16(_mm_unpacklo_epi16(a, b), k));
             hi = _mm_add_epi32(hi, _mm_madd_epi16(_mm_unpackhi_epi16(a, b), k));

@@ -12,8 +12,8 @@
 // (sp_ssimulacra2_kernels.h) run 8 samples at a time where cpuid reports AVX2, else 4 (SSE2, every x86-64),
 // else plain C: the blurs give the same floats on every path, the pooled sums are added in another order. The
 // averaging of pairs for the next scale is vectorised too (the same floats); the 8-bit samples become linear
-// through table lookups, under AVX2 assembled into vectors (AVX2's gathers were 1.4 times as slow as plain
-// lookups on the AMD EPYC of the benchmarks; lookups put together into vectors are 1.3 times as fast).
+// through table lookups, under AVX2 put together into vectors (on the AMD EPYC of the benchmarks AVX2's gathers
+// took 1.4 times as long as plain lookups, and lookups stored as vectors 0.77 times, in a microbenchmark).
 #include "sp_ssimulacra2.h"
 
 #include <math.h>
@@ -27,7 +27,7 @@
 #define SCALES 6
 #define RADIUS 5
 #define TAPS (2 * RADIUS + 1)
-// Rows are blurred vertically and pooled two at a time (`pool_pair`): the ring of horizontally blurred rows holds
+// Rows are blurred vertically and pooled two at a time (`pool_rows`): the ring of horizontally blurred rows holds
 // the TAPS + 1 rows a pair reads.
 #define RING (TAPS + 1)
 // The XYB rows a scale keeps: a pair's own samples are pooled once the RADIUS rows below its second are in.
