@@ -54,6 +54,25 @@ void sp_jpeg_write_markers(j_compress_ptr cinfo, const sp_jpeg_marker *markers, 
 /// JPEG the shim writes, encoded or recoded, uses it.
 void sp_jpeg_set_progressive_scans(j_compress_ptr cinfo);
 
+/// libjpeg's optimal-table builder (jchuff.c), exported by every libjpeg since 6b but declared only in its private
+/// jchuff.h: the code lengths optimize_coding gives a table's symbols (it clobbers `freq`).
+extern void jpeg_gen_optimal_table(j_compress_ptr cinfo, JHUFF_TBL *htbl, long freq[]);
+
+/// The bits of a magnitude: libjpeg's category of a coefficient or DC difference.
+static inline int sp_jpeg_magnitude_bits(int value) {
+    unsigned int magnitude = (unsigned int)(value < 0 ? -value : value);
+    return magnitude == 0 ? 0 : 32 - __builtin_clz(magnitude);
+}
+
+/// Takes one block of a scan: `member` is its component's place among the scan's components.
+typedef void (*sp_jpeg_block_visitor)(void *state, int member, const JCOEF *block);
+/// Every block of `count` components of `source` (`components`: indices into its comp_info and `coefficients`) in
+/// the order a scan of them codes them (sp_jpeg_scan_counts.c): one component's blocks row by row, or the
+/// interleaved MCUs of several with the dummy blocks of partial MCUs (the previous block's DC and no AC, as
+/// jctrans.c makes them).
+void sp_jpeg_visit_scan_blocks(j_decompress_ptr source, jvirt_barray_ptr *coefficients, const int *components,
+                               int count, sp_jpeg_block_visitor visit, void *state);
+
 /// For each byte b of a block's mask in natural order and each value v of it, the mask in zigzag order of the
 /// coefficients v marks (sp_jpeg_scan_counts.c).
 typedef uint64_t sp_zigzag_masks[8][256];

@@ -8,10 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// libjpeg's own optimal-table builder (jchuff.c), exported by every libjpeg since 6b but declared only in its
-// private jchuff.h: the code lengths optimize_coding gives a table's symbols.
-extern void jpeg_gen_optimal_table(j_compress_ptr cinfo, JHUFF_TBL *htbl, long freq[]);
-
 // sp_jpeg_recode_count_with_libjpeg: this thread's progressive recodes run libjpeg's own statistics passes.
 static _Thread_local int count_with_libjpeg = 0;
 
@@ -42,22 +38,27 @@ static void write_recoded(j_decompress_ptr source, jvirt_barray_ptr *coefficient
     *created = 0;
 }
 
-// The number of bits of a magnitude (libjpeg's "category" of a coefficient or DC difference).
-static inline int magnitude_bits(int value) {
-    unsigned int magnitude = (unsigned int)(value < 0 ? -value : value);
-    return magnitude == 0 ? 0 : 32 - __builtin_clz(magnitude);
-}
+// What the baseline bound counts as it walks the blocks: Huffman symbols per table (0 luma, 1 chroma), the bits
+// written beside the codes, each component's last DC.
+typedef struct {
+    const sp_zigzag_masks *zigzag;
+    long dc_freq[2][257], ac_freq[2][257];
+    long bits;
+    int last_dc[MAX_COMPONENTS];
+} baseline_counts;
 
 // Counts one block's Huffman symbols as libjpeg's baseline coder emits them (DC difference category; AC
-// run/size pairs, ZRL, EOB) into the frequency tables, and returns the bits written beside the codes. The AC
-// coefficients are visited through a mask of the non-zero ones in zigzag order (made from the natural order's
-// mask a byte at a time), not one branch each.
-static long count_block(const JCOEF *block, int last_dc, const sp_zigzag_masks zigzag, long dc_freq[257],
-                        long ac_freq[257]) {
-    int category = magnitude_bits(block[0] - last_dc);
-    dc_freq[category]++;
+// run/size pairs, ZRL, EOB) and the bits written beside the codes. The AC coefficients are visited through a
+// mask of the non-zero ones in zigzag order (made from the natural order's mask a byte at a time), not one
+// branch each.
+static void count_baseline_block(void *state, int member, const JCOEF *block) {
+    baseline_counts *counts = state;
+    long *ac_freq = counts->ac_freq[member == 0 ? 0 : 1];
+    int category = sp_jpeg_magnitude_bits(block[0] - counts->last_dc[member]);
+    counts->dc_freq[member == 0 ? 0 : 1][category]++;
+    counts->last_dc[member] = block[0];
     long extra = category;
-    uint64_t nonzero = sp_jpeg_zigzag_mask_above(block, zigzag, 0) & ~1ull; // the DC is coded apart
+    uint64_t nonzero = sp_jpeg_zigzag_mask_above(block, *counts->zigzag, 0) & ~1ull; // the DC is coded apart
     int last = 0;
     while (nonzero) {
         int k = __builtin_ctzll(nonzero);
@@ -65,12 +66,12 @@ static long count_block(const JCOEF *block, int last_dc, const sp_zigzag_masks z
         int run = k - last - 1;
         last = k;
         while (run > 15) { ac_freq[0xF0]++; run -= 16; }
-        int size = magnitude_bits(block[sp_jpeg_natural_order[k]]);
+        int size = sp_jpeg_magnitude_bits(block[sp_jpeg_natural_order[k]]);
         ac_freq[(run << 4) + size]++;
         extra += size;
     }
     if (last < DCTSIZE2 - 1) ac_freq[0]++;
-    return extra;
+    counts->bits += extra;
 }
 
 // The bits of the codes a table libjpeg would make for `freq` gives them (jpeg_gen_optimal_table, as
@@ -99,71 +100,24 @@ static long coded_bits(j_compress_ptr cinfo, long freq[257], int *symbols) {
 static size_t baseline_bytes_lower_bound(j_decompress_ptr source, jvirt_barray_ptr *coefficients,
                                          j_compress_ptr cinfo, size_t header) {
     int components = source->num_components;
-    long dc_freq[2][257], ac_freq[2][257];
-    memset(dc_freq, 0, sizeof(dc_freq));
-    memset(ac_freq, 0, sizeof(ac_freq));
-    long bits = 0;
-    int last_dc[MAX_COMPONENTS] = {0};
-    int max_h = 1, max_v = 1;
-    for (int c = 0; c < components; c++) {
-        jpeg_component_info *component = &source->comp_info[c];
-        if (component->h_samp_factor > max_h) max_h = component->h_samp_factor;
-        if (component->v_samp_factor > max_v) max_v = component->v_samp_factor;
-    }
-    // One component: a non-interleaved scan, block by block. Several: MCUs of h × v blocks of each component.
-    int interleaved = components > 1;
-    JDIMENSION mcu_columns = interleaved ? (source->image_width + 8 * max_h - 1) / (8 * max_h)
-                                         : source->comp_info[0].width_in_blocks;
-    JDIMENSION mcu_rows = interleaved ? (source->image_height + 8 * max_v - 1) / (8 * max_v)
-                                      : source->comp_info[0].height_in_blocks;
-    JBLOCK dummy;
-    memset(dummy, 0, sizeof(dummy));
+    baseline_counts *counts = (baseline_counts *)(*cinfo->mem->alloc_small)((j_common_ptr)cinfo, JPOOL_IMAGE,
+                                                                             sizeof(baseline_counts));
+    memset(counts, 0, sizeof(baseline_counts));
     sp_zigzag_masks *zigzag = (sp_zigzag_masks *)(*cinfo->mem->alloc_small)((j_common_ptr)cinfo, JPOOL_IMAGE,
                                                                              sizeof(sp_zigzag_masks));
     sp_jpeg_make_zigzag_masks(*zigzag);
-    for (JDIMENSION mcu_row = 0; mcu_row < mcu_rows; mcu_row++) {
-        JBLOCKARRAY rows[MAX_COMPONENTS];
-        for (int c = 0; c < components; c++) {
-            jpeg_component_info *component = &source->comp_info[c];
-            int height = interleaved ? component->v_samp_factor : 1;
-            JDIMENSION first = mcu_row * (JDIMENSION)height;
-            JDIMENSION available = component->height_in_blocks > first ? component->height_in_blocks - first : 0;
-            rows[c] = available == 0 ? NULL
-                : source->mem->access_virt_barray((j_common_ptr)source, coefficients[c], first,
-                                                  available < (JDIMENSION)height ? available : (JDIMENSION)height,
-                                                  FALSE);
-        }
-        for (JDIMENSION mcu_column = 0; mcu_column < mcu_columns; mcu_column++) {
-            for (int c = 0; c < components; c++) {
-                jpeg_component_info *component = &source->comp_info[c];
-                int table = c == 0 ? 0 : 1;
-                int width = interleaved ? component->h_samp_factor : 1;
-                int height = interleaved ? component->v_samp_factor : 1;
-                for (int y = 0; y < height; y++) {
-                    JDIMENSION row = mcu_row * (JDIMENSION)height + (JDIMENSION)y;
-                    for (int x = 0; x < width; x++) {
-                        JDIMENSION column = mcu_column * (JDIMENSION)width + (JDIMENSION)x;
-                        const JCOEF *block;
-                        if (row < component->height_in_blocks && column < component->width_in_blocks) {
-                            block = rows[c][y][column];
-                        } else {
-                            // A dummy block of a partial MCU: the previous block's DC, no AC (jctrans.c).
-                            dummy[0] = (JCOEF)last_dc[c];
-                            block = dummy;
-                        }
-                        bits += count_block(block, last_dc[c], *zigzag, dc_freq[table], ac_freq[table]);
-                        last_dc[c] = block[0];
-                    }
-                }
-            }
-        }
-    }
+    counts->zigzag = zigzag;
+    // One scan of every component: interleaved MCUs where there are several.
+    int all[MAX_COMPONENTS];
+    for (int c = 0; c < components; c++) all[c] = c;
+    sp_jpeg_visit_scan_blocks(source, coefficients, all, components, count_baseline_block, counts);
+    long bits = counts->bits;
     size_t tables_bytes = 0;
     for (int t = 0; t < (components > 1 ? 2 : 1); t++) {
         int symbols;
-        bits += coded_bits(cinfo, dc_freq[t], &symbols);
+        bits += coded_bits(cinfo, counts->dc_freq[t], &symbols);
         tables_bytes += 21 + (size_t)symbols;   // FFC4, length, class and index, 16 counts, the symbols
-        bits += coded_bits(cinfo, ac_freq[t], &symbols);
+        bits += coded_bits(cinfo, counts->ac_freq[t], &symbols);
         tables_bytes += 21 + (size_t)symbols;
     }
     size_t sos = 8 + 2 * (size_t)components;
@@ -189,7 +143,9 @@ static jvirt_barray_ptr *read_baseline_coefficients(j_decompress_ptr source, int
     *created = 1;
     jpeg_mem_src(source, jpeg, (unsigned long)length);
     jpeg_read_header(source, TRUE);
-    if (source->progressive_mode || source->arith_code) sp_jpeg_fail_with((j_common_ptr)source, refusal);
+    if (source->progressive_mode || source->arith_code || source->num_components > MAX_COMPS_IN_SCAN) {
+        sp_jpeg_fail_with((j_common_ptr)source, refusal);
+    }
     return jpeg_read_coefficients(source);
 }
 

@@ -17,9 +17,6 @@
 #include <emmintrin.h>
 #endif
 
-// libjpeg's optimal-table builder (jchuff.c): exported, declared only in its private jchuff.h.
-extern void jpeg_gen_optimal_table(j_compress_ptr cinfo, JHUFF_TBL *htbl, long freq[]);
-
 // MARK: - Masks in zigzag order
 
 void sp_jpeg_make_zigzag_masks(sp_zigzag_masks zigzag) {
@@ -59,12 +56,6 @@ uint64_t sp_jpeg_zigzag_mask_above(const JCOEF *block, const sp_zigzag_masks zig
 
 // MARK: - One scan's symbols
 
-// The bits of a magnitude (libjpeg's category).
-static inline int magnitude_bits(int value) {
-    unsigned int magnitude = (unsigned int)(value < 0 ? -value : value);
-    return magnitude == 0 ? 0 : 32 - __builtin_clz(magnitude);
-}
-
 enum { MAX_EOB_RUN = 0x7FFF, MAX_HELD_BITS = 1000 - DCTSIZE2 + 1 };
 
 // What a scan's coder carries from block to block.
@@ -88,13 +79,15 @@ static inline void flush_eob_run(scan_coder *coder) {
     }
 }
 
-static void count_dc_first(scan_coder *coder, int member, const JCOEF *block) {
+static void count_dc_first(void *state, int member, const JCOEF *block) {
+    scan_coder *coder = state;
     int value = block[0] >> coder->Al; // an arithmetic shift, as IRIGHT_SHIFT
-    coder->dc[member][magnitude_bits(value - coder->last_dc[member])]++;
+    coder->dc[member][sp_jpeg_magnitude_bits(value - coder->last_dc[member])]++;
     coder->last_dc[member] = value;
 }
 
-static void count_ac_first(scan_coder *coder, int member, const JCOEF *block) {
+static void count_ac_first(void *state, int member, const JCOEF *block) {
+    scan_coder *coder = state;
     (void)member;
     const int Al = coder->Al;
     uint64_t nonzero = sp_jpeg_zigzag_mask_above(block, *coder->zigzag, (1 << Al) - 1) & coder->band;
@@ -107,12 +100,13 @@ static void count_ac_first(scan_coder *coder, int member, const JCOEF *block) {
         last = k;
         for (; run > 15; run -= 16) coder->ac[0xF0]++;
         const int value = block[sp_jpeg_natural_order[k]];
-        coder->ac[(run << 4) + magnitude_bits((value < 0 ? -value : value) >> Al)]++;
+        coder->ac[(run << 4) + sp_jpeg_magnitude_bits((value < 0 ? -value : value) >> Al)]++;
     }
     if (last < coder->Se && ++coder->eob_run == MAX_EOB_RUN) flush_eob_run(coder);
 }
 
-static void count_ac_refine(scan_coder *coder, int member, const JCOEF *block) {
+static void count_ac_refine(void *state, int member, const JCOEF *block) {
+    scan_coder *coder = state;
     (void)member;
     const int Al = coder->Al;
     uint64_t nonzero = sp_jpeg_zigzag_mask_above(block, *coder->zigzag, (1 << Al) - 1) & coder->band;
@@ -149,44 +143,44 @@ static void count_ac_refine(scan_coder *coder, int member, const JCOEF *block) {
     }
 }
 
-typedef void (*block_counter)(scan_coder *coder, int member, const JCOEF *block);
-
-// Every block of the scan, in the order its coder takes them: one component's blocks row by row, or the
-// interleaved MCUs of several with the dummy blocks of partial MCUs (the previous block's DC and no AC, as
-// jctrans.c makes them).
-static void count_blocks(j_compress_ptr cinfo, j_decompress_ptr source, jvirt_barray_ptr *coefficients,
-                         scan_coder *coder, block_counter count) {
+void sp_jpeg_visit_scan_blocks(j_decompress_ptr source, jvirt_barray_ptr *coefficients, const int *components,
+                               int count, sp_jpeg_block_visitor visit, void *state) {
     JBLOCK dummy;
     memset(dummy, 0, sizeof(dummy));
-    if (cinfo->comps_in_scan == 1) {
-        jpeg_component_info *component = cinfo->cur_comp_info[0];
+    if (count == 1) {
+        jpeg_component_info *component = &source->comp_info[components[0]];
         for (JDIMENSION row = 0; row < component->height_in_blocks; row++) {
-            JBLOCKARRAY rows = source->mem->access_virt_barray(
-                (j_common_ptr)source, coefficients[component->component_index], row, 1, FALSE);
-            for (JDIMENSION column = 0; column < component->width_in_blocks; column++) count(coder, 0, rows[0][column]);
+            JBLOCKARRAY rows =
+                source->mem->access_virt_barray((j_common_ptr)source, coefficients[components[0]], row, 1, FALSE);
+            for (JDIMENSION column = 0; column < component->width_in_blocks; column++) visit(state, 0, rows[0][column]);
         }
         return;
     }
-    for (JDIMENSION mcu_row = 0; mcu_row < cinfo->MCU_rows_in_scan; mcu_row++) {
+    // Interleaved: MCUs of h × v blocks of each component, as many as the largest sampling factors give.
+    const JDIMENSION mcu_width = 8 * (JDIMENSION)source->max_h_samp_factor;
+    const JDIMENSION mcu_height = 8 * (JDIMENSION)source->max_v_samp_factor;
+    const JDIMENSION mcu_columns = (source->image_width + mcu_width - 1) / mcu_width;
+    const JDIMENSION mcu_rows = (source->image_height + mcu_height - 1) / mcu_height;
+    for (JDIMENSION mcu_row = 0; mcu_row < mcu_rows; mcu_row++) {
         JBLOCKARRAY rows[MAX_COMPS_IN_SCAN];
-        for (int m = 0; m < cinfo->comps_in_scan; m++) {
-            jpeg_component_info *component = cinfo->cur_comp_info[m];
-            JDIMENSION first = mcu_row * (JDIMENSION)component->MCU_height;
+        for (int m = 0; m < count; m++) {
+            jpeg_component_info *component = &source->comp_info[components[m]];
+            JDIMENSION height = (JDIMENSION)component->v_samp_factor;
+            JDIMENSION first = mcu_row * height;
             JDIMENSION available = component->height_in_blocks > first ? component->height_in_blocks - first : 0;
-            JDIMENSION height = (JDIMENSION)component->MCU_height;
             rows[m] = available == 0 ? NULL
-                : source->mem->access_virt_barray((j_common_ptr)source, coefficients[component->component_index],
-                                                  first, available < height ? available : height, FALSE);
+                : source->mem->access_virt_barray((j_common_ptr)source, coefficients[components[m]], first,
+                                                  available < height ? available : height, FALSE);
         }
-        for (JDIMENSION mcu_column = 0; mcu_column < cinfo->MCUs_per_row; mcu_column++) {
+        for (JDIMENSION mcu_column = 0; mcu_column < mcu_columns; mcu_column++) {
             // The block before, in the MCU's order (jctrans.c copies a dummy block's DC from it).
             const JCOEF *previous = NULL;
-            for (int m = 0; m < cinfo->comps_in_scan; m++) {
-                jpeg_component_info *component = cinfo->cur_comp_info[m];
-                for (int y = 0; y < component->MCU_height; y++) {
-                    JDIMENSION row = mcu_row * (JDIMENSION)component->MCU_height + (JDIMENSION)y;
-                    for (int x = 0; x < component->MCU_width; x++) {
-                        JDIMENSION column = mcu_column * (JDIMENSION)component->MCU_width + (JDIMENSION)x;
+            for (int m = 0; m < count; m++) {
+                jpeg_component_info *component = &source->comp_info[components[m]];
+                for (int y = 0; y < component->v_samp_factor; y++) {
+                    JDIMENSION row = mcu_row * (JDIMENSION)component->v_samp_factor + (JDIMENSION)y;
+                    for (int x = 0; x < component->h_samp_factor; x++) {
+                        JDIMENSION column = mcu_column * (JDIMENSION)component->h_samp_factor + (JDIMENSION)x;
                         const JCOEF *block;
                         if (row < component->height_in_blocks && column < component->width_in_blocks) {
                             block = rows[m][y][column];
@@ -194,7 +188,7 @@ static void count_blocks(j_compress_ptr cinfo, j_decompress_ptr source, jvirt_ba
                             dummy[0] = previous == NULL ? 0 : previous[0]; // an MCU's first block is real
                             block = dummy;
                         }
-                        count(coder, m, block);
+                        visit(state, m, block);
                         previous = block;
                     }
                 }
@@ -245,7 +239,7 @@ static void start_counted_pass(j_compress_ptr cinfo, boolean gather_statistics) 
     coder.Se = cinfo->Se;
     coder.Al = cinfo->Al;
     coder.band = (cinfo->Se == 63 ? ~0ull : (1ull << (cinfo->Se + 1)) - 1) & ~((1ull << cinfo->Ss) - 1);
-    block_counter count = NULL;
+    sp_jpeg_block_visitor count = NULL;
     if (cinfo->Ss == 0) {
         if (cinfo->Ah == 0) {
             for (int m = 0; m < cinfo->comps_in_scan; m++) {
@@ -258,7 +252,10 @@ static void start_counted_pass(j_compress_ptr cinfo, boolean gather_statistics) 
         count = cinfo->Ah == 0 ? count_ac_first : count_ac_refine;
     }
     if (count != NULL) {
-        count_blocks(cinfo, counts->source, counts->coefficients, &coder, count);
+        int components[MAX_COMPS_IN_SCAN];
+        for (int m = 0; m < cinfo->comps_in_scan; m++) components[m] = cinfo->cur_comp_info[m]->component_index;
+        sp_jpeg_visit_scan_blocks(counts->source, counts->coefficients, components, cinfo->comps_in_scan, count,
+                                  &coder);
         if (coder.ac != NULL) flush_eob_run(&coder);
     }
     cinfo->entropy->finish_pass = finish_counted_pass;
