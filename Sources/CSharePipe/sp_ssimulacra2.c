@@ -9,24 +9,15 @@
 // A channel is scored at a scale only where one of its six features weighs at least WEIGHT_FLOOR: the others
 // (X and B at full size, B at the next two scales, the whole smallest scale) weigh under 0.002 each, move the
 // score by well under 0.01, and would cost two thirds of the work at full size. The row kernels
-// (sp_ssimulacra2_kernels.h) run 8 samples at a time where cpuid reports AVX2, else 4 (SSE2, every x86-64),
-// else plain C: the blurs give the same floats on every path, the pooled sums are added in another order. The
-// averaging of pairs for the next scale is vectorised too (the same floats); the 8-bit samples become linear
-// through table lookups, under AVX2 put together into vectors (on the AMD EPYC of the benchmarks AVX2's gathers
-// took 1.4 times as long as plain lookups, and lookups stored as vectors 0.77 times, in a microbenchmark).
-#include "sp_ssimulacra2.h"
+// (sp_ssimulacra2_kernels.c) run 8 samples at a time where cpuid reports AVX2, else 4 (SSE2, every x86-64),
+// else plain C, which also finishes each row.
+#include "sp_ssimulacra2_private.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define SP_SSIM_X86 1
-#include <immintrin.h>
-#endif
 
 #define SCALES 6
-#define RADIUS 5
-#define TAPS (2 * RADIUS + 1)
 // Rows are blurred vertically and pooled two at a time (`pool_rows`): the ring of horizontally blurred rows holds
 // the TAPS + 1 rows a pair reads.
 #define RING (TAPS + 1)
@@ -37,13 +28,6 @@
 // A channel's features at a scale all weighing less than this: the channel is not computed there.
 #define WEIGHT_FLOOR 0.01
 
-// The opsin absorbance matrix and bias of XYB (libjxl's opsin parameters).
-static const float opsin[3][3] = {
-    {0.30f, 0.622f, 0.078f},
-    {0.23f, 0.692f, 0.078f},
-    {0.24342268924547819f, 0.20476744424496821f, 0.55180986650955360f},
-};
-static const float opsin_bias = 0.0037930732552754493f;
 
 // The published weights of the 108 features, in the order the score walks them: channel (X, Y, B), scale,
 // norm (1, 4), then for each the SSIM map, the artefact map and the detail-lost map.
@@ -64,188 +48,6 @@ static const double feature_weights[108] = {
     171.2667255897307, 0.9807858872435379, 0.0, 0.0, 0.0, 0.0005130064588990679, 0.0, 0.00010854057858411537,
 };
 
-
-// MARK: - The row kernels, once per instruction set
-
-// The cube root's first guess from the bits (within a few percent; the kernels' Halley step brings it within
-// 3e-5).
-static inline float cube_root_guess(float value) {
-    union {
-        float f;
-        uint32_t u;
-    } bits = {value};
-    bits.u = bits.u / 3 + 709921077u;
-    return bits.f;
-}
-
-#define KERNEL(name) name##_plain
-#define KERNEL_ATTR
-#define W 1
-#define vf float
-#define LD(p) (*(p))
-#define ST(p, v) (*(p) = (v))
-#define SET(x) ((float)(x))
-#define ADD(a, b) ((a) + (b))
-#define SUB(a, b) ((a) - (b))
-#define MUL(a, b) ((a) * (b))
-#define DIV(a, b) ((a) / (b))
-#define MAX(a, b) fmaxf(a, b)
-#define ABS(a) fabsf(a)
-#define CBRT_GUESS(v) cube_root_guess(v)
-#define HSUM(v) (v)
-#include "sp_ssimulacra2_kernels.h"
-
-#if SP_SSIM_X86
-static inline __m128 cube_root_guess4(__m128 value) {
-    const __m128i bits = _mm_castps_si128(value);
-    const __m128i guess = _mm_cvttps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(bits), _mm_set1_ps(1.0f / 3.0f)));
-    return _mm_castsi128_ps(_mm_add_epi32(guess, _mm_set1_epi32(709921077)));
-}
-
-static inline float sum4(__m128 value) {
-    float lanes[4];
-    _mm_storeu_ps(lanes, value);
-    return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-}
-
-#define KERNEL(name) name##_sse2
-#define KERNEL_ATTR
-#define W 4
-#define vf __m128
-#define LD _mm_loadu_ps
-#define ST _mm_storeu_ps
-#define SET _mm_set1_ps
-#define ADD _mm_add_ps
-#define SUB _mm_sub_ps
-#define MUL _mm_mul_ps
-#define DIV _mm_div_ps
-#define MAX _mm_max_ps
-#define ABS(a) _mm_and_ps(a, _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff)))
-#define CBRT_GUESS cube_root_guess4
-#define HSUM sum4
-#include "sp_ssimulacra2_kernels.h"
-
-__attribute__((target("avx2"))) static inline __m256 cube_root_guess8(__m256 value) {
-    const __m256i bits = _mm256_castps_si256(value);
-    const __m256i guess = _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(bits), _mm256_set1_ps(1.0f / 3.0f)));
-    return _mm256_castsi256_ps(_mm256_add_epi32(guess, _mm256_set1_epi32(709921077)));
-}
-
-__attribute__((target("avx2"))) static inline float sum8(__m256 value) {
-    float lanes[8];
-    _mm256_storeu_ps(lanes, value);
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
-#define KERNEL(name) name##_avx2
-#define KERNEL_ATTR __attribute__((target("avx2")))
-#define W 8
-#define vf __m256
-#define LD _mm256_loadu_ps
-#define ST _mm256_storeu_ps
-#define SET _mm256_set1_ps
-#define ADD _mm256_add_ps
-#define SUB _mm256_sub_ps
-#define MUL _mm256_mul_ps
-#define DIV _mm256_div_ps
-#define MAX _mm256_max_ps
-#define ABS(a) _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)))
-#define CBRT_GUESS cube_root_guess8
-#define HSUM sum8
-#include "sp_ssimulacra2_kernels.h"
-#endif
-
-// Pairs of samples averaged: out[i] = 0.5 (in[2i] + in[2i + 1]), or with `accumulate` the average of that and
-// out[i]. The vector versions add and scale in the same order (the same floats).
-static int halve_pairs_plain(const float *restrict in, float *restrict out, int pairs, int accumulate) {
-    if (accumulate) {
-        for (int i = 0; i < pairs; i++) out[i] = 0.5f * (out[i] + 0.5f * (in[2 * i] + in[2 * i + 1]));
-    } else {
-        for (int i = 0; i < pairs; i++) out[i] = 0.5f * (in[2 * i] + in[2 * i + 1]);
-    }
-    return pairs;
-}
-
-#if SP_SSIM_X86
-static int halve_pairs_sse2(const float *in, float *out, int pairs, int accumulate) {
-    const __m128 half = _mm_set1_ps(0.5f);
-    int i = 0;
-    for (; i + 4 <= pairs; i += 4) {
-        const __m128 a = _mm_loadu_ps(in + 2 * i), b = _mm_loadu_ps(in + 2 * i + 4);
-        const __m128 even = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-        const __m128 odd = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-        __m128 value = _mm_mul_ps(half, _mm_add_ps(even, odd));
-        if (accumulate) value = _mm_mul_ps(half, _mm_add_ps(_mm_loadu_ps(out + i), value));
-        _mm_storeu_ps(out + i, value);
-    }
-    return i;
-}
-
-// 8 pixels of 8-bit RGB to linear planes at a time: 24 plain lookups stored as 3 vectors (the same floats).
-__attribute__((target("avx2"))) static int rgb_to_linear_avx2(const uint8_t *in, const float *t, float *r, float *g,
-                                                              float *b, int width) {
-    int i = 0;
-    for (; i + 8 <= width; i += 8) {
-        const uint8_t *p = in + 3 * (size_t)i;
-        _mm256_storeu_ps(r + i, _mm256_setr_ps(t[p[0]], t[p[3]], t[p[6]], t[p[9]], t[p[12]], t[p[15]], t[p[18]],
-                                               t[p[21]]));
-        _mm256_storeu_ps(g + i, _mm256_setr_ps(t[p[1]], t[p[4]], t[p[7]], t[p[10]], t[p[13]], t[p[16]], t[p[19]],
-                                               t[p[22]]));
-        _mm256_storeu_ps(b + i, _mm256_setr_ps(t[p[2]], t[p[5]], t[p[8]], t[p[11]], t[p[14]], t[p[17]], t[p[20]],
-                                               t[p[23]]));
-    }
-    return i;
-}
-
-__attribute__((target("avx2"))) static int halve_pairs_avx2(const float *in, float *out, int pairs, int accumulate) {
-    const __m256 half = _mm256_set1_ps(0.5f);
-    int i = 0;
-    for (; i + 8 <= pairs; i += 8) {
-        const __m256 a = _mm256_loadu_ps(in + 2 * i), b = _mm256_loadu_ps(in + 2 * i + 8);
-        // Within each 128-bit lane, then the lanes put in order: a's pairs, then b's.
-        const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-        const __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-        const __m256 sum = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_add_ps(even, odd)), 0xd8));
-        __m256 value = _mm256_mul_ps(half, sum);
-        if (accumulate) value = _mm256_mul_ps(half, _mm256_add_ps(_mm256_loadu_ps(out + i), value));
-        _mm256_storeu_ps(out + i, value);
-    }
-    return i;
-}
-
-#endif
-
-// One instruction set's kernels; each handles a multiple of its width, the plain ones finish a row.
-typedef struct {
-    int (*to_xyb)(const float *, const float *, const float *, float *, float *, float *, int, int, float);
-    int (*blur_horizontal)(const float *, float *, int, const float *);
-    size_t (*blur_vertical)(const float *const *, float *, size_t, const float *);
-    size_t (*blur_vertical_pair)(const float *const *, float *, float *, size_t, const float *);
-    int (*pool)(const float *, const float *, const float *, const float *, const float *, const float *, int,
-                float *);
-    int (*halve_pairs)(const float *, float *, int, int);
-    int (*rgb_to_linear)(const uint8_t *, const float *, float *, float *, float *, int);
-} kernel_set;
-
-// A row of 8-bit RGB to linear planes: no vector version handles any of it (the caller's loop does).
-static int rgb_to_linear_none(const uint8_t *in, const float *table, float *r, float *g, float *b, int width) {
-    (void)in, (void)table, (void)r, (void)g, (void)b, (void)width;
-    return 0;
-}
-
-static kernel_set chosen_kernels(void) {
-#if SP_SSIM_X86
-    if (__builtin_cpu_supports("avx2")) {
-        return (kernel_set){to_xyb_avx2, blur_horizontal_avx2, blur_vertical_avx2, blur_vertical_pair_avx2,
-                            pool_avx2,   halve_pairs_avx2,     rgb_to_linear_avx2};
-    }
-    return (kernel_set){to_xyb_sse2, blur_horizontal_sse2, blur_vertical_sse2, blur_vertical_pair_sse2,
-                        pool_sse2,   halve_pairs_sse2,     rgb_to_linear_none};
-#else
-    return (kernel_set){to_xyb_plain, blur_horizontal_plain, blur_vertical_plain, blur_vertical_pair_plain,
-                        pool_plain,   halve_pairs_plain,     rgb_to_linear_none};
-#endif
-}
 
 // MARK: - The scorer
 
@@ -269,7 +71,7 @@ typedef struct {
 struct sp_ssimulacra2 {
     int scale_count;
     scale_state scales[SCALES];
-    kernel_set kernels;
+    sp_ssimulacra2_kernels kernels; // the widest the CPU runs (the rows' tails: sp_ssimulacra2_plain)
     float to_linear[256];
     float kernel[RADIUS + 1]; // the Gaussian's weights from the centre out
     float cube_root_bias;
@@ -334,7 +136,7 @@ sp_status sp_ssimulacra2_new(int width, int height, sp_ssimulacra2 **scorer, cha
         sp_copy_message(message, "out of memory for the SSIMULACRA2 scorer");
         return SP_ERR_MEMORY;
     }
-    self->kernels = chosen_kernels();
+    self->kernels = sp_ssimulacra2_chosen_kernels();
     float *next = (float *)(self + 1);
     self->row = next;
     next += (size_t)6 * width;
@@ -368,7 +170,7 @@ sp_status sp_ssimulacra2_new(int width, int height, sp_ssimulacra2 **scorer, cha
     double total = 0, weights[TAPS];
     for (int k = -RADIUS; k <= RADIUS; k++) total += weights[k + RADIUS] = exp(-0.5 * k * k / (1.5 * 1.5));
     for (int k = 0; k <= RADIUS; k++) self->kernel[k] = (float)(weights[k + RADIUS] / total);
-    self->cube_root_bias = cbrtf(opsin_bias);
+    self->cube_root_bias = cbrtf(SP_SSIM_OPSIN_BIAS);
     *scorer = self;
     return SP_OK;
 }
@@ -379,8 +181,8 @@ void sp_ssimulacra2_free(sp_ssimulacra2 *scorer) { free(scorer); }
 static void to_xyb(const sp_ssimulacra2 *self, const float *r, const float *g, const float *b, float *x_out,
                    float *y_out, float *b_out, int width, int all) {
     int done = self->kernels.to_xyb(r, g, b, x_out, y_out, b_out, width, all, self->cube_root_bias);
-    to_xyb_plain(r + done, g + done, b + done, all ? x_out + done : NULL, y_out + done, all ? b_out + done : NULL,
-                 width - done, all, self->cube_root_bias);
+    sp_ssimulacra2_plain.to_xyb(r + done, g + done, b + done, all ? x_out + done : NULL, y_out + done,
+                                all ? b_out + done : NULL, width - done, all, self->cube_root_bias);
 }
 
 // What `blur_row` blurs of a channel's two rows: either row, the sum of their squares (the variances need only
@@ -403,7 +205,7 @@ static void blur_row(const sp_ssimulacra2 *self, scale_state *scale, const float
     }
     for (int k = 0; k < RADIUS; k++) middle[-1 - k] = middle[width + k] = 0;
     int done = self->kernels.blur_horizontal(middle, out, width, self->kernel);
-    blur_horizontal_plain(middle + done, out + done, width - done, self->kernel);
+    sp_ssimulacra2_plain.blur_horizontal(middle + done, out + done, width - done, self->kernel);
 }
 
 // Row `y` blurred vertically (mirrored at the top and bottom: "d c b a | a b c d") and pooled into the
@@ -420,8 +222,8 @@ static void pool_row(const sp_ssimulacra2 *self, scale_state *scale, int y, cons
         // A row's sums in float (at most some thousands of terms under 1, mostly far under), then in double.
         float row_sums[6] = {0, 0, 0, 0, 0, 0};
         int done = self->kernels.pool(mu1, mu2, squares, s12, x1, x2, width, row_sums);
-        pool_plain(mu1 + done, mu2 + done, squares + done, s12 + done, x1 + done, x2 + done, width - done,
-                   row_sums);
+        sp_ssimulacra2_plain.pool(mu1 + done, mu2 + done, squares + done, s12 + done, x1 + done, x2 + done,
+                                  width - done, row_sums);
         for (int m = 0; m < 6; m++) scale->sums[c][m] += row_sums[m];
     }
 }
@@ -445,11 +247,12 @@ static void pool_rows(const sp_ssimulacra2 *self, scale_state *scale, int y, int
         if (count == 2) {
             size_t done = self->kernels.blur_vertical_pair(rows, scale->column, second, plane_row, self->kernel);
             for (int k = 0; k < RING; k++) rest[k] = rows[k] + done;
-            blur_vertical_pair_plain(rest, scale->column + done, second + done, plane_row - done, self->kernel);
+            sp_ssimulacra2_plain.blur_vertical_pair(rest, scale->column + done, second + done, plane_row - done,
+                                                    self->kernel);
         } else {
             size_t done = self->kernels.blur_vertical(rows, scale->column, plane_row, self->kernel);
             for (int k = 0; k < TAPS; k++) rest[k] = rows[k] + done;
-            blur_vertical_plain(rest, scale->column + done, plane_row - done, self->kernel);
+            sp_ssimulacra2_plain.blur_vertical(rest, scale->column + done, plane_row - done, self->kernel);
         }
     }
     pool_row(self, scale, y, scale->column);
@@ -465,7 +268,7 @@ static void halve_row(const sp_ssimulacra2 *self, const float *row, int width, f
         const float *restrict in = row + (size_t)p * width;
         float *restrict o = out + (size_t)p * half;
         const int done = self->kernels.halve_pairs(in, o, pairs, accumulate);
-        halve_pairs_plain(in + 2 * done, o + done, pairs - done, accumulate);
+        sp_ssimulacra2_plain.halve_pairs(in + 2 * done, o + done, pairs - done, accumulate);
         if (pairs < half) o[pairs] = accumulate ? 0.5f * (o[pairs] + in[2 * pairs]) : in[2 * pairs];
     }
 }
@@ -523,12 +326,8 @@ void sp_ssimulacra2_push_rows(sp_ssimulacra2 *self, const uint8_t *reference, co
             const uint8_t *in = pictures[p];
             if (channels == 3) {
                 const int done = self->kernels.rgb_to_linear(in, self->to_linear, red, green, blue, width);
-                for (int i = done; i < width; i++) {
-                    const uint8_t *pixel = in + (size_t)i * 3;
-                    red[i] = self->to_linear[pixel[0]];
-                    green[i] = self->to_linear[pixel[1]];
-                    blue[i] = self->to_linear[pixel[2]];
-                }
+                sp_ssimulacra2_plain.rgb_to_linear(in + (size_t)done * 3, self->to_linear, red + done, green + done,
+                                               blue + done, width - done);
             } else if (channels == 4) {
                 for (int i = 0; i < width; i++) {
                     const uint8_t *pixel = in + (size_t)i * channels;

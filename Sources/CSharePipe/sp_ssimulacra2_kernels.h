@@ -1,4 +1,4 @@
-// The row kernels of SSIMULACRA2 (sp_ssimulacra2.c), written once over a vector of W floats and included once
+// The row kernels of SSIMULACRA2 (sp_ssimulacra2_kernels.c), written once over a vector of W floats and included once
 // per instruction set: plain C (W 1: every architecture, and the tails of rows), SSE2 (W 4: every x86-64) and
 // AVX2 (W 8: where cpuid reports it). The includer defines:
 //   KERNEL(name)  the kernel's name with the set's suffix      KERNEL_ATTR  the function attribute (target)
