@@ -122,6 +122,9 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
                     parts.metered, Self.inMemoryResampleBound(from: parts.renderedSize, channels: parts.channels))
             }
         }
+        // An auto search scores rows that span the picture as shown: a turned still's render is the stored one
+        // transposed.
+        let shownRender = info.orientation.swapsAxes ? parts.renderedSize.transposed : parts.renderedSize
         if !animated, options.qualityTarget != nil, plan.outputFormat == .jpeg, case .quality = plan.ladder {
             // `--quality auto` (`QualityLadder.attemptAuto`): the render held whole beside the scorer and its 8
             // decoded rows (metered together), first with the probe's bands; the scoring decoder's libjpeg state; a
@@ -130,8 +133,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // the render is given back: its coefficients in libjpeg's arrays, 128 bytes a block, within
             // `jpegEncoderBytes`' 140 for the compact store it replaces there, and the recode's reader state the
             // scoring decoder's, no longer alive.
-            // The scorer's rows span the picture as shown: a turned still's render is the stored one transposed.
-            let size = info.orientation.swapsAxes ? parts.renderedSize.transposed : parts.renderedSize
+            let size = shownRender
             parts.metered = max(
                 parts.metered,
                 size.area * parts.channels + QualityLadder.scoringBytes(size) + QualityLadder.probeBytes(size))
@@ -142,7 +144,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
             // `--quality auto` on a lossy WebP (`QualityLadder.attemptWebPAuto`): the render held whole beside
             // libwebp's decode of a candidate and the scorer (metered together); a gray render widened to RGB
             // (unmetered).
-            let size = info.orientation.swapsAxes ? parts.renderedSize.transposed : parts.renderedSize
+            let size = shownRender
             let alpha = parts.channels == 2 || parts.channels == 4
             parts.metered = max(
                 parts.metered, size.area * parts.channels + WebPEncoder.scoringBytes(size, alpha: alpha))
