@@ -71,6 +71,9 @@ struct QualityLadder: LadderRunner {
     var sourceQuality: Int? = nil
     /// The quality the auto search chose at the last size it searched: the next size's first guess.
     var lastAutoQuality: Int? = nil
+    /// The auto searches made for the same source by the services before this one (`AutoSearchMemo`), if it is
+    /// prepared for several.
+    var searches: AutoSearchMemo? = nil
 
     /// The quality the auto search tries first where no size was searched yet: the median answer for a score of
     /// 80 on photos (libjpeg at 4:2:0: q83), moved by the target along the assumed slope, and a step lower for
@@ -184,11 +187,11 @@ struct QualityLadder: LadderRunner {
     private mutating func attemptAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
     ) throws -> FittingDriver.Fit? {
-        let (meeting, scored, size) = try searchAuto(jpeg, target: target, &log, checkpoint: checkpoint)
+        let (meeting, scored, size, key) = try searchAuto(jpeg, target: target, &log, checkpoint: checkpoint)
         // The render is given back by now: the recode's coefficient arrays (3 bytes a pixel at 4:2:0, as the
         // render) take its place instead of joining it.
         let (chosen, madeProgressive) = try recodeAuto(
-            jpeg, scored, meeting: meeting, size: size, &log, checkpoint: checkpoint)
+            jpeg, scored, meeting: meeting, size: size, searched: key, &log, checkpoint: checkpoint)
         let notes =
             Self.shortOfTargetNotes(meeting, target: target)
             + (madeProgressive ? [Self.progressiveNote] : [])
@@ -206,17 +209,35 @@ struct QualityLadder: LadderRunner {
         return try capped.attemptJPEG(jpeg, &log, checkpoint: checkpoint, afterCeiling: true, scoreFits: true)
     }
 
-    /// The auto search at the current size: the quality chosen, the candidate scored there and the size.
+    /// The auto search at the current size: the quality chosen, the candidate scored there, the size and, where
+    /// the source is prepared for several services, the search's key in their `AutoSearchMemo` (an earlier
+    /// service's search of the same picture is taken instead of searching again).
     /// Candidates are encoded with standard Huffman tables (cheaper, larger, the same pixels): only the written
     /// file is optimized, recoded from the chosen candidate's coefficients (`recodeAuto`).
     private mutating func searchAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
-    ) throws -> (QualitySearch.Meeting, scored: [UInt8], PixelSize) {
+    ) throws -> (QualitySearch.Meeting, scored: [UInt8], PixelSize, AutoSearchMemo.Key?) {
         let rendered = try sizes.render()
         defer { sizes.release(rendered) }
         // The decoder's and the resampler's code is not needed again: its pages go (where the process asked).
         ProcessAllocator.searchStarts()
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
+        let key = searches.map { _ in
+            AutoSearchMemo.Key(
+                bitmap, target: target, range: range, encoder: jpeg, lastQuality: lastAutoQuality,
+                sourceQuality: sourceQuality)
+        }
+        if let key, let known = searches?.answer(for: key) {
+            for attempt in known.attempts {
+                log.record(
+                    size: attempt.size, format: attempt.format, quality: attempt.quality, note: attempt.note,
+                    bytes: attempt.bytes, score: attempt.score, probe: attempt.note == Self.probeNote)
+            }
+            lastAutoQuality = known.meeting.quality
+            sizes.smallestAtSize = known.smallest
+            return (known.meeting, known.scored, bitmap.size, key)
+        }
+        let recordedBefore = log.attempts.count
         let meter = sizes.renderer.meter
         let scorerBytes = Self.scoringBytes(bitmap.size)
         meter.allocate(scorerBytes)
@@ -268,7 +289,15 @@ struct QualityLadder: LadderRunner {
         }
         lastAutoQuality = meeting.quality
         sizes.smallestAtSize = candidates.smallest
-        return (meeting, candidates.encode(meeting.quality), bitmap.size)
+        let scored = candidates.encode(meeting.quality)
+        if let key {
+            searches?.keep(
+                AutoSearchMemo.Answer(
+                    meeting: meeting, scored: scored, smallest: candidates.smallest,
+                    attempts: Array(log.attempts[recordedBefore...])),
+                for: key)
+        }
+        return (meeting, scored, bitmap.size, key)
     }
 
     /// The file an auto search writes: the chosen candidate `scored` recoded with optimized Huffman tables
@@ -277,10 +306,22 @@ struct QualityLadder: LadderRunner {
     /// whether it is progressive without the options asking.
     private mutating func recodeAuto(
         _ jpeg: JPEGEncoder, _ scored: [UInt8], meeting: QualitySearch.Meeting, size: PixelSize,
-        _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
+        searched key: AutoSearchMemo.Key?, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
     ) throws -> (chosen: [UInt8], madeProgressive: Bool) {
         try checkpoint()
-        let recoded = try jpeg.recode(scored, alsoBaseline: !progressive, metadata: metadata.kept)
+        let recoded: (progressive: [UInt8], baseline: [UInt8]?)
+        if let key, let known = searches?.recoded(for: key, metadata: metadata.kept, alsoBaseline: !progressive) {
+            recoded = (known.progressive, known.baseline)
+        } else {
+            recoded = try jpeg.recode(scored, alsoBaseline: !progressive, metadata: metadata.kept)
+            if let key {
+                searches?.keep(
+                    AutoSearchMemo.Recoded(
+                        metadata: metadata.kept, alsoBaseline: !progressive, progressive: recoded.progressive,
+                        baseline: recoded.baseline),
+                    for: key)
+            }
+        }
         var chosen = recoded.progressive
         var madeProgressive = !progressive
         if let baseline = recoded.baseline {

@@ -321,19 +321,22 @@ public struct SharePipeline: Sendable {
     private static func need(_ plans: [JobPlan]) -> Int { plans.map(\.estimate.totalBytes).max() ?? 0 }
 
     /// Runs the admitted jobs one after another inside `reservation`, then releases it. Throws only when
-    /// cancelled; every other failure is that profile's result.
+    /// cancelled; every other failure is that profile's result. A job whose render is the same picture as an
+    /// earlier one's takes that job's auto search (`AutoSearchMemo`).
     private func run(
         _ source: ImageSource, named name: String, plans: [JobPlan], holding reservation: MemoryBudget.Reservation,
         since start: ContinuousClock.Instant, spoolPath: String? = nil
     ) async throws -> [ServiceResult] {
         let waited = ContinuousClock.now - start
         var results: [ServiceResult] = []
+        let searches = plans.count > 1 ? AutoSearchMemo() : nil
         for plan in plans {
             await hooks.willRun?(name)
             let began = ContinuousClock.now
             let outcome: Result<PreparedImage, SharePipeError>
             do {
-                outcome = .success(try await runBlocking(source, job: plan.job.get(), name: name))
+                outcome = .success(
+                    try await runBlocking(source, job: plan.job.get(), name: name, searches: searches))
             } catch {
                 outcome = .failure(Self.sharePipeError(error, renaming: spoolPath ?? source.displayName, to: name))
             }
@@ -368,8 +371,8 @@ public struct SharePipeline: Sendable {
     /// Runs the synchronous pipeline on a Dispatch thread; Task cancellation raises a flag that the
     /// pipeline's checkpoints (between steps, between fitting attempts and every few rows, tiles or frames
     /// inside a step) turn into `cancelled`.
-    private func runBlocking(_ source: ImageSource, job: PlannedJob, name: String) async throws
-        -> PreparedImage
+    private func runBlocking(_ source: ImageSource, job: PlannedJob, name: String, searches: AutoSearchMemo? = nil)
+        async throws -> PreparedImage
     {
         let flag = CancellationFlag()
         let checkpointHook = hooks.checkpoint
@@ -383,11 +386,12 @@ public struct SharePipeline: Sendable {
                     continuation.resume(
                         with: Result {
                             if flag.isRaised { throw SharePipeError.cancelled(file: name) }
-                            return try Pipeline.prepare(source, job: job) {
+                            let checkpoint = {
                                 try checkpointHook?()
                                 if flag.isRaised { throw SharePipeError.cancelled(file: name) }
                                 try deadline?.check(file: name)
                             }
+                            return try Pipeline.prepare(source, job: job, checkpoint: checkpoint, searches: searches)
                         })
                 }
             }
