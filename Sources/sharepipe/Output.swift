@@ -265,6 +265,8 @@ final class Reporter {
     func fileDone(_ report: BatchReport) {
         // The job's code is not needed for its report (`ProcessAllocator.unmapCodeAtPhases`).
         ProcessAllocator.reportStarts()
+        var report = report
+        report.error = report.error.map { CLISandbox.explained($0, input: report.input) }
         done += 1
         if case .internalError? = report.error { internalFailures += 1 }
         if report.error != nil {

@@ -11,6 +11,23 @@ import SharePipe
 enum CLISandbox {
     /// The temporary folder of this run (made in `$TMPDIR`, else `/tmp`; removed at exit), or nil.
     nonisolated(unsafe) static var temporaryFolder: String?
+    /// Whether the process is confined (`confine(reading:readingAnywhere:writing:)` succeeded).
+    nonisolated(unsafe) static var isConfined = false
+
+    /// `error` for `input`, saying why where the sandbox is the reason: a symbolic link in an input folder that
+    /// leads outside the inputs is not followed (reading through it would let a file someone else put in the
+    /// folder open any file of the user's to the decoders), and "Permission denied" alone would not say so.
+    static func explained(_ error: SharePipeError, input: String) -> SharePipeError {
+        guard isConfined, case .unreadable(let file, let reason) = error,
+            reason.hasPrefix(String(cString: strerror(EACCES)))
+        else { return error }
+        var info = stat()
+        guard lstat(input, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return error }
+        return .unreadable(
+            file: file,
+            reason: reason + " (a symbolic link out of the inputs, which the sandbox does not follow: a list "
+                + "given with --files-from is read wherever it leads, and --no-sandbox reads anything)")
+    }
 
     /// Confines the process; `inputs` are read (files or folders), `output` written beneath (nil: nothing).
     /// A layer the kernel lacks is named on standard error; one it has but that cannot be applied is fatal.
@@ -30,6 +47,7 @@ enum CLISandbox {
         }
         do throws(ProcessSandbox.Failure) {
             let report = try ProcessSandbox.enter(rules)
+            isConfined = true
             if report.layers.contains(where: { !$0.on }) {
                 printError("note: sandbox: \(report.summary)")
             }

@@ -143,6 +143,43 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/tmp") == [])
     }
 
+    @Test("a link out of the input folder is not followed under the sandbox, and its error says why")
+    func linkOutOfTheInputsIsRefusedAndExplained() throws {
+        let directory = try Self.inputFolder()
+        defer { Fixtures.cleanUp(directory) }
+        // A link beside the photos to a file outside the input folder, and one to a photo inside it.
+        try FileManager.default.createDirectory(atPath: directory + "/elsewhere", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: Fixtures.path("jpeg/orient-6.jpg"), toPath: directory + "/elsewhere/outside.jpg")
+        try FileManager.default.createSymbolicLink(
+            atPath: directory + "/in/link-out.jpg", withDestinationPath: directory + "/elsewhere/outside.jpg")
+        try FileManager.default.createSymbolicLink(
+            atPath: directory + "/in/link-in.jpg", withDestinationPath: "photo.jpg")
+        let confined = try Tool.run(
+            Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/out", "--json"])
+        #expect(confined.status != 0)
+        let lines = confined.stdout.split(separator: "\n").map(String.init)
+        let refused = try #require(lines.first { $0.contains("link-out.jpg") })
+        #expect(refused.contains("a symbolic link out of the inputs") && refused.contains("--files-from"), "\(refused)")
+        #expect(FileManager.default.fileExists(atPath: directory + "/out/in/link-in.jpg"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/out/in/photo.jpg"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/out/in/link-out.jpg"))
+        // Listed with --files-from, or named as an input itself, it is read; without the sandbox, followed.
+        let listed = try Tool.run(
+            "sh",
+            [
+                "-c",
+                "cd '\(directory)' && echo in/link-out.jpg | '\(Tool.sharepipe)' prepare --files-from - --out listed",
+            ])
+        #expect(listed.status == 0 && FileManager.default.fileExists(atPath: directory + "/listed/in/link-out.jpg"))
+        let named = try Tool.run(
+            Tool.sharepipe, ["prepare", directory + "/in/link-out.jpg", "--out", directory + "/named"])
+        #expect(named.status == 0 && FileManager.default.fileExists(atPath: directory + "/named/link-out.jpg"))
+        let free = try Tool.run(
+            Tool.sharepipe, ["prepare", directory + "/in", "--out", directory + "/free", "--no-sandbox"])
+        #expect(free.status == 0 && FileManager.default.fileExists(atPath: directory + "/free/in/link-out.jpg"))
+    }
+
     @Test("inspect is confined too, and still loads a library on first use (libheif) after confinement")
     func inspectUnderTheSandbox() throws {
         let run = try Tool.run(Tool.sharepipe, ["inspect", Fixtures.path("heif/mirror.heic"), "--json"])
