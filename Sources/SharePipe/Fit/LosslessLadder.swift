@@ -19,6 +19,9 @@ struct LosslessLadder: LadderRunner {
     let changedEncoder: (any ImageEncoder)?
     /// The first effort: a fit there is no adjustment.
     let defaultEffort: Int?
+    /// The encodes made of the same source by the services before this one (`PictureMemo`), if it is prepared
+    /// for several: an encode of the same picture with the same settings and metadata is theirs.
+    var memo: PictureMemo? = nil
     private var changesFormat = false
     /// How far over the limit (limit × this) the first effort's encode may be for the stronger efforts to be
     /// tried at the same size: above what zlib 9 saved over the first effort on the photos measured
@@ -45,11 +48,20 @@ struct LosslessLadder: LadderRunner {
         let oriented = try sizes.render()
         defer { sizes.release(oriented) }
         if !changesFormat {
+            let picture = memo.map { _ in PictureMemo.Picture(oriented) }
+            let (encoder, kept) = (encoder, metadata.kept)
             for effort in efforts {
                 try checkpoint()
-                let bytes = try encoder.encode(
-                    oriented, settings: EncodeSettings(quality: quality, progressive: false, effort: effort),
-                    metadata: metadata.kept)
+                let settings = EncodeSettings(quality: quality, progressive: false, effort: effort)
+                func encode() throws -> [UInt8] { try encoder.encode(oriented, settings: settings, metadata: kept) }
+                let bytes: [UInt8]
+                if let memo, let picture {
+                    bytes = try memo.encoded(
+                        PictureMemo.EncodeKey(picture: picture, format: encoder.format, settings: settings),
+                        metadata: kept, encode: encode)
+                } else {
+                    bytes = try encode()
+                }
                 sizes.smallestAtSize = min(sizes.smallestAtSize, bytes.count)
                 if log.record(
                     size: oriented.size, format: encoder.format, quality: nil, note: "zlib \(effort)",

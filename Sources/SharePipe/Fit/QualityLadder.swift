@@ -71,9 +71,9 @@ struct QualityLadder: LadderRunner {
     var sourceQuality: Int? = nil
     /// The quality the auto search chose at the last size it searched: the next size's first guess.
     var lastAutoQuality: Int? = nil
-    /// The auto searches made for the same source by the services before this one (`AutoSearchMemo`), if it is
+    /// The auto searches made for the same source by the services before this one (`PictureMemo`), if it is
     /// prepared for several.
-    var searches: AutoSearchMemo? = nil
+    var memo: PictureMemo? = nil
 
     /// The quality the auto search tries first where no size was searched yet: the median answer for a score of
     /// 80 on photos (libjpeg at 4:2:0: q83), moved by the target along the assumed slope, and a step lower for
@@ -210,31 +210,26 @@ struct QualityLadder: LadderRunner {
     }
 
     /// The auto search at the current size: the quality chosen, the candidate scored there, the size and, where
-    /// the source is prepared for several services, the search's key in their `AutoSearchMemo` (an earlier
+    /// the source is prepared for several services, the search's key in their `PictureMemo` (an earlier
     /// service's search of the same picture is taken instead of searching again).
     /// Candidates are encoded with standard Huffman tables (cheaper, larger, the same pixels): only the written
     /// file is optimized, recoded from the chosen candidate's coefficients (`recodeAuto`).
     private mutating func searchAuto(
         _ jpeg: JPEGEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
-    ) throws -> (QualitySearch.Meeting, scored: [UInt8], PixelSize, AutoSearchMemo.Key?) {
+    ) throws -> (QualitySearch.Meeting, scored: [UInt8], PixelSize, PictureMemo.Key?) {
         let rendered = try sizes.render()
         defer { sizes.release(rendered) }
         // The decoder's and the resampler's code is not needed again: its pages go (where the process asked).
         ProcessAllocator.searchStarts()
         let bitmap = rendered.layout.hasAlpha ? AlphaFlattening.overWhite(rendered) : rendered
-        let key = searches.map { _ in
-            AutoSearchMemo.Key(
-                bitmap, target: target, range: range, encoder: jpeg, lastQuality: lastAutoQuality,
+        let key = memo.map { _ in
+            PictureMemo.Key(
+                bitmap, target: target, range: range,
+                encoding: .jpeg(subsample420: jpeg.subsample420, tables: jpeg.tables), lastQuality: lastAutoQuality,
                 sourceQuality: sourceQuality)
         }
-        if let key, let known = searches?.answer(for: key) {
-            for attempt in known.attempts {
-                log.record(
-                    size: attempt.size, format: attempt.format, quality: attempt.quality, note: attempt.note,
-                    bytes: attempt.bytes, score: attempt.score, probe: attempt.note == Self.probeNote)
-            }
-            lastAutoQuality = known.meeting.quality
-            sizes.smallestAtSize = known.smallest
+        if let key, let known = memo?.answer(for: key) {
+            take(known, &log)
             return (known.meeting, known.scored, bitmap.size, key)
         }
         let recordedBefore = log.attempts.count
@@ -291,13 +286,25 @@ struct QualityLadder: LadderRunner {
         sizes.smallestAtSize = candidates.smallest
         let scored = candidates.encode(meeting.quality)
         if let key {
-            searches?.keep(
-                AutoSearchMemo.Answer(
+            memo?.keep(
+                PictureMemo.Answer(
                     meeting: meeting, scored: scored, smallest: candidates.smallest,
                     attempts: Array(log.attempts[recordedBefore...])),
                 for: key)
         }
         return (meeting, scored, bitmap.size, key)
+    }
+
+    /// An earlier service's search of the same picture (`PictureMemo`) as if made here: its attempts recorded
+    /// against this ladder's byte limit, its quality the next size's first guess.
+    mutating func take(_ known: PictureMemo.Answer, _ log: inout AttemptLog) {
+        for attempt in known.attempts {
+            log.record(
+                size: attempt.size, format: attempt.format, quality: attempt.quality, note: attempt.note,
+                bytes: attempt.bytes, score: attempt.score, probe: attempt.note == Self.probeNote)
+        }
+        lastAutoQuality = known.meeting.quality
+        sizes.smallestAtSize = known.smallest
     }
 
     /// The file an auto search writes: the chosen candidate `scored` recoded with optimized Huffman tables
@@ -306,17 +313,17 @@ struct QualityLadder: LadderRunner {
     /// whether it is progressive without the options asking.
     private mutating func recodeAuto(
         _ jpeg: JPEGEncoder, _ scored: [UInt8], meeting: QualitySearch.Meeting, size: PixelSize,
-        searched key: AutoSearchMemo.Key?, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
+        searched key: PictureMemo.Key?, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
     ) throws -> (chosen: [UInt8], madeProgressive: Bool) {
         try checkpoint()
         let recoded: (progressive: [UInt8], baseline: [UInt8]?)
-        if let key, let known = searches?.recoded(for: key, metadata: metadata.kept, alsoBaseline: !progressive) {
+        if let key, let known = memo?.recoded(for: key, metadata: metadata.kept, alsoBaseline: !progressive) {
             recoded = (known.progressive, known.baseline)
         } else {
             recoded = try jpeg.recode(scored, alsoBaseline: !progressive, metadata: metadata.kept)
             if let key {
-                searches?.keep(
-                    AutoSearchMemo.Recoded(
+                memo?.keep(
+                    PictureMemo.Recoded(
                         metadata: metadata.kept, alsoBaseline: !progressive, progressive: recoded.progressive,
                         baseline: recoded.baseline),
                     for: key)

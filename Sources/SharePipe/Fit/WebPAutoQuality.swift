@@ -15,7 +15,8 @@ extension QualityLadder {
     /// picture). The lowest quality meeting the target is written (a candidate within `autoCloseEnough` of the
     /// target is taken as it stands, as the JPEG search takes it); where even the ceiling falls short, the
     /// ceiling. Where that encode is over the byte limit, the highest quality below it that fits is searched on
-    /// the same render and scored: the best score that fits.
+    /// the same render and scored: the best score that fits. An earlier service's search of the same picture
+    /// whose files carry the same metadata is taken instead of searching again (`PictureMemo`).
     mutating func attemptWebPAuto(
         _ webp: WebPEncoder, target: Double, _ log: inout AttemptLog, checkpoint: Pipeline.Checkpoint
     ) throws -> FittingDriver.Fit? {
@@ -29,22 +30,43 @@ extension QualityLadder {
         var candidates = AutoCandidates(target: target, ceiling: range.upperBound)
         var smallest = Int.max
         defer { sizes.smallestAtSize = min(smallest, candidates.smallest) }
-        let guess = lastAutoQuality ?? Self.webpAutoGuess(target: target)
-        let meeting = try QualitySearch.lowestMeeting(
-            target, range: range, guess: guess, maxMeasures: Self.autoMeasures, closeEnough: Self.autoCloseEnough,
-            bracket: Self.autoBracket
-        ) { quality in
-            try checkpoint()
-            let encoded = try webp.encode(
-                bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
-            let score = try WebPEncoder.ssimulacra2(encoded, against: bitmap)
-            log.record(
-                size: bitmap.size, format: .webp, quality: quality, note: nil, bytes: encoded.count, score: score)
-            candidates.add(encoded, quality: quality, score: score)
-            return score
+        let key = memo.map { _ in
+            PictureMemo.Key(
+                bitmap, target: target, range: range, encoding: .webp, lastQuality: lastAutoQuality,
+                sourceQuality: nil)
         }
-        lastAutoQuality = meeting.quality
-        let chosen = candidates.encode(meeting.quality)
+        let meeting: QualitySearch.Meeting
+        let chosen: [UInt8]
+        if let key, let known = memo?.answer(for: key, written: metadata.kept) {
+            take(known, &log)
+            smallest = known.smallest
+            (meeting, chosen) = (known.meeting, known.scored)
+        } else {
+            let recordedBefore = log.attempts.count
+            let guess = lastAutoQuality ?? Self.webpAutoGuess(target: target)
+            meeting = try QualitySearch.lowestMeeting(
+                target, range: range, guess: guess, maxMeasures: Self.autoMeasures, closeEnough: Self.autoCloseEnough,
+                bracket: Self.autoBracket
+            ) { quality in
+                try checkpoint()
+                let encoded = try webp.encode(
+                    bitmap, settings: EncodeSettings(quality: quality, progressive: false), metadata: metadata.kept)
+                let score = try WebPEncoder.ssimulacra2(encoded, against: bitmap)
+                log.record(
+                    size: bitmap.size, format: .webp, quality: quality, note: nil, bytes: encoded.count, score: score)
+                candidates.add(encoded, quality: quality, score: score)
+                return score
+            }
+            lastAutoQuality = meeting.quality
+            chosen = candidates.encode(meeting.quality)
+            if let key {
+                memo?.keep(
+                    PictureMemo.Answer(
+                        meeting: meeting, scored: chosen, smallest: candidates.smallest,
+                        attempts: Array(log.attempts[recordedBefore...]), written: metadata.kept),
+                    for: key)
+            }
+        }
         if chosen.count <= log.limit {
             var result = fit(
                 chosen, size: bitmap.size, quality: meeting.quality,

@@ -22,14 +22,14 @@ enum Pipeline {
     /// target whose options failed their check is that target's failure. Under `cpuFirst` the services
     /// share one render: the largest is decoded first and the others are resampled from it in memory. A
     /// service whose render is the same picture as an earlier one's, searched the same way under
-    /// `QualitySetting.auto`, takes that search's answer (`AutoSearchMemo`).
+    /// `QualitySetting.auto`, takes that search's answer (`PictureMemo`).
     /// `keepingOutputFiles`: see `prepare(_:job:checkpoint:cache:keepingOutputFile:)`.
     static func prepare(
         _ source: ImageSource, forEach targets: [Result<PrepareOptions.Checked, SharePipeError>],
         checkpoint: @escaping Checkpoint = {}, keepingOutputFiles: Bool = false
     ) -> [Result<PreparedImage, SharePipeError>] {
         let cache = RenderCache()
-        let searches = targets.count > 1 ? AutoSearchMemo() : nil
+        let memo = targets.count > 1 ? PictureMemo() : nil
         // One deadline per file (`PrepareOptions.timeout`): every target's clock starts here.
         let started = ContinuousClock.now
         // Largest output first, so the shared render can serve every later one.
@@ -43,7 +43,7 @@ enum Pipeline {
                     try prepare(
                         source, options: options, checkpoint: checkpoint,
                         cache: options.strategy == .cpuFirst ? cache : nil, keepingOutputFile: keepingOutputFiles,
-                        startedAt: started, searches: searches))
+                        startedAt: started, memo: memo))
             } catch {
                 // Anything but a `SharePipeError` here is SharePipe's bug, not the input's fault.
                 results[index] = .failure(.from(error, file: source.displayName))
@@ -52,19 +52,19 @@ enum Pipeline {
         return results.map { $0! }
     }
 
-    /// `startedAt`: when the job's deadline (`PrepareOptions.timeout`) started; now by default. `searches`: the
-    /// auto searches of the source's other services (`AutoSearchMemo`).
+    /// `startedAt`: when the job's deadline (`PrepareOptions.timeout`) started; now by default. `memo`: the
+    /// searches and encodes of the source's other services (`PictureMemo`).
     static func prepare(
         _ source: ImageSource, options: PrepareOptions.Checked,
         checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil, keepingOutputFile: Bool = false,
-        startedAt: ContinuousClock.Instant = .now, searches: AutoSearchMemo? = nil
+        startedAt: ContinuousClock.Instant = .now, memo: PictureMemo? = nil
     ) throws -> PreparedImage {
         let guarded = JobDeadline.checkpoint(
             checkpoint, timeout: options.timeout.map(Double.init), startedAt: startedAt, file: source.displayName)
         let job = try plan(source, options: options)
         return try prepare(
             source, job: job, checkpoint: guarded, cache: cache, keepingOutputFile: keepingOutputFile,
-            deadlineStarted: true, searches: searches)
+            deadlineStarted: true, memo: memo)
     }
 
     /// Runs `job`, planned beforehand (`plan(_:options:probed:)`): the same value `SharePipeline` priced for
@@ -76,7 +76,7 @@ enum Pipeline {
     static func prepare(
         _ source: ImageSource, job: PlannedJob,
         checkpoint: @escaping Checkpoint = {}, cache: RenderCache? = nil, keepingOutputFile: Bool = false,
-        deadlineStarted: Bool = false, searches: AutoSearchMemo? = nil
+        deadlineStarted: Bool = false, memo: PictureMemo? = nil
     ) throws -> PreparedImage {
         let guarded =
             deadlineStarted
@@ -88,7 +88,7 @@ enum Pipeline {
             // With variants, the main output's render is kept for them: under `memoryFirst` without serving the
             // main output's own search (`RenderCache`).
             let kept = variants.isEmpty ? cache : cache ?? RenderCache(serving: job.options.strategy == .cpuFirst)
-            var prepared = try prepareSteps(source, job: job, checkpoint: guarded, cache: kept, searches: searches)
+            var prepared = try prepareSteps(source, job: job, checkpoint: guarded, cache: kept, memo: memo)
             // An encoder's call has no checkpoint inside it (a PNG of noise deflates for a third of a second):
             // a job that finished past its deadline is timed out all the same, not answered late.
             try guarded()
@@ -218,7 +218,7 @@ enum Pipeline {
 
     private static func prepareSteps(
         _ source: ImageSource, job: PlannedJob,
-        checkpoint: @escaping Checkpoint, cache: RenderCache?, searches: AutoSearchMemo? = nil
+        checkpoint: @escaping Checkpoint, cache: RenderCache?, memo: PictureMemo? = nil
     ) throws -> PreparedImage {
         let file = source.displayName
         let meter = PixelMemoryMeter(checkpoint: checkpoint)
@@ -302,7 +302,7 @@ enum Pipeline {
                 meter: meter, cache: options.strategy == .cpuFirst ? (cache ?? RenderCache()) : cache)
             try checkpoint()
             return try runStillLadder(
-                renderer, info: info, plan: plan, options: options, driver: driver, searches: searches,
+                renderer, info: info, plan: plan, options: options, driver: driver, memo: memo,
                 checkpoint: checkpoint)
         }
     }
@@ -394,7 +394,7 @@ enum Pipeline {
     /// renderer decodes, resamples and orients (`StillRenderer.oriented`); the ladder encodes its rungs.
     static func runStillLadder(
         _ renderer: StillRenderer, info: ImageInfo, plan: PreparePlan, options: PrepareOptions.Checked,
-        driver: FittingDriver, searches: AutoSearchMemo? = nil, checkpoint: Pipeline.Checkpoint
+        driver: FittingDriver, memo: PictureMemo? = nil, checkpoint: Pipeline.Checkpoint
     ) throws -> PreparedImage {
         let encoder = FormatRegistry.descriptor(for: plan.outputFormat).encoder(info)
         switch plan.ladder {
@@ -405,7 +405,7 @@ enum Pipeline {
                 encoder: encoder, range: range, progressive: options.progressive,
                 metadata: plan.writtenMetadata, rangeNote: cap?.capNote,
                 sharpRender: plan.sharpRenderWhenCapped, target: options.qualityTarget,
-                sourceQuality: plan.sourceQualityForGuess, searches: searches)
+                sourceQuality: plan.sourceQualityForGuess, memo: memo)
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .lossless(let efforts, let strongest, let change, let minShortEdge):
             var ladder = LosslessLadder(
@@ -414,6 +414,7 @@ enum Pipeline {
                 encoder: encoder, efforts: efforts, strongest: strongest, quality: options.quality,
                 progressive: options.progressive, metadata: plan.writtenMetadata, formatChange: change,
                 changedEncoder: change.map { FormatRegistry.descriptor(for: $0.format).encoder(info) })
+            ladder.memo = memo
             return try driver.run(&ladder, checkpoint: checkpoint)
         case .losslessFirst(let range, let minShortEdge):
             var ladder = LosslessFirstLadder(

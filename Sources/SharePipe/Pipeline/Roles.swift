@@ -59,7 +59,7 @@ struct RenderedImage {
 }
 
 /// Settings an encoder honours where they apply.
-struct EncodeSettings: Sendable, Equatable {
+struct EncodeSettings: Sendable, Hashable {
     /// Lossy quality 1...100 (JPEG).
     var quality: Int
     var progressive: Bool

@@ -322,21 +322,21 @@ public struct SharePipeline: Sendable {
 
     /// Runs the admitted jobs one after another inside `reservation`, then releases it. Throws only when
     /// cancelled; every other failure is that profile's result. A job whose render is the same picture as an
-    /// earlier one's takes that job's auto search (`AutoSearchMemo`).
+    /// earlier one's takes that job's auto search (`PictureMemo`).
     private func run(
         _ source: ImageSource, named name: String, plans: [JobPlan], holding reservation: MemoryBudget.Reservation,
         since start: ContinuousClock.Instant, spoolPath: String? = nil
     ) async throws -> [ServiceResult] {
         let waited = ContinuousClock.now - start
         var results: [ServiceResult] = []
-        let searches = plans.count > 1 ? AutoSearchMemo() : nil
+        let memo = plans.count > 1 ? PictureMemo() : nil
         for plan in plans {
             await hooks.willRun?(name)
             let began = ContinuousClock.now
             let outcome: Result<PreparedImage, SharePipeError>
             do {
                 outcome = .success(
-                    try await runBlocking(source, job: plan.job.get(), name: name, searches: searches))
+                    try await runBlocking(source, job: plan.job.get(), name: name, memo: memo))
             } catch {
                 outcome = .failure(Self.sharePipeError(error, renaming: spoolPath ?? source.displayName, to: name))
             }
@@ -371,7 +371,7 @@ public struct SharePipeline: Sendable {
     /// Runs the synchronous pipeline on a Dispatch thread; Task cancellation raises a flag that the
     /// pipeline's checkpoints (between steps, between fitting attempts and every few rows, tiles or frames
     /// inside a step) turn into `cancelled`.
-    private func runBlocking(_ source: ImageSource, job: PlannedJob, name: String, searches: AutoSearchMemo? = nil)
+    private func runBlocking(_ source: ImageSource, job: PlannedJob, name: String, memo: PictureMemo? = nil)
         async throws -> PreparedImage
     {
         let flag = CancellationFlag()
@@ -391,7 +391,7 @@ public struct SharePipeline: Sendable {
                                 if flag.isRaised { throw SharePipeError.cancelled(file: name) }
                                 try deadline?.check(file: name)
                             }
-                            return try Pipeline.prepare(source, job: job, checkpoint: checkpoint, searches: searches)
+                            return try Pipeline.prepare(source, job: job, checkpoint: checkpoint, memo: memo)
                         })
                 }
             }

@@ -373,41 +373,6 @@ struct AutoQualityTests {
         #expect(capped.bytes.count < free.bytes.count && cappedQuality < free.quality!)
     }
 
-    @Test func servicesRenderingTheSamePictureShareOneSearch() throws {
-        // A JPEG with a comment, prepared for four services: two at the same size with different metadata, one
-        // whose byte limit bites just under the first's file, one at a smaller size. Each output is the one a job
-        // of its own writes (bytes, quality, score, attempts); the searches at the same size are answered once.
-        let (_, bitmap) = try Self.scenePNG(PixelSize(width: 480, height: 320), seed: 2)
-        let plain = try JPEGEncoder().encode(
-            bitmap, settings: EncodeSettings(quality: 95, progressive: false), metadata: [])
-        let jpeg = Plant.jpeg(plain, segments: [(0xFE, Array("a comment".utf8))])
-        var first = PrepareOptions()
-        first.acceptedFormats = [.jpeg]
-        first.maxShortEdge = 240
-        first.qualitySetting = .auto(target: 80)
-        let alone = try SharePipe.prepare(.bytes(jpeg), options: first)
-        var keepingAll = first
-        keepingAll.strip = .none
-        var capped = first
-        capped.maxBytes = alone.bytes.count - 1
-        var smaller = first
-        smaller.maxShortEdge = 200
-        let services = [first, keepingAll, capped, smaller]
-        let memo = AutoSearchMemo()
-        let shared = try services.map { try Pipeline.prepare(.bytes(jpeg), options: $0.checked(), searches: memo) }
-        #expect(memo.answersGiven == 2)
-        let together = Pipeline.prepare(.bytes(jpeg), forEach: services.map { .success(try! $0.checked()) })
-        for (index, options) in services.enumerated() {
-            let own = try SharePipe.prepare(.bytes(jpeg), options: options)
-            for output in [shared[index], try together[index].get()] {
-                #expect(output.bytes == own.bytes && output.quality == own.quality, "service \(index)")
-                #expect(output.score == own.score && output.attempts == own.attempts, "service \(index)")
-            }
-        }
-        #expect(shared[1].bytes != shared[0].bytes && shared[1].quality == shared[0].quality)
-        #expect(shared[2].quality! < shared[0].quality! && shared[3].size != shared[0].size)
-    }
-
     @Test func aFixedQualityIsUnchangedAndUnscored() throws {
         let (png, _) = try Self.scenePNG(PixelSize(width: 240, height: 160), seed: 1)
         var options = PrepareOptions()
