@@ -49,16 +49,17 @@ struct LosslessLadder: LadderRunner {
         defer { sizes.release(oriented) }
         if !changesFormat {
             let picture = memo.map { _ in PictureMemo.Picture(oriented) }
-            let (encoder, kept) = (encoder, metadata.kept)
             for effort in efforts {
                 try checkpoint()
                 let settings = EncodeSettings(quality: quality, progressive: false, effort: effort)
-                func encode() throws -> [UInt8] { try encoder.encode(oriented, settings: settings, metadata: kept) }
+                func encode() throws -> [UInt8] {
+                    try encoder.encode(oriented, settings: settings, metadata: metadata.kept)
+                }
                 let bytes: [UInt8]
                 if let memo, let picture {
                     bytes = try memo.encoded(
                         PictureMemo.EncodeKey(picture: picture, format: encoder.format, settings: settings),
-                        metadata: kept, encode: encode)
+                        metadata: metadata.kept, encode: encode)
                 } else {
                     bytes = try encode()
                 }

@@ -71,7 +71,7 @@ struct QualityLadder: LadderRunner {
     var sourceQuality: Int? = nil
     /// The quality the auto search chose at the last size it searched: the next size's first guess.
     var lastAutoQuality: Int? = nil
-    /// The auto searches made for the same source by the services before this one (`PictureMemo`), if it is
+    /// The auto searches made of the same source by the services before this one (`PictureMemo`), if it is
     /// prepared for several.
     var memo: PictureMemo? = nil
 

@@ -21,8 +21,8 @@ enum Pipeline {
     /// Prepares `source` once per options value (one per service), each from a freshly opened source; a
     /// target whose options failed their check is that target's failure. Under `cpuFirst` the services
     /// share one render: the largest is decoded first and the others are resampled from it in memory. A
-    /// service whose render is the same picture as an earlier one's, searched the same way under
-    /// `QualitySetting.auto`, takes that search's answer (`PictureMemo`).
+    /// service whose render is the same picture as an earlier one's takes that service's `QualitySetting.auto`
+    /// search (searched the same way) and lossless encodes (the same settings and metadata): `PictureMemo`.
     /// `keepingOutputFiles`: see `prepare(_:job:checkpoint:cache:keepingOutputFile:)`.
     static func prepare(
         _ source: ImageSource, forEach targets: [Result<PrepareOptions.Checked, SharePipeError>],

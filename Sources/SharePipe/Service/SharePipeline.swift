@@ -322,7 +322,7 @@ public struct SharePipeline: Sendable {
 
     /// Runs the admitted jobs one after another inside `reservation`, then releases it. Throws only when
     /// cancelled; every other failure is that profile's result. A job whose render is the same picture as an
-    /// earlier one's takes that job's auto search (`PictureMemo`).
+    /// earlier one's takes that job's auto search and lossless encodes (`PictureMemo`).
     private func run(
         _ source: ImageSource, named name: String, plans: [JobPlan], holding reservation: MemoryBudget.Reservation,
         since start: ContinuousClock.Instant, spoolPath: String? = nil
